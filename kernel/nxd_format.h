@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-nxd on-disk format (see docs/on-disk-format.md).
+ *
+ * SSD, in 4 KiB blocks:  0: superblock copy A, 1: copy B, 2..7 reserved,
+ * 8..end: the log ring of variable-length segments.  A segment is one
+ * header block followed by up to NXD_SEG_MAX_DATA data blocks.
+ *
+ * HDD: the last MiB below the 1 MiB-rounded size is reserved; its first
+ * block holds a label carrying the volume and HDD UUIDs.
+ *
+ * All integers are little endian.
+ */
+#ifndef NXD_FORMAT_H
+#define NXD_FORMAT_H
+
+#include "nxd_shim.h"
+
+#define NXD_BLOCK_SIZE		4096
+#define NXD_BLOCK_SHIFT		12
+#define NXD_SECTORS_PER_BLOCK	8
+#define NXD_FORMAT_VERSION	1
+
+#define NXD_SB_MAGIC		0x3142535f44584e00ULL	/* "\0NXD_SB1" */
+#define NXD_SEG_MAGIC		0x3147455344584e00ULL	/* "\0NXDSEG1" */
+#define NXD_LABEL_MAGIC		0x314c4448445f584eULL	/* "NX_HDDL1" */
+
+#define NXD_SB_BLOCKS		2
+#define NXD_RING_START		8	/* first ring block on the SSD */
+#define NXD_SEG_MAX_BLOCKS	128	/* header + data, 512 KiB */
+#define NXD_SEG_MAX_DATA	(NXD_SEG_MAX_BLOCKS - 1)
+#define NXD_MIN_RING_BLOCKS	(4 * NXD_SEG_MAX_BLOCKS)
+#define NXD_MIN_SSD_SECTORS	((NXD_RING_START + NXD_MIN_RING_BLOCKS) * NXD_SECTORS_PER_BLOCK)
+
+/* HDD space we keep for the label: 1 MiB at the end. */
+#define NXD_HDD_RESERVED_SECTORS 2048ULL
+
+#define NXD_SB_CLEAN		(1U << 0)	/* written at clean shutdown */
+#define NXD_SB_FLAGS_KNOWN	NXD_SB_CLEAN
+
+struct nxd_sb {
+	__le64 magic;
+	__le32 crc;		/* crc32c of the block with crc = 0 */
+	__le32 version;
+	__le64 sb_seq;		/* bumped by every write; newest valid copy wins */
+	u8 vol_uuid[16];
+	u8 hdd_uuid[16];
+	__le64 hdd_sectors;	/* HDD size when labelled */
+	__le64 hdd_label_sector;
+	__le64 data_sectors;	/* largest logical size the volume may have */
+	__le32 block_size;
+	__le32 seg_max_blocks;
+	__le64 ring_start;	/* in blocks */
+	__le64 ring_blocks;
+	__le64 tail_pos;	/* ring offset of the oldest live segment */
+	__le64 tail_seq;	/* and its sequence number */
+	__le64 gen;		/* bumped at every activation */
+	__le64 gen_start_seq;	/* first seq written by generation @gen */
+	__le64 head_pos;	/* next segment position, valid if CLEAN */
+	__le64 head_seq;
+	__le32 flags;
+	__le32 reserved0;
+	u8 reserved[3944];
+} __packed;
+
+#define NXD_REC_DATA	1
+#define NXD_REC_INVAL	2
+
+struct nxd_seg_rec {
+	__le64 block;		/* DATA: logical block; INVAL: first block */
+	__le32 val;		/* DATA: crc32c of data block; INVAL: block count */
+	u8 type;
+	u8 mask;		/* DATA: valid 512 B sectors of the block */
+	__le16 reserved;
+} __packed;
+
+#define NXD_SEG_HDR_BYTES	64
+#define NXD_SEG_MAX_RECS	((NXD_BLOCK_SIZE - NXD_SEG_HDR_BYTES) / 16)
+
+struct nxd_seg_hdr {
+	__le64 magic;
+	__le32 crc;		/* crc32c of the block with crc = 0 */
+	__le32 flags;
+	__le64 seq;
+	__le64 gen;
+	__le64 pos;		/* ring offset of this header */
+	__le32 nr_data;		/* data blocks after the header */
+	__le32 nr_recs;
+	u8 vol_uuid[16];
+	struct nxd_seg_rec recs[NXD_SEG_MAX_RECS];
+} __packed;
+
+struct nxd_hdd_label {
+	__le64 magic;
+	__le32 crc;
+	__le32 version;
+	u8 vol_uuid[16];
+	u8 hdd_uuid[16];
+	__le64 hdd_sectors;	/* HDD size when labelled */
+	u8 reserved[4040];
+} __packed;
+
+_Static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
+_Static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
+_Static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
+_Static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
+
+#endif /* NXD_FORMAT_H */

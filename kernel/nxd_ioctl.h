@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * dm-nxd control device ABI: /dev/nxd-control.
+ *
+ * Every request starts with struct nxd_ioc_hdr.  The caller sets @size to
+ * sizeof() of the whole request struct it was built with and @version to
+ * NXD_IOCTL_VERSION; the kernel copies min(size, its own size), zero-fills
+ * the rest, and writes back how many bytes it filled in @size.  New fields
+ * are only ever appended.  Reserved fields must be zero.
+ */
+#ifndef _UAPI_NXD_IOCTL_H
+#define _UAPI_NXD_IOCTL_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/ioctl.h>
+#else
+#include <linux/types.h>
+#include <sys/ioctl.h>
+#endif
+
+#define NXD_IOCTL_VERSION	1
+#define NXD_CONTROL_NAME	"nxd-control"
+#define NXD_NAME_LEN		128
+
+#define NXD_HIST_NBUCKETS	16	/* <4K, 4K, 4K+1-8K, ..., 16M+1-32M, >32M */
+
+enum nxd_hist_dir { NXD_H_READ = 0, NXD_H_WRITE = 1, NXD_H_NDIR = 2 };
+/* Where a bio went: SSD log (reads: any part served from the log) or HDD. */
+enum nxd_hist_route { NXD_H_SSD = 0, NXD_H_HDD = 1, NXD_H_NROUTE = 2 };
+/* Aligned: offset and length multiples of 4 KiB. */
+enum nxd_hist_align { NXD_H_ALIGNED = 0, NXD_H_UNALIGNED = 1, NXD_H_NALIGN = 2 };
+
+struct nxd_hist_cell {
+	__u64 count;		/* bios */
+	__u64 bytes;		/* their total size */
+	__u64 time_ns;		/* total service time, submit to completion */
+};
+
+/* Selects a volume: by dm device number if @dev != 0, else by dm name. */
+struct nxd_ioc_hdr {
+	__u32 size;
+	__u32 version;
+	__u32 flags;
+	__u32 reserved;
+	__u64 dev;		/* new_encode_dev() of the dm device, or 0 */
+	char name[NXD_NAME_LEN];
+};
+
+#define NXD_IOC_F_RESET		(1U << 0)	/* read and clear atomically */
+
+/* Counters, in the order status prints them; append only. */
+struct nxd_ioc_counters {
+	__u64 log_blocks;		/* ring capacity, 4 KiB blocks */
+	__u64 log_used_blocks;		/* occupied, incl. headers */
+	__u64 index_entries;
+	__u64 index_bytes;
+	__u64 writes_logged;		/* bios */
+	__u64 writes_direct;		/* bios sent to the HDD by routing */
+	__u64 writes_around_full;	/* small writes sent to the HDD, log full */
+	__u64 reads_hdd;
+	__u64 reads_ssd;		/* served at least partly from the log */
+	__u64 segments_written;
+	__u64 log_blocks_written;
+	__u64 invalidations;		/* blocks invalidated by HDD writes/discards */
+	__u64 rmw_reads;		/* partial-block merges read from the log */
+	__u64 destaged_blocks;
+	__u64 destaged_bytes;
+	__u64 destage_bios;
+	__u64 destage_throttled_ms;
+	__u64 segments_reclaimed;
+	__u64 ssd_errors;
+	__u64 hdd_errors;
+	__u64 flushes;
+	__u64 discards;
+	__u64 recovered_segments;
+	__u64 recovered_blocks;
+	__u64 recovery_us;
+	__u64 degraded;			/* 1 if the SSD failed and writes bypass it */
+	__u64 reserved[38];
+};
+
+struct nxd_ioc_stats {
+	struct nxd_ioc_hdr hdr;
+	struct nxd_ioc_counters c;
+	struct nxd_hist_cell hist[NXD_H_NDIR][NXD_HIST_NBUCKETS][NXD_H_NROUTE][NXD_H_NALIGN];
+};
+
+struct nxd_ioc_vol {
+	__u64 dev;
+	char name[NXD_NAME_LEN];
+	__u8 vol_uuid[16];
+	__u64 sectors;
+	__u32 write_threshold;
+	__u32 read_threshold;
+	__u32 mode;
+	__u32 reserved[5];
+};
+
+#define NXD_IOC_MAX_VOLS	64
+
+struct nxd_ioc_list {
+	struct nxd_ioc_hdr hdr;		/* name/dev ignored */
+	__u32 count;			/* volumes filled in */
+	__u32 total;			/* volumes that exist */
+	struct nxd_ioc_vol vols[NXD_IOC_MAX_VOLS];
+};
+
+#define NXD_IOC_MAGIC		0xDB
+#define NXD_IOC_GET_STATS	_IOWR(NXD_IOC_MAGIC, 1, struct nxd_ioc_stats)
+#define NXD_IOC_LIST		_IOWR(NXD_IOC_MAGIC, 2, struct nxd_ioc_list)
+
+#endif /* _UAPI_NXD_IOCTL_H */

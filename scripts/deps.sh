@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Idempotent installer of everything dm-nxd needs to build, test, demo and
+# benchmark. Debian packages and PyPI only. Run as root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+VNG_VERSION=${VNG_VERSION:-1.42}
+VENV=${VENV:-$here/.venv}
+say() { echo "deps: $*"; }
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: must run as root (apt-get)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+# bookworm-backports carries the 6.12 LTS kernel.
+if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	say "adding bookworm-backports to apt sources"
+	cat > /etc/apt/sources.list.d/bookworm-backports.sources <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	rm -f /var/lib/apt/lists/.nxd-updated
+fi
+
+PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
+      libsmartcols-dev pkg-config libblkid-dev uuid-dev
+      qemu-system-x86 busybox-static fio blktrace mdadm xfsprogs e2fsprogs
+      bcache-tools python3-pytest python3-matplotlib udev util-linux
+      linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
+      libclang-rt-14-dev)
+BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+bpo_needed=1
+ls /boot/vmlinuz-6.12.* >/dev/null 2>&1 && ls -d /usr/src/linux-headers-6.12.*-amd64 >/dev/null 2>&1 && bpo_needed=0
+
+if [ ${#missing[@]} -gt 0 ] || [ $bpo_needed = 1 ]; then
+	say "apt-get update"
+	apt-get update -q
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	say "installing: ${missing[*]}"
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+	say "Debian packages present"
+fi
+if [ $bpo_needed = 1 ]; then
+	say "installing the 6.12 kernel and headers from bookworm-backports"
+	apt-get install -y -q --no-install-recommends -t bookworm-backports "${BPO_PKGS[@]}"
+else
+	say "6.12 kernel and headers present"
+fi
+
+# virtme-ng, pinned, in a venv kept out of git.
+if [ ! -x "$VENV/bin/vng" ] || ! "$VENV/bin/pip" show virtme-ng 2>/dev/null | grep -q "^Version: $VNG_VERSION\$"; then
+	say "installing virtme-ng==$VNG_VERSION into $VENV"
+	/usr/bin/python3 -m venv "$VENV"
+	"$VENV/bin/pip" install -q "virtme-ng==$VNG_VERSION"
+else
+	say "virtme-ng $VNG_VERSION present in $VENV"
+fi
+say "kernels: $(ls /boot/vmlinuz-* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+say "done"
