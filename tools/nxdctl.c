@@ -135,7 +135,7 @@ static int sysfs_write(const char *path, const char *val)
 	ssize_t n;
 	int fd;
 
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = write(fd, val, len);
@@ -1058,6 +1058,10 @@ static int create_volume(const char *name, const char *hdd, const char *ssd,
 		return rc;
 	if (hdev && hdev == sdev)
 		return usage_error("create", "HDD and SSD are the same device");
+	if (ssd_bytes < nxdctl_min_ssd_bytes())
+		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
+			    "SSD log (%" PRIu64 " bytes, needs %" PRIu64 ")",
+			    ssd, ssd_bytes, nxdctl_min_ssd_bytes());
 	len = nxdctl_hdd_data_sectors(hdd_bytes >> 9);
 	if (!len)
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
@@ -1971,7 +1975,11 @@ static int do_help(const struct cmd *c, int argc, char **argv)
 {
 	const struct cmd *t;
 
-	(void)c;
+	if (argc >= 2 && (!strcmp(argv[1], "--help") ||
+			  !strcmp(argv[1], "-h"))) {
+		cmd_usage(c, stdout);
+		return 0;
+	}
 	if (argc < 2) {
 		main_usage(stdout);
 		return 0;

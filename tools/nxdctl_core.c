@@ -40,6 +40,16 @@ const char *nxdctl_core_hist_label(unsigned int b)
 	return b < NXD_HIST_BUCKETS ? nxd_hist_labels[b] : NULL;
 }
 
+int nxdctl_core_hist_bucket(uint64_t bytes)
+{
+	return nxd_hist_bucket(bytes);
+}
+
+uint64_t nxdctl_min_ssd_bytes(void)
+{
+	return NXD_MIN_SSD_SECTORS * 512ULL;
+}
+
 int nxdctl_mode_parse(const char *s, uint32_t *mode)
 {
 	enum nxd_mode m;
@@ -168,6 +178,17 @@ const char *nxdctl_core_hist_label(unsigned int b)
 {
 	(void)b;
 	return NULL;
+}
+
+int nxdctl_core_hist_bucket(uint64_t bytes)
+{
+	(void)bytes;
+	return -1;
+}
+
+uint64_t nxdctl_min_ssd_bytes(void)
+{
+	return (8 + 4 * 128) * 4096ULL;
 }
 
 int nxdctl_mode_parse(const char *s, uint32_t *mode)

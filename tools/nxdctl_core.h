@@ -16,6 +16,10 @@ int nxdctl_parse_size(const char *s, uint64_t *out);
 uint64_t nxdctl_hdd_data_sectors(uint64_t hdd_sectors);
 /* The kernel's label for histogram bucket @b (nxd_hist_labels). */
 const char *nxdctl_core_hist_label(unsigned int b);
+/* The kernel's bucket for a request of @bytes (nxd_hist_bucket), or -1. */
+int nxdctl_core_hist_bucket(uint64_t bytes);
+/* Smallest SSD dm-nxd accepts, in bytes. */
+uint64_t nxdctl_min_ssd_bytes(void);
 /* 0 if the mode name is known, with its number in *mode. */
 int nxdctl_mode_parse(const char *s, uint32_t *mode);
 

@@ -678,8 +678,9 @@ void nxdctl_print_suggestion(FILE *f, const char *vol,
 	unsigned int b;
 	int last;
 
-	fprintf(f, "Cost of one write request (model: HDD = positioning + "
-		"transfer; log = SSD write + later sequential destage):\n");
+	fprintf(f, "Cost of one write request.  HDD direct: positioning + "
+		"transfer.\nVia log: SSD write + its later sequential destage "
+		"to the HDD.\n");
 	fprintf(f, "  %-6s %12s %12s %7s\n", "SIZE", "HDD direct",
 		"via log", "ratio");
 	last = sg->bucket < 0 ? 1 : sg->bucket + 1;
@@ -740,8 +741,8 @@ void nxdctl_print_suggestion(FILE *f, const char *vol,
 		nxdctl_fmt_size(a, sizeof(a), (uint64_t)sg->cur_threshold);
 		fprintf(f, "The current write threshold is %s", a);
 		if (sg->w_reqs)
-			fprintf(f, ": it sends %.1f%% of the requests and "
-				"%.1f%% of the bytes", pct(sg->cur_reqs,
+			fprintf(f, ": it sends %.1f%% of the requests\nand "
+				"%.1f%% of the bytes to the log", pct(sg->cur_reqs,
 				sg->w_reqs), pct(sg->cur_bytes, sg->w_bytes));
 		fputs(".\n", f);
 	}

@@ -1,0 +1,233 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# nxdctl tests that need no kernel module: the C unit tests of the
+# formatting code, then the nxdctl binary driven through its test hooks
+# (NXDCTL_TEST_STATS: stats from a file; NXDCTL_SYSFS: a fake sysfs tree).
+# Run from tools/ (make check).  Prints "N passed, M failed".
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUT=tests/out
+NXDCTL=./nxdctl
+rm -rf "$OUT"
+mkdir -p "$OUT"
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "PASS $*"; }
+ko() { fail=$((fail + 1)); echo "FAIL $*"; }
+# t NAME EXPECTED_RC CMD...: run, keep stdout/stderr in $OUT/last.*
+t() {
+	name=$1 want=$2
+	shift 2
+	"$@" >"$OUT/last.out" 2>"$OUT/last.err"
+	rc=$?
+	if [ "$rc" = "$want" ]; then
+		ok "$name"
+	else
+		ko "$name (exit $rc, want $want)"
+		sed 's/^/    /' "$OUT/last.err"
+	fi
+}
+has() { # NAME PATTERN: last stdout matches
+	if grep -q -e "$2" "$OUT/last.out"; then ok "$1"; else
+		ko "$1: no '$2' in:"; sed 's/^/    /' "$OUT/last.out"; fi
+}
+err_has() {
+	if grep -q -e "$2" "$OUT/last.err"; then ok "$1"; else
+		ko "$1: no '$2' in stderr:"; sed 's/^/    /' "$OUT/last.err"; fi
+}
+py() { # NAME PYTHON_CODE FILE: the code sees d = json.load(FILE)
+	if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" \
+		"$3" 2>"$OUT/py.err"; then ok "$1"; else
+		ko "$1"; sed 's/^/    /' "$OUT/py.err"; fi
+}
+
+# ---- C unit tests ----
+tests/test_fmt tests/figure6.txt "$OUT" >"$OUT/unit.log" 2>&1
+cat "$OUT/unit.log"
+pass=$((pass + $(grep -c '^PASS' "$OUT/unit.log")))
+fail=$((fail + $(grep -c '^FAIL' "$OUT/unit.log")))
+[ -s "$OUT/fig6.stats" ] || { ko "unit tests left no fig6.stats"; }
+
+# ---- JSON written by the unit tests ----
+py "hist.json parses, 16 buckets" \
+	'assert len(d["buckets"]) == 16 and d["volume"] == "vol\"0"' \
+	"$OUT/hist.json"
+py "hist.json cells add up to the totals" '
+for b in d["buckets"]:
+    for k in ("read", "write"):
+        x = b[k]
+        for f in ("count", "bytes", "time_ns"):
+            s = sum(x[r][a][f] for r in ("ssd", "hdd")
+                    for a in ("aligned", "unaligned"))
+            assert s == x[f], (b["label"], k, f)
+assert d["buckets"][2]["write"]["count"] == 499318
+assert d["buckets"][1]["read"]["count"] == 56796
+assert d["buckets"][15]["max_bytes"] is None
+assert d["buckets"][15]["label"] == "> 32M"' "$OUT/hist.json"
+py "stats.json has every counter" '
+c = d["counters"]
+assert len(c) == 26 and c["writes_logged"] == 545386
+assert list(c)[0] == "log_blocks" and list(c)[-1] == "degraded"' \
+	"$OUT/stats.json"
+py "list.json" '
+v = d["volumes"]
+assert d["total"] == 2 and v[0]["name"] == "fast0"
+assert (v[0]["major"], v[0]["minor"]) == (253, 0)
+assert v[1]["mode"] == "passthrough"
+assert v[0]["uuid"].startswith("ab000000-")' "$OUT/list.json"
+
+# ---- the binary, statistics from a file ----
+export NXDCTL_TEST_STATS="$OUT/fig6.stats"
+t "histogram" 0 $NXDCTL histogram vol0
+if cmp -s "$OUT/last.out" tests/figure6.txt; then ok "histogram = Figure 6"
+else ko "histogram = Figure 6"; diff tests/figure6.txt "$OUT/last.out"; fi
+t "histogram --json" 0 $NXDCTL histogram vol0 --json
+cp "$OUT/last.out" "$OUT/cli-hist.json"
+py "histogram --json parses" \
+	'assert d["volume"] == "vol0" and d["buckets"][3]["write"]["count"] == 19954' \
+	"$OUT/cli-hist.json"
+t "histogram --routes" 0 $NXDCTL histogram vol0 --routes
+has "routes header" "OP *SIZE *REQS *SSD *HDD *ALIGNED *UNALIGNED *MEAN_LAT"
+has "routes > 32M row" "write > 32M"
+t "stats" 0 $NXDCTL stats vol0
+has "stats by name" "^writes_logged  *545386$"
+[ "$(wc -l <"$OUT/last.out")" = 26 ] && ok "stats prints 26 counters" ||
+	ko "stats prints 26 counters"
+t "stats --json" 0 $NXDCTL stats vol0 --json
+cp "$OUT/last.out" "$OUT/cli-stats.json"
+py "stats --json parses" 'assert d["counters"]["recovery_us"] == 1234' \
+	"$OUT/cli-stats.json"
+
+# --watch: deltas of an unchanging file are zero; SIGINT ends it with 0.
+timeout --preserve-status -s INT 2.6 $NXDCTL histogram vol0 --watch 1 --json \
+	>"$OUT/watch.out" 2>"$OUT/watch.err"
+rc=$?
+[ $rc = 0 ] && ok "watch ends cleanly on SIGINT" ||
+	ko "watch ends cleanly on SIGINT (exit $rc)"
+if [ "$(wc -l <"$OUT/watch.out")" -ge 2 ] && python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    assert d["interval_s"] == 1
+    assert all(b[k]["count"] == 0 for b in d["buckets"]
+               for k in ("read", "write"))' "$OUT/watch.out"; then
+	ok "watch --json: one zero-delta document per line"
+else
+	ko "watch --json: one zero-delta document per line"
+	cat "$OUT/watch.out"
+fi
+timeout --preserve-status -s INT 1.5 $NXDCTL histogram vol0 --watch 1 >"$OUT/watch.out" 2>&1
+grep -q "^--- .* vol0, last 1 s ---" "$OUT/watch.out" &&
+	grep -q "^Num Writes 4K+1 - 8K         = 0$" "$OUT/watch.out" &&
+	ok "watch text shows zero deltas" || ko "watch text shows zero deltas"
+
+t "suggest-threshold" 0 $NXDCTL suggest-threshold vol0 --ssd-iops 20000 \
+	--ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200
+has "suggests 512K" "^Suggested write threshold: 512K (524288 bytes)"
+has "explains" "^Why: the HDD spends about 6.67 ms"
+has "reports the share" "100.0% of the write requests (545386 of 545386)"
+has "says how to apply" "nxdctl threshold vol0 --write 512K"
+t "suggest-threshold, HDD as fast as SSD" 0 $NXDCTL suggest-threshold \
+	vol0 --ssd-iops 20000 --ssd-mbps 500 --hdd-iops 20000 --hdd-mbps 500
+has "no threshold pays off" "^No threshold pays off"
+t "suggest-threshold, bad speed" 1 $NXDCTL suggest-threshold vol0 \
+	--hdd-iops -5
+unset NXDCTL_TEST_STATS
+
+# ---- the binary on a fake sysfs ----
+SYS=$OUT/sys
+mkdir -p "$SYS/block/dm-0/dm" "$SYS/block/dm-0/nxd" "$SYS/block/dm-1/dm"
+echo vol0 >"$SYS/block/dm-0/dm/name"
+echo 253:0 >"$SYS/block/dm-0/dev"
+echo lin1 >"$SYS/block/dm-1/dm/name"
+echo 253:1 >"$SYS/block/dm-1/dev"
+echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
+echo 131072 >"$SYS/block/dm-0/nxd/read_threshold"
+for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
+	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:running; do
+	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
+done
+export NXDCTL_SYSFS="$SYS"
+t "threshold by name" 0 $NXDCTL threshold vol0
+has "threshold prints write" "^write_threshold 65536 (64K)$"
+has "threshold prints read" "^read_threshold 131072 (128K)$"
+t "threshold by dm-0" 0 $NXDCTL threshold dm-0
+t "threshold by /dev/dm-0" 0 $NXDCTL threshold /dev/dm-0
+t "threshold by /dev/mapper/vol0" 0 $NXDCTL threshold /dev/mapper/vol0
+t "threshold by /dev/nxd/vol0" 0 $NXDCTL threshold /dev/nxd/vol0
+t "threshold --write 1M --read 256K" 0 $NXDCTL threshold vol0 --write 1M \
+	--read 256K
+[ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 1048576 ] &&
+	[ "$(cat "$SYS/block/dm-0/nxd/read_threshold")" = 262144 ] &&
+	ok "threshold writes bytes to sysfs" ||
+	ko "threshold writes bytes to sysfs"
+t "threshold --write junk" 1 $NXDCTL threshold vol0 --write 12Q
+t "threshold --write > 4G" 1 $NXDCTL threshold vol0 --write 8G
+t "unknown volume" 2 $NXDCTL threshold nosuch
+err_has "unknown volume message" "volume 'nosuch' not found"
+t "config lists all" 0 $NXDCTL config vol0
+has "config mode" "^mode=auto$"
+has "config state" "^state=running$"
+t "config set" 0 $NXDCTL config vol0 high_watermark=90 write_threshold=32K
+[ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 32768 ] &&
+	[ "$(cat "$SYS/block/dm-0/nxd/high_watermark")" = 90 ] &&
+	ok "config writes sysfs" || ko "config writes sysfs"
+t "config read-only attr" 1 $NXDCTL config vol0 state=x
+t "config unknown attr" 1 $NXDCTL config vol0 bogus
+chmod 0444 "$SYS/block/dm-0/nxd/mode"
+if [ "$(id -u)" != 0 ]; then
+	t "permission denied is exit 3" 3 $NXDCTL config vol0 mode=log_all
+fi
+unset NXDCTL_SYSFS
+
+# ---- create --dry-run ----
+truncate -s 10G "$OUT/hdd.img"
+truncate -s 1G "$OUT/ssd.img"
+truncate -s 1M "$OUT/tiny.img"
+t "create --dry-run" 0 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
+	--dry-run --write-threshold 64K --read-threshold 1M --mode log_all \
+	--low-watermark 20 --high-watermark 70 --destage-rate 100 \
+	--ssd-discard 1 --drain-on-suspend 0 --format
+has "create table line" "^dmsetup create v0 --uuid NXD-v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 17 write_threshold 65536 read_threshold 1048576 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+t "create --dry-run, no options" 0 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img" --dry-run --uuid MY-UUID
+has "create table line, no options" "^dmsetup create v0 --uuid MY-UUID --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img'$"
+t "create: HDD too small" 1 $NXDCTL create v0 "$OUT/tiny.img" \
+	"$OUT/ssd.img" --dry-run
+t "create: SSD too small" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/tiny.img" --dry-run
+t "create: bad mode" 1 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
+	--dry-run --mode fast
+t "create: watermark > 100" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img" --dry-run --high-watermark 101
+t "create: bad name" 1 $NXDCTL create a/b "$OUT/hdd.img" "$OUT/ssd.img" \
+	--dry-run
+t "create: missing HDD" 2 $NXDCTL create v0 "$OUT/nope" "$OUT/ssd.img" \
+	--dry-run
+t "create: file without --dry-run" 2 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img"
+t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
+
+# ---- usage ----
+t "no command" 1 $NXDCTL
+t "--help" 0 $NXDCTL --help
+has "--help documents exit codes" "3 permission denied"
+t "--version" 0 $NXDCTL --version
+has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
+t "unknown command" 1 $NXDCTL frobnicate
+for c in histogram stats threshold config create remove drain \
+	pause-destage resume-destage list suggest-threshold assemble \
+	udev-info help; do
+	t "$c --help" 0 $NXDCTL $c --help
+	has "$c --help shows usage" "^Usage: nxdctl $c"
+done
+t "help histogram" 0 $NXDCTL help histogram
+t "histogram: bad option" 1 $NXDCTL histogram vol0 --bogus
+t "histogram: --watch 0" 1 $NXDCTL histogram vol0 --watch 0
+t "histogram: extra argument" 1 $NXDCTL histogram vol0 vol1
+err_has "extra argument named" "unexpected argument 'vol1'"
+t "list: extra argument" 1 $NXDCTL list x
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

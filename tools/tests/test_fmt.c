@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of nxdctl's pure parts on synthetic struct nxd_ioc_stats.
+ * Prints "PASS name" / "FAIL name: why" per check; tests/run.sh counts.
+ *
+ * Usage: test_fmt FIGURE6_TXT OUTDIR
+ * Leaves in OUTDIR: fig6.stats (raw struct for NXDCTL_TEST_STATS),
+ * hist.json, stats.json, list.json for the JSON checks of run.sh.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nxdctl.h"
+
+static int failed;
+
+static void __attribute__((format(printf, 2, 3)))
+check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(ok ? "PASS " : "FAIL ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!ok)
+		failed++;
+}
+
+/* Figure 6 of the NytroXD paper, reads then writes, bucket order. */
+static const uint64_t fig6[2][NXD_HIST_NBUCKETS] = {
+	{ 0, 56796, 456385, 55, 31, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	{ 0, 23978, 499318, 19954, 1962, 127, 39, 6, 2, 0, 0, 0, 0, 0, 0, 0 },
+};
+
+/*
+ * Spread each count over the four route/alignment cells unevenly so that
+ * a missing cell in a sum shows.  Bytes: count * bucket max; time: 1 us
+ * per SSD request, 8 ms per HDD request.
+ */
+static void fill_fig6(struct nxd_ioc_stats *st)
+{
+	unsigned int b;
+	int d, r, a;
+
+	memset(st, 0, sizeof(*st));
+	st->hdr.size = sizeof(*st);
+	st->hdr.version = NXD_IOCTL_VERSION;
+	for (d = 0; d < 2; d++) {
+		for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+			uint64_t n = fig6[d][b], left = n, lo, hi, part;
+
+			nxdctl_bucket_range(b, &lo, &hi);
+			if (hi == UINT64_MAX)
+				hi = 2 * lo;
+			for (r = 0; r < 2; r++) {
+				for (a = 0; a < 2; a++) {
+					struct nxd_hist_cell *c =
+						&st->hist[d][b][r][a];
+
+					part = (r == 1 && a == 1) ? left :
+					       left / (2 + r + a);
+					left -= part;
+					c->count = part;
+					c->bytes = part * hi;
+					c->time_ns = part * (r ? 8000000 :
+							     1000);
+				}
+			}
+		}
+	}
+	st->c.log_blocks = 262144;
+	st->c.log_used_blocks = 1000;
+	st->c.writes_logged = 545386;
+	st->c.writes_direct = 0;
+	st->c.degraded = 0;
+	st->c.recovery_us = 1234;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n + 1);
+	if (fread(buf, 1, n, f) != (size_t)n) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static char *capture(void (*fn)(FILE *, const void *), const void *arg,
+		     size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	fn(f, arg);
+	fclose(f);
+	return buf;
+}
+
+static void hist_fn(FILE *f, const void *st)
+{
+	nxdctl_print_histogram(f, st);
+}
+
+static void routes_fn(FILE *f, const void *st)
+{
+	nxdctl_print_routes(f, st);
+}
+
+static void test_figure6(const struct nxd_ioc_stats *st, const char *fixture)
+{
+	size_t el, gl;
+	char *exp = slurp(fixture, &el);
+	char *got = capture(hist_fn, st, &gl);
+
+	check(exp != NULL, "figure6 fixture readable (%s)", fixture);
+	if (!exp)
+		return;
+	check(el == gl && !memcmp(exp, got, el),
+	      "histogram text is Figure 6 byte for byte");
+	if (el != gl || memcmp(exp, got, el))
+		fprintf(stderr, "--- expected\n%s--- got\n%s", exp, got);
+	free(exp);
+	free(got);
+}
+
+static void test_labels(void)
+{
+	unsigned int b;
+	int same = 1, have_core = nxdctl_core_hist_label(0) != NULL;
+	int bucket_ok = 1;
+
+	for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+		const char *k = nxdctl_core_hist_label(b);
+		uint64_t lo, hi;
+
+		if (have_core && strcmp(k, nxdctl_hist_label[b]))
+			same = 0;
+		nxdctl_bucket_range(b, &lo, &hi);
+		if (hi == UINT64_MAX)
+			hi = lo * 4;
+		if (have_core && (nxdctl_core_hist_bucket(lo) != (int)b ||
+				  nxdctl_core_hist_bucket(hi) != (int)b))
+			bucket_ok = 0;
+		if (b && nxdctl_bucket_of_bound(hi) != (int)b &&
+		    b != NXD_HIST_NBUCKETS - 1)
+			bucket_ok = 0;
+	}
+	check(!have_core || same, "labels match kernel nxd_hist_labels%s",
+	      have_core ? "" : " (no core: skipped)");
+	check(bucket_ok, "bucket ranges agree with nxd_hist_bucket()");
+}
+
+static void test_routes(const struct nxd_ioc_stats *st)
+{
+	size_t len;
+	char *got = capture(routes_fn, st, &len);
+	char *line;
+
+	check(strstr(got, "OP") && strstr(got, "UNALIGNED") &&
+	      strstr(got, "MEAN_LAT") && strstr(got, "HDD_LAT"),
+	      "routes table header");
+	line = strstr(got, "write 4K+1 - 8K");
+	check(line && strstr(line, "499318"), "routes row write 8K total");
+	check(strstr(got, "8.00ms") && strstr(got, "1.0us"),
+	      "routes mean latencies");
+	check(strstr(got, "read  > 32M") != NULL, "routes has the > 32M row");
+	free(got);
+}
+
+static void test_sums_delta(const struct nxd_ioc_stats *st)
+{
+	struct nxd_ioc_stats prev, d;
+	struct nxd_hist_cell s, r0, r1, a0, a1;
+
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, -1, -1, &s);
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, NXD_H_SSD, -1, &r0);
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, NXD_H_HDD, -1, &r1);
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, -1, NXD_H_ALIGNED, &a0);
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, -1, NXD_H_UNALIGNED, &a1);
+	check(s.count == 499318 && r0.count + r1.count == s.count &&
+	      a0.count + a1.count == s.count && s.bytes == 499318ULL * 8192,
+	      "cell sums by route and alignment");
+
+	prev = *st;
+	prev.hist[NXD_H_WRITE][2][0][0].count -= 10;
+	prev.hist[NXD_H_WRITE][2][0][0].bytes -= 10 * 8192;
+	prev.c.writes_logged -= 7;
+	prev.c.log_used_blocks = 5;
+	nxdctl_stats_delta(st, &prev, &d);
+	nxdctl_cell_sum(&d, NXD_H_WRITE, 2, -1, -1, &s);
+	check(s.count == 10 && s.bytes == 81920, "delta of histogram cells");
+	check(d.c.writes_logged == 7 && d.c.log_used_blocks == 1000,
+	      "delta: events subtract, gauges kept");
+}
+
+static void test_parse(void)
+{
+	uint64_t v;
+
+	check(!nxdctl_parse_size("64K", &v) && v == 65536, "parse 64K");
+	check(!nxdctl_parse_size("1M", &v) && v == 1048576, "parse 1M");
+	check(!nxdctl_parse_size("4096", &v) && v == 4096, "parse 4096");
+	check(!nxdctl_parse_size("2g", &v) && v == 2ULL << 30, "parse 2g");
+	check(nxdctl_parse_size("1.5M", &v) != 0, "reject 1.5M");
+	check(nxdctl_parse_size("-4K", &v) != 0, "reject -4K");
+	check(nxdctl_parse_size("", &v) != 0, "reject empty");
+	check(nxdctl_parse_size("99999999999999999999", &v) != 0,
+	      "reject overflow");
+	check(nxdctl_parse_size("17179869184G", &v) != 0,
+	      "reject suffix overflow");
+}
+
+static void test_misc(void)
+{
+	static const uint8_t u[16] = {
+		0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
+		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+	};
+	unsigned int ma, mi;
+	char buf[64];
+
+	nxdctl_fmt_size(buf, sizeof(buf), 65536);
+	check(!strcmp(buf, "64K"), "fmt 64K");
+	nxdctl_fmt_size(buf, sizeof(buf), 32 << 20);
+	check(!strcmp(buf, "32M"), "fmt 32M");
+	nxdctl_fmt_size(buf, sizeof(buf), 4097);
+	check(!strcmp(buf, "4097"), "fmt 4097");
+	nxdctl_fmt_lat(buf, sizeof(buf), 0, 0);
+	check(!strcmp(buf, "-"), "lat of nothing");
+	nxdctl_fmt_lat(buf, sizeof(buf), 3 * 6200000ULL, 3);
+	check(!strcmp(buf, "6.20ms"), "lat 6.20ms");
+	nxdctl_fmt_uuid(buf, u);
+	check(!strcmp(buf, "12345678-9abc-def0-0123-456789abcdef"),
+	      "uuid format");
+	nxdctl_decode_dev(nxdctl_encode_dev(253, 300), &ma, &mi);
+	check(ma == 253 && mi == 300, "dev encode/decode round trip");
+	check(nxdctl_encode_dev(8, 16) == 0x810, "new_encode_dev(8:16)");
+	check(nxdctl_hdd_data_sectors(20971520) == 20969472,
+	      "hdd data sectors of 10 GiB");
+	check(nxdctl_hdd_data_sectors(20971520 + 2047) == 20969472,
+	      "hdd data sectors rounds down to 1 MiB");
+	check(nxdctl_hdd_data_sectors(4095) == 0, "tiny hdd has no data");
+	check(!strcmp(nxdctl_mode_name(2), "log_all") &&
+	      !strcmp(nxdctl_mode_name(9), "unknown"), "mode names");
+}
+
+static void test_suggest(const struct nxd_ioc_stats *st)
+{
+	struct nxdctl_speeds sp = {
+		.ssd_iops = 20000, .ssd_mbps = 500,
+		.hdd_iops = 150, .hdd_mbps = 200,
+	};
+	struct nxdctl_suggestion sg;
+	uint64_t all = 0;
+	unsigned int b;
+
+	for (b = 0; b < NXD_HIST_NBUCKETS; b++)
+		all += fig6[1][b];
+	nxdctl_suggest(st, &sp, 65536, &sg);
+	check(sg.threshold == 512 * 1024, "suggest 512K for a 150 IOPS HDD "
+	      "(got %" PRIu64 ")", sg.threshold);
+	check(sg.w_reqs == all && sg.log_reqs == all,
+	      "suggest: every Figure 6 write fits under 512K");
+	/* 64K leaves out 39 + 6 + 2 aligned-and-not writes, less the
+	 * unaligned ones, which the kernel logs whatever their size. */
+	check(sg.cur_reqs < all && sg.cur_reqs >= all - 47,
+	      "suggest: current 64K threshold share");
+
+	/* A fast array: bandwidth dominates sooner. */
+	sp.hdd_iops = 150;
+	sp.hdd_mbps = 2000;
+	sp.ssd_mbps = 2000;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 4096ULL << 10, "suggest 4M for a wide "
+	      "array (got %" PRIu64 ")", sg.threshold);
+
+	/* An HDD as fast as the SSD: the log never pays. */
+	sp.hdd_iops = 20000;
+	sp.hdd_mbps = 500;
+	sp.ssd_mbps = 500;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 0 && sg.bucket == -1, "suggest: no threshold "
+	      "when the HDD is as fast");
+}
+
+static void test_route_share(const struct nxd_ioc_stats *st)
+{
+	uint64_t r, by, r2, b2;
+	struct nxd_hist_cell un;
+
+	nxdctl_route_share(st, 0, &r, &by);
+	check(r == 0 && by == 0, "threshold 0 logs nothing");
+	nxdctl_route_share(st, 4096, &r, &by);
+	nxdctl_route_share(st, 8192, &r2, &b2);
+	nxdctl_cell_sum(st, NXD_H_WRITE, 2, -1, NXD_H_UNALIGNED, &un);
+	check(r2 - r == 499318 - un.count, "raising 4K to 8K adds the "
+	      "aligned 8K writes");
+}
+
+static int write_file(const char *dir, const char *name,
+		      void (*fn)(FILE *, const void *), const void *arg)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fn(f, arg);
+	return fclose(f) ? -errno : 0;
+}
+
+static void json_hist_fn(FILE *f, const void *st)
+{
+	struct nxdctl_meta m = { .vol = "vol\"0" };
+
+	nxdctl_json_histogram(f, st, &m, true);
+}
+
+static void json_stats_fn(FILE *f, const void *st)
+{
+	struct nxdctl_meta m = { .vol = "vol0" };
+
+	nxdctl_json_stats(f, st, &m, true);
+}
+
+static void raw_fn(FILE *f, const void *st)
+{
+	fwrite(st, 1, sizeof(struct nxd_ioc_stats), f);
+}
+
+static void list_fn(FILE *f, const void *l)
+{
+	nxdctl_print_list(f, l, true);
+}
+
+static void list_text_fn(FILE *f, const void *l)
+{
+	nxdctl_print_list(f, l, false);
+}
+
+static void test_list(const char *out)
+{
+	static struct nxd_ioc_list l;
+	size_t len;
+	char *txt;
+
+	l.count = 2;
+	l.total = 2;
+	l.vols[0].dev = nxdctl_encode_dev(253, 0);
+	strcpy(l.vols[0].name, "fast0");
+	l.vols[0].sectors = 20969472;
+	l.vols[0].write_threshold = 65536;
+	l.vols[0].read_threshold = 131072;
+	l.vols[0].mode = 0;
+	l.vols[0].vol_uuid[0] = 0xab;
+	l.vols[1].dev = nxdctl_encode_dev(253, 1);
+	strcpy(l.vols[1].name, "slow1");
+	l.vols[1].mode = 1;
+	txt = capture(list_text_fn, &l, &len);
+	check(strstr(txt, "fast0") && strstr(txt, "253:0") &&
+	      strstr(txt, "64K") && strstr(txt, "passthrough") &&
+	      strstr(txt, "10.0G"), "list table");
+	free(txt);
+	check(!write_file(out, "list.json", list_fn, &l), "write list.json");
+}
+
+int main(int argc, char **argv)
+{
+	static struct nxd_ioc_stats st;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: test_fmt FIGURE6_TXT OUTDIR\n");
+		return 2;
+	}
+	fill_fig6(&st);
+	test_figure6(&st, argv[1]);
+	test_labels();
+	test_routes(&st);
+	test_sums_delta(&st);
+	test_parse();
+	test_misc();
+	test_suggest(&st);
+	test_route_share(&st);
+	test_list(argv[2]);
+	check(!write_file(argv[2], "fig6.stats", raw_fn, &st),
+	      "write fig6.stats");
+	check(!write_file(argv[2], "hist.json", json_hist_fn, &st),
+	      "write hist.json");
+	check(!write_file(argv[2], "stats.json", json_stats_fn, &st),
+	      "write stats.json");
+	return failed ? 1 : 0;
+}
