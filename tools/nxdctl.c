@@ -1142,6 +1142,9 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 		rc = add_opt(&co, "format", NULL);
 		if (rc)
 			return rc;
+		fprintf(stderr, "nxdctl: --format: anything the SSD holds, "
+			"including writes not yet destaged\nfrom an old log, "
+			"is discarded\n");
 	}
 	rc = want_args(c, argc, argv, 3, 3);
 	if (rc)
@@ -1894,11 +1897,14 @@ static const struct cmd cmds[] = {
 	  "suffixes)\n"
 	  "  --mode auto|passthrough|log_all\n"
 	  "  --low-watermark PCT   --high-watermark PCT\n"
-	  "  --destage-rate MB/s   (0: unlimited)\n"
+	  "  --destage-rate MiB/s  (0: unlimited)\n"
 	  "  --ssd-discard 0|1     --drain-on-suspend 0|1\n"
-	  "  --format              allow overwriting an SSD log or HDD label "
-	  "that\n"
-	  "                        belongs to another volume\n"
+	  "  --format              create a new volume (new log and HDD "
+	  "label): needed\n"
+	  "                        if the SSD holds other data or the devices "
+	  "belong\n"
+	  "                        to another volume; an old log's contents are "
+	  "lost\n"
 	  "  --uuid UUID           device-mapper UUID (default NXD-NAME)\n"
 	  "  --dry-run             only print the dmsetup command\n" },
 	{ "remove", do_remove, "VOL [--retry]",
