@@ -1652,9 +1652,10 @@ static bool active_volume(const uint8_t *uuid, char *name, size_t len)
 }
 
 static int assemble_one(const char *dev, const char *name,
-			struct create_opts *co, bool quiet)
+			const struct create_opts *opts)
 {
-	char other[PATH_MAX], vname[NXD_NAME_LEN + 1], u[40];
+	struct create_opts co_copy = *opts, *co = &co_copy;
+	char other[PATH_MAX], vname[NXD_NAME_LEN + 1], u[40], dm_uuid[48];
 	const char *ssd, *hdd;
 	struct nxdctl_ondisk od;
 	enum role r;
@@ -1669,31 +1670,30 @@ static int assemble_one(const char *dev, const char *name,
 		if (e && e != -EINVAL)
 			return fail(errno_code(-e), "%s: %s", dev,
 				    strerror(-e));
-		return quiet ? NXDCTL_EXIT_NOVOL :
-		       fail(NXDCTL_EXIT_NOVOL, "%s carries no nxd superblock "
+		return fail(NXDCTL_EXIT_NOVOL, "%s carries no nxd superblock "
 			    "or HDD label", dev);
 	}
 	nxdctl_fmt_uuid(u, od.vol_uuid);
 	if (active_volume(od.vol_uuid, vname, sizeof(vname))) {
-		if (!quiet)
-			printf("volume %s is already active as %s\n", u,
-			       vname);
+		printf("volume %s is already active as %s\n", u, vname);
 		return 0;
 	}
 	rc = find_peer(&od, r == ROLE_SSD ? ROLE_HDD : ROLE_SSD, dev, other,
 		       sizeof(other));
 	if (rc == -ENOENT)
-		return quiet ? NXDCTL_EXIT_NOVOL :
-		       fail(NXDCTL_EXIT_NOVOL, "volume %s: its %s is not "
+		return fail(NXDCTL_EXIT_NOVOL, "volume %s: its %s is not "
 			    "present (yet)", u, r == ROLE_SSD ? "HDD" : "SSD");
 	if (rc)
 		return rc;
 	ssd = r == ROLE_SSD ? dev : other;
 	hdd = r == ROLE_SSD ? other : dev;
-	if (name) {
+	if (name)
 		snprintf(vname, sizeof(vname), "%s", name);
-	} else {
+	else
 		snprintf(vname, sizeof(vname), "nxd-%.8s", u);
+	if (!co->uuid) {
+		snprintf(dm_uuid, sizeof(dm_uuid), "NXD-%s", u);
+		co->uuid = dm_uuid;
 	}
 	return create_volume(vname, hdd, ssd, co);
 }
@@ -1739,7 +1739,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		if (!realpath(dev, real))
 			return fail(NXDCTL_EXIT_NOVOL, "%s: %s", dev,
 				    strerror(errno));
-		return assemble_one(real, name, &co, false);
+		return assemble_one(real, name, &co);
 	}
 	if (name)
 		return usage_error(c->name, "--name needs a DEVICE");
@@ -1761,7 +1761,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		if (probe_role(path, &od, &bytes, &e) != ROLE_SSD)
 			continue;
 		n++;
-		rc = assemble_one(path, NULL, &co, false);
+		rc = assemble_one(path, NULL, &co);
 		if (rc > worst)
 			worst = rc;
 	}

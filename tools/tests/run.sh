@@ -209,6 +209,69 @@ t "create: file without --dry-run" 2 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img"
 t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
 
+# ---- assemble / udev-info on loop devices (root, losetup, the core) ----
+LOOPS=
+cleanup_loops() {
+	for l in $LOOPS; do losetup -d "$l" 2>/dev/null; done
+	LOOPS=
+}
+loop() { # FILE: attach it; the device goes to $DEV (no subshell: $LOOPS)
+	DEV=$(losetup -f --show "$1" 2>/dev/null) || return 1
+	LOOPS="$LOOPS $DEV"
+}
+if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
+	>/dev/null && loop "$OUT/hdd.img"; then
+	l=$DEV
+	trap cleanup_loops EXIT
+	for v in a b; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-a.img" "$OUT/hdd-a.img" 16
+	tests/mkmeta "$OUT/ssd-b.img" "$OUT/hdd-b.img" 48
+	loop "$OUT/ssd-a.img" && SA=$DEV
+	loop "$OUT/hdd-a.img" && HA=$DEV
+	loop "$OUT/ssd-b.img" && SB=$DEV
+	loop "$OUT/hdd-b.img" && HB=$DEV
+	UA=10111213-1415-1617-1819-1a1b1c1d1e1f
+	t "udev-info: SSD" 0 $NXDCTL udev-info "${SA#/dev/}"
+	has "udev-info: SSD role" "^NXD_ROLE=ssd$"
+	has "udev-info: SSD volume uuid" "^NXD_VOL_UUID=$UA$"
+	has "udev-info: SSD hdd uuid" "^NXD_HDD_UUID=90919293-"
+	t "udev-info: HDD" 0 $NXDCTL udev-info "$HA"
+	has "udev-info: HDD role" "^NXD_ROLE=hdd$"
+	t "udev-info: other device" 0 $NXDCTL udev-info "${l#/dev/}"
+	[ -s "$OUT/last.out" ] && ko "udev-info: nothing for others" ||
+		ok "udev-info: nothing for others"
+	t "assemble from the SSD" 0 $NXDCTL assemble "$SA" --dry-run
+	has "assemble pairs A" "^dmsetup create nxd-10111213 --uuid NXD-$UA --table '0 612352 nxd $HA $SA'$"
+	t "assemble from the HDD, named" 0 $NXDCTL assemble "${HB#/dev/}" \
+		--dry-run --name bee --write-threshold 32K
+	has "assemble pairs B" "^dmsetup create bee --uuid NXD-30313233-.* --table '0 612352 nxd $HB $SB 2 write_threshold 32768'$"
+	t "assemble everything" 0 $NXDCTL assemble --dry-run
+	has "assemble everything: A" "nxd $HA $SA'$"
+	has "assemble everything: B" "nxd $HB $SB'$"
+	# Copy A of the superblock damaged: copy B still serves.
+	printf 'X' | dd of="$OUT/ssd-a.img" bs=1 seek=100 conv=notrunc \
+		2>/dev/null
+	t "assemble with one bad superblock copy" 0 $NXDCTL assemble "$SA" \
+		--dry-run
+	# A second HDD with the same label: ambiguous.
+	cp "$OUT/hdd-a.img" "$OUT/hdd-a2.img"
+	loop "$OUT/hdd-a2.img" && HA2=$DEV
+	t "assemble: two matching HDDs" 2 $NXDCTL assemble "$SA" --dry-run
+	err_has "assemble: ambiguity named" "both .* match"
+	losetup -d "$HA" "$HA2"
+	t "assemble: HDD missing" 2 $NXDCTL assemble "$SA" --dry-run
+	err_has "assemble: HDD missing message" "its HDD is not present"
+	t "assemble: not nxd" 2 $NXDCTL assemble "$l" --dry-run
+	cleanup_loops
+	trap - EXIT
+else
+	echo "SKIP assemble/udev-info tests (need root, losetup, kernel/nxd_core.c)"
+fi
+
 # ---- usage ----
 t "no command" 1 $NXDCTL
 t "--help" 0 $NXDCTL --help
