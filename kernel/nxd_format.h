@@ -60,7 +60,7 @@ struct nxd_sb {
 	__le64 head_seq;
 	__le32 flags;
 	__le32 reserved0;
-	u8 reserved[3944];
+	u8 reserved[3936];
 } __packed;
 
 #define NXD_REC_DATA	1
