@@ -35,7 +35,14 @@ struct nxd_sb_info {
 
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb);
 void nxd_sb_encode(const struct nxd_sb_info *sb, void *blk);
-/* Pick the newest valid of the two copies; returns index or -errno. */
+/*
+ * Pick the newest valid of the two copies (@res: their decode results).
+ * Returns the index (0 or 1) of the copy to use, the higher sb_seq, ties
+ * to 0; NXD_SB_NONE if neither copy has the nxd magic (blank or foreign
+ * device; NXD_ENOTNXD itself would read as index 1); else the first
+ * negative decode error.
+ */
+#define NXD_SB_NONE	(-ENODATA)
 int nxd_sb_pick(const int res[2], const struct nxd_sb_info sbs[2]);
 
 struct nxd_label_info {
@@ -77,7 +84,13 @@ int nxd_seg_decode(const void *blk, const u8 vol_uuid[16], u64 ring_blocks,
 void nxd_seg_rec(const void *blk, u32 i, struct nxd_rec *r);
 
 void nxd_seg_init(void *blk, const u8 vol_uuid[16], u64 seq, u64 gen, u64 pos);
+/*
+ * Append a DATA record; returns its data index (the block goes to ring
+ * slot pos + 1 + index), -ENOSPC if the data or record slots are full,
+ * -EINVAL for an empty @mask.
+ */
 int nxd_seg_add_data(void *blk, u64 block, u8 mask, u32 crc);
+/* Append an INVAL record: 0, -ENOSPC if full, -EINVAL if @count is 0. */
 int nxd_seg_add_inval(void *blk, u64 block, u32 count);
 u32 nxd_seg_nr_data(const void *blk);
 u32 nxd_seg_nr_recs(const void *blk);
@@ -157,7 +170,8 @@ void nxd_index_free(struct nxd_index *ix);
 struct nxd_ient *nxd_index_find(const struct nxd_index *ix, u64 block);
 /*
  * Insert or replace.  Returns 1 if an entry was replaced (old slot/mask in
- * *old), 0 if inserted, -ENOSPC if full.
+ * *old), 0 if inserted, -ENOSPC if full.  The entry's flags are cleared
+ * (*old has the previous ones); @old may be NULL.
  */
 int nxd_index_set(struct nxd_index *ix, u64 block, u32 slot, u8 mask,
 		  struct nxd_ient *old);

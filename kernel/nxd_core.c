@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd kernel-neutral core: on-disk codec (superblock, HDD label,
+ * segment header), log ring accounting, write routing, size histogram
+ * buckets and small parsers.  Built into dm-nxd.ko and into userspace
+ * tests; uses only what nxd_shim.h provides.
+ */
+#include "nxd_core.h"
+
+#define NXD_U32_MAX	0xffffffffU
+#define NXD_U64_MAX	(~0ULL)
+
+/* All three block types keep their crc32c at the same offset. */
+#define NXD_CRC_OFF	8
+
+/*
+ * crc32c(~0) of a whole block as if its crc field were zero, without
+ * copying the block.
+ */
+static u32 nxd_crc_block(const void *blk)
+{
+	static const u8 zero[4];
+	const u8 *p = blk;
+	u32 crc;
+
+	crc = nxd_crc32c(~0U, p, NXD_CRC_OFF);
+	crc = nxd_crc32c(crc, zero, sizeof(zero));
+	return nxd_crc32c(crc, p + NXD_CRC_OFF + sizeof(zero),
+			  NXD_BLOCK_SIZE - NXD_CRC_OFF - sizeof(zero));
+}
+
+static bool nxd_crc_ok(const void *blk, __le32 stored)
+{
+	return le32_to_cpu(stored) == nxd_crc_block(blk);
+}
+
+/* ---- superblock ---- */
+
+int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
+{
+	const struct nxd_sb *d = blk;
+
+	if (le64_to_cpu(d->magic) != NXD_SB_MAGIC)
+		return NXD_ENOTNXD;
+	if (!nxd_crc_ok(blk, d->crc))
+		return -EBADMSG;
+	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION)
+		return -EPROTONOSUPPORT;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->sb_seq = le64_to_cpu(d->sb_seq);
+	memcpy(sb->vol_uuid, d->vol_uuid, sizeof(sb->vol_uuid));
+	memcpy(sb->hdd_uuid, d->hdd_uuid, sizeof(sb->hdd_uuid));
+	sb->hdd_sectors = le64_to_cpu(d->hdd_sectors);
+	sb->hdd_label_sector = le64_to_cpu(d->hdd_label_sector);
+	sb->data_sectors = le64_to_cpu(d->data_sectors);
+	sb->ring_start = le64_to_cpu(d->ring_start);
+	sb->ring_blocks = le64_to_cpu(d->ring_blocks);
+	sb->tail_pos = le64_to_cpu(d->tail_pos);
+	sb->tail_seq = le64_to_cpu(d->tail_seq);
+	sb->gen = le64_to_cpu(d->gen);
+	sb->gen_start_seq = le64_to_cpu(d->gen_start_seq);
+	sb->head_pos = le64_to_cpu(d->head_pos);
+	sb->head_seq = le64_to_cpu(d->head_seq);
+	sb->flags = le32_to_cpu(d->flags);
+
+	if (le32_to_cpu(d->block_size) != NXD_BLOCK_SIZE ||
+	    le32_to_cpu(d->seg_max_blocks) != NXD_SEG_MAX_BLOCKS ||
+	    sb->ring_start != NXD_RING_START)
+		return -EINVAL;
+	if (sb->ring_blocks < NXD_MIN_RING_BLOCKS ||
+	    ssd_blocks < sb->ring_start ||
+	    sb->ring_blocks > ssd_blocks - sb->ring_start)
+		return -EINVAL;
+	if (sb->tail_pos >= sb->ring_blocks)
+		return -EINVAL;
+	if (sb->flags & ~NXD_SB_FLAGS_KNOWN)
+		return -EINVAL;
+	if ((sb->flags & NXD_SB_CLEAN) &&
+	    (sb->head_pos >= sb->ring_blocks || sb->head_seq < sb->tail_seq))
+		return -EINVAL;
+	if (!sb->data_sectors || sb->hdd_label_sector < sb->data_sectors)
+		return -EINVAL;
+	return 0;
+}
+
+void nxd_sb_encode(const struct nxd_sb_info *sb, void *blk)
+{
+	struct nxd_sb *d = blk;
+
+	memset(d, 0, sizeof(*d));
+	d->magic = cpu_to_le64(NXD_SB_MAGIC);
+	d->version = cpu_to_le32(NXD_FORMAT_VERSION);
+	d->sb_seq = cpu_to_le64(sb->sb_seq);
+	memcpy(d->vol_uuid, sb->vol_uuid, sizeof(d->vol_uuid));
+	memcpy(d->hdd_uuid, sb->hdd_uuid, sizeof(d->hdd_uuid));
+	d->hdd_sectors = cpu_to_le64(sb->hdd_sectors);
+	d->hdd_label_sector = cpu_to_le64(sb->hdd_label_sector);
+	d->data_sectors = cpu_to_le64(sb->data_sectors);
+	d->block_size = cpu_to_le32(NXD_BLOCK_SIZE);
+	d->seg_max_blocks = cpu_to_le32(NXD_SEG_MAX_BLOCKS);
+	d->ring_start = cpu_to_le64(NXD_RING_START);
+	d->ring_blocks = cpu_to_le64(sb->ring_blocks);
+	d->tail_pos = cpu_to_le64(sb->tail_pos);
+	d->tail_seq = cpu_to_le64(sb->tail_seq);
+	d->gen = cpu_to_le64(sb->gen);
+	d->gen_start_seq = cpu_to_le64(sb->gen_start_seq);
+	d->head_pos = cpu_to_le64(sb->head_pos);
+	d->head_seq = cpu_to_le64(sb->head_seq);
+	d->flags = cpu_to_le32(sb->flags);
+	d->crc = cpu_to_le32(nxd_crc_block(blk));
+}
+
+int nxd_sb_pick(const int res[2], const struct nxd_sb_info sbs[2])
+{
+	if (!res[0] && !res[1])
+		return sbs[1].sb_seq > sbs[0].sb_seq ? 1 : 0;
+	if (!res[0])
+		return 0;
+	if (!res[1])
+		return 1;
+	if (res[0] == NXD_ENOTNXD && res[1] == NXD_ENOTNXD)
+		return NXD_SB_NONE;
+	return res[0] < 0 ? res[0] : res[1];
+}
+
+/* ---- HDD label ---- */
+
+int nxd_label_decode(const void *blk, struct nxd_label_info *l)
+{
+	const struct nxd_hdd_label *d = blk;
+
+	if (le64_to_cpu(d->magic) != NXD_LABEL_MAGIC)
+		return NXD_ENOTNXD;
+	if (!nxd_crc_ok(blk, d->crc))
+		return -EBADMSG;
+	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION)
+		return -EPROTONOSUPPORT;
+	memcpy(l->vol_uuid, d->vol_uuid, sizeof(l->vol_uuid));
+	memcpy(l->hdd_uuid, d->hdd_uuid, sizeof(l->hdd_uuid));
+	l->hdd_sectors = le64_to_cpu(d->hdd_sectors);
+	return 0;
+}
+
+void nxd_label_encode(const struct nxd_label_info *l, void *blk)
+{
+	struct nxd_hdd_label *d = blk;
+
+	memset(d, 0, sizeof(*d));
+	d->magic = cpu_to_le64(NXD_LABEL_MAGIC);
+	d->version = cpu_to_le32(NXD_FORMAT_VERSION);
+	memcpy(d->vol_uuid, l->vol_uuid, sizeof(d->vol_uuid));
+	memcpy(d->hdd_uuid, l->hdd_uuid, sizeof(d->hdd_uuid));
+	d->hdd_sectors = cpu_to_le64(l->hdd_sectors);
+	d->crc = cpu_to_le32(nxd_crc_block(blk));
+}
+
+u64 nxd_hdd_data_sectors(u64 hdd_sectors)
+{
+	u64 r = hdd_sectors & ~(NXD_HDD_RESERVED_SECTORS - 1);
+
+	return r > NXD_HDD_RESERVED_SECTORS ? r - NXD_HDD_RESERVED_SECTORS : 0;
+}
+
+/* ---- segments ---- */
+
+int nxd_seg_decode(const void *blk, const u8 vol_uuid[16], u64 ring_blocks,
+		   u64 max_block, struct nxd_seg_info *si)
+{
+	const struct nxd_seg_hdr *h = blk;
+	u32 nr_data, nr_recs, i, ndata = 0;
+	u64 pos;
+
+	if (le64_to_cpu(h->magic) != NXD_SEG_MAGIC)
+		return NXD_ENOTNXD;
+	if (!nxd_crc_ok(blk, h->crc))
+		return -EBADMSG;
+	if (memcmp(h->vol_uuid, vol_uuid, sizeof(h->vol_uuid)))
+		return -ESTALE;
+
+	nr_data = le32_to_cpu(h->nr_data);
+	nr_recs = le32_to_cpu(h->nr_recs);
+	pos = le64_to_cpu(h->pos);
+	if (nr_recs > NXD_SEG_MAX_RECS || nr_data > NXD_SEG_MAX_DATA)
+		return -EINVAL;
+	if (pos >= ring_blocks || ring_blocks - pos < 1 + (u64)nr_data)
+		return -EINVAL;
+
+	for (i = 0; i < nr_recs; i++) {
+		const struct nxd_seg_rec *rec = &h->recs[i];
+		u64 block = le64_to_cpu(rec->block);
+		u32 val = le32_to_cpu(rec->val);
+
+		if (rec->reserved)
+			return -EINVAL;
+		switch (rec->type) {
+		case NXD_REC_DATA:
+			if (!rec->mask || block >= max_block)
+				return -EINVAL;
+			ndata++;
+			break;
+		case NXD_REC_INVAL:
+			if (!val || rec->mask || val > max_block ||
+			    block > max_block - val)
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (ndata != nr_data)
+		return -EINVAL;
+
+	si->seq = le64_to_cpu(h->seq);
+	si->gen = le64_to_cpu(h->gen);
+	si->pos = pos;
+	si->nr_data = nr_data;
+	si->nr_recs = nr_recs;
+	return 0;
+}
+
+void nxd_seg_rec(const void *blk, u32 i, struct nxd_rec *r)
+{
+	const struct nxd_seg_hdr *h = blk;
+	const struct nxd_seg_rec *rec;
+
+	memset(r, 0, sizeof(*r));
+	if (i >= NXD_SEG_MAX_RECS)
+		return;
+	rec = &h->recs[i];
+	r->block = le64_to_cpu(rec->block);
+	r->val = le32_to_cpu(rec->val);
+	r->type = rec->type;
+	r->mask = rec->mask;
+}
+
+void nxd_seg_init(void *blk, const u8 vol_uuid[16], u64 seq, u64 gen, u64 pos)
+{
+	struct nxd_seg_hdr *h = blk;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_le64(NXD_SEG_MAGIC);
+	h->seq = cpu_to_le64(seq);
+	h->gen = cpu_to_le64(gen);
+	h->pos = cpu_to_le64(pos);
+	memcpy(h->vol_uuid, vol_uuid, sizeof(h->vol_uuid));
+}
+
+static int nxd_seg_add(struct nxd_seg_hdr *h, u8 type, u64 block, u32 val,
+		       u8 mask)
+{
+	u32 nr_recs = le32_to_cpu(h->nr_recs);
+	struct nxd_seg_rec *rec;
+
+	if (nr_recs >= NXD_SEG_MAX_RECS)
+		return -ENOSPC;
+	rec = &h->recs[nr_recs];
+	rec->block = cpu_to_le64(block);
+	rec->val = cpu_to_le32(val);
+	rec->type = type;
+	rec->mask = mask;
+	rec->reserved = 0;
+	h->nr_recs = cpu_to_le32(nr_recs + 1);
+	return 0;
+}
+
+int nxd_seg_add_data(void *blk, u64 block, u8 mask, u32 crc)
+{
+	struct nxd_seg_hdr *h = blk;
+	u32 nr_data = le32_to_cpu(h->nr_data);
+	int ret;
+
+	if (!mask)
+		return -EINVAL;
+	if (nr_data >= NXD_SEG_MAX_DATA)
+		return -ENOSPC;
+	ret = nxd_seg_add(h, NXD_REC_DATA, block, crc, mask);
+	if (ret)
+		return ret;
+	h->nr_data = cpu_to_le32(nr_data + 1);
+	return nr_data;
+}
+
+int nxd_seg_add_inval(void *blk, u64 block, u32 count)
+{
+	if (!count)
+		return -EINVAL;
+	return nxd_seg_add(blk, NXD_REC_INVAL, block, count, 0);
+}
+
+u32 nxd_seg_nr_data(const void *blk)
+{
+	const struct nxd_seg_hdr *h = blk;
+
+	return le32_to_cpu(h->nr_data);
+}
+
+u32 nxd_seg_nr_recs(const void *blk)
+{
+	const struct nxd_seg_hdr *h = blk;
+
+	return le32_to_cpu(h->nr_recs);
+}
+
+void nxd_seg_seal(void *blk)
+{
+	struct nxd_seg_hdr *h = blk;
+
+	h->crc = cpu_to_le32(nxd_crc_block(blk));
+}
+
+u64 nxd_next_seg_pos(u64 ring_blocks, u64 end)
+{
+	if (end > ring_blocks || ring_blocks - end < NXD_SEG_MAX_BLOCKS)
+		return 0;
+	return end;
+}
+
+bool nxd_seg_gen_ok(const struct nxd_sb_info *sb, u64 seq, u64 gen)
+{
+	if (seq < sb->gen_start_seq)
+		return gen < sb->gen;
+	return gen == sb->gen;
+}
+
+/* ---- log ring accounting ---- */
+
+int nxd_ring_init(struct nxd_ring *r, u64 ring_blocks, u64 head, u64 next_seq)
+{
+	u64 cap;
+
+	memset(r, 0, sizeof(*r));
+	/* Positions and index slots are u32. */
+	if (ring_blocks < NXD_SEG_MAX_BLOCKS ||
+	    ring_blocks > (u64)NXD_U32_MAX + 1 || head > ring_blocks)
+		return -EINVAL;
+	cap = ring_blocks / 2 + 1;
+	if (cap > SIZE_MAX / sizeof(*r->fifo))
+		return -ENOMEM;
+	r->fifo = nxd_zalloc_big((size_t)(cap * sizeof(*r->fifo)));
+	if (!r->fifo)
+		return -ENOMEM;
+	r->ring_blocks = ring_blocks;
+	r->head = head;
+	r->next_seq = next_seq;
+	r->first_seq = next_seq;
+	r->cap = (u32)cap;
+	return 0;
+}
+
+void nxd_ring_free(struct nxd_ring *r)
+{
+	nxd_free_big(r->fifo);
+	memset(r, 0, sizeof(*r));
+}
+
+int nxd_ring_reserve(const struct nxd_ring *r, u32 nr_data, u64 *pos)
+{
+	u64 p, t, need;
+
+	if (nr_data > NXD_SEG_MAX_DATA)
+		return -EINVAL;
+	if (r->count >= r->cap)
+		return -ENOSPC;
+	need = 1 + (u64)nr_data;
+	p = nxd_next_seg_pos(r->ring_blocks, r->head);
+	if (r->count) {
+		t = r->fifo[r->first].pos;
+		if (r->head > t) {
+			/* Live span [t, head): room after head or before t. */
+			if (p != r->head && need > t)
+				return -ENOSPC;
+		} else {
+			/* Wrapped (or full): room only in [head, t). */
+			if (p != r->head || r->head + need > t)
+				return -ENOSPC;
+		}
+	}
+	*pos = p;
+	return 0;
+}
+
+void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live)
+{
+	struct nxd_segd *s;
+	u32 i;
+
+	if (r->count >= r->cap)
+		return;
+	i = r->first + r->count;
+	if (i >= r->cap)
+		i -= r->cap;
+	s = &r->fifo[i];
+	s->pos = (u32)pos;
+	s->nr_data = (u16)nr_data;
+	s->live = (u16)live;
+	r->count++;
+	r->head = pos + 1 + nr_data;
+	r->next_seq++;
+}
+
+struct nxd_segd *nxd_ring_at(struct nxd_ring *r, u32 i)
+{
+	if (i >= r->count)
+		return NULL;
+	i = r->first + i;
+	if (i >= r->cap)
+		i -= r->cap;
+	return &r->fifo[i];
+}
+
+/* Distance from ring offset @from forward to @to. */
+static u64 nxd_ring_dist(const struct nxd_ring *r, u64 from, u64 to)
+{
+	return to >= from ? to - from : r->ring_blocks - from + to;
+}
+
+struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq)
+{
+	struct nxd_segd *s;
+	u32 lo, hi, mid;
+	u64 t, d;
+
+	if (!r->count || slot >= r->ring_blocks)
+		return NULL;
+	t = r->fifo[r->first].pos;
+	d = nxd_ring_dist(r, t, slot);
+	/* Last segment whose header lies at or before @slot. */
+	lo = 0;
+	hi = r->count;
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (nxd_ring_dist(r, t, nxd_ring_at(r, mid)->pos) <= d)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	s = nxd_ring_at(r, lo);
+	if (d - nxd_ring_dist(r, t, s->pos) > s->nr_data)
+		return NULL;
+	if (seq)
+		*seq = r->first_seq + lo;
+	return s;
+}
+
+void nxd_ring_pop(struct nxd_ring *r)
+{
+	if (!r->count)
+		return;
+	r->first++;
+	if (r->first == r->cap)
+		r->first = 0;
+	r->count--;
+	r->first_seq++;
+}
+
+u64 nxd_ring_used(const struct nxd_ring *r)
+{
+	u64 t;
+
+	if (!r->count)
+		return 0;
+	t = r->fifo[r->first].pos;
+	return r->head > t ? r->head - t : r->ring_blocks - t + r->head;
+}
+
+void nxd_ring_tail(const struct nxd_ring *r, u64 *pos, u64 *seq)
+{
+	if (r->count) {
+		*pos = r->fifo[r->first].pos;
+		*seq = r->first_seq;
+	} else {
+		*pos = nxd_next_seg_pos(r->ring_blocks, r->head);
+		*seq = r->next_seq;
+	}
+}
+
+/* ---- routing ---- */
+
+bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
+			    u32 io_min, enum nxd_mode mode)
+{
+	switch (mode) {
+	case NXD_MODE_PASSTHROUGH:
+		return false;
+	case NXD_MODE_LOG_ALL:
+		return true;
+	case NXD_MODE_AUTO:
+		break;
+	default:
+		return false;
+	}
+	if (!threshold)
+		return false;
+	if (bytes <= threshold)
+		return true;
+	if ((sector & (NXD_SECTORS_PER_BLOCK - 1)) ||
+	    (bytes & (NXD_BLOCK_SIZE - 1)))
+		return true;
+	if (io_min > NXD_BLOCK_SIZE &&
+	    (((sector << 9) % io_min) || (bytes % io_min)))
+		return true;
+	return false;
+}
+
+static const char *const nxd_mode_names[NXD_MODE_MAX] = {
+	[NXD_MODE_AUTO] = "auto",
+	[NXD_MODE_PASSTHROUGH] = "passthrough",
+	[NXD_MODE_LOG_ALL] = "log_all",
+};
+
+const char *nxd_mode_name(enum nxd_mode m)
+{
+	if ((unsigned int)m >= NXD_MODE_MAX)
+		return "unknown";
+	return nxd_mode_names[m];
+}
+
+int nxd_mode_parse(const char *s, enum nxd_mode *m)
+{
+	unsigned int i;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; i < NXD_MODE_MAX; i++) {
+		if (!strcmp(s, nxd_mode_names[i])) {
+			*m = (enum nxd_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* ---- histogram ---- */
+
+const char *const nxd_hist_labels[NXD_HIST_BUCKETS] = {
+	"< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K",
+	"32K+1 - 64K", "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K",
+	"512K+1 - 1M", "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M",
+	"16M+1 - 32M", "> 32M",
+};
+
+unsigned int nxd_hist_bucket(u64 bytes)
+{
+	if (bytes < 4096)
+		return 0;
+	if (bytes == 4096)
+		return 1;
+	if (bytes > (32ULL << 20))
+		return NXD_HIST_BUCKETS - 1;
+	/*
+	 * (2^(k-1), 2^k] for k = 13..25 maps to bucket k - 11; k is
+	 * ceil(log2(bytes)) = 64 - clz(bytes - 1), and bytes - 1 >= 4096.
+	 */
+	return 64 - __builtin_clzll(bytes - 1) - 11;
+}
+
+/* ---- size parser ---- */
+
+int nxd_parse_size(const char *s, u64 *out)
+{
+	unsigned int shift = 0;
+	const char *p;
+	u64 v = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (p = s; *p >= '0' && *p <= '9'; p++)
+		;
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && p[1])
+		return -EINVAL;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned int d = *s - '0';
+
+		if (v > (NXD_U64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (v > (NXD_U64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
