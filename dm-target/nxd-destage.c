@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd destager: one kthread per volume copies the newest logged copy of
+ * each block to the HDD, oldest segments first, and then frees log space.
+ *
+ * A round: read the oldest segments, mark their live blocks DESTAGING,
+ * write them to the HDD sorted and merged, flush the HDD, persist the new
+ * tail in the superblock, drop the index entries that still point at the
+ * destaged copies, wait for reads of those slots, and only then reuse
+ * (and TRIM) the space.  An HDD write over a DESTAGING block waits for the
+ * round, so an older copy never lands after it.
+ */
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/sort.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+
+#include "nxd.h"
+
+#define DM_MSG_PREFIX "nxd destage"
+
+#define NXD_ROUND_SEGS		64
+#define NXD_DESTAGE_MAX_BIO	(1U << 20)
+#define NXD_IDLE_MS		100
+#define NXD_YIELD_MS		20
+
+struct nxd_dblk {
+	u64 block;
+	u32 slot;
+	u8 mask;
+	bool copy;		/* false: superseded by a finished HDD write */
+	void *data;
+};
+
+struct nxd_round {
+	u32 nsegs;
+	struct nxd_segd segs[NXD_ROUND_SEGS];
+	u32 nblk;
+	struct nxd_dblk *blk;	/* at most dbuf_blocks */
+};
+
+u32 nxd_log_used_pct(struct nxd_c *nc)
+{
+	u64 used;
+
+	spin_lock(&nc->lock);
+	used = nxd_ring_used(&nc->ring);
+	spin_unlock(&nc->lock);
+	return div64_u64(used * 100, nc->ring.ring_blocks);
+}
+
+static bool nxd_hdd_idle(struct nxd_c *nc)
+{
+	return !atomic_read(&nc->hdd_fg_inflight) &&
+	       time_after(jiffies, READ_ONCE(nc->hdd_fg_last) +
+			  msecs_to_jiffies(NXD_IDLE_MS));
+}
+
+static bool nxd_destage_wanted(struct nxd_c *nc)
+{
+	struct nxd_tun *t = &nc->vol->tun;
+	u32 pct;
+	bool empty;
+
+	if (!READ_ONCE(nc->running))
+		return false;
+	spin_lock(&nc->lock);
+	empty = !nc->ring.count;
+	spin_unlock(&nc->lock);
+	if (empty)
+		return false;
+	if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full))
+		return true;
+	if (atomic_read(&nc->destage_paused))
+		return false;
+	pct = nxd_log_used_pct(nc);
+	if (pct >= READ_ONCE(t->low_wm))
+		return true;
+	return nxd_hdd_idle(nc);
+}
+
+static int nxd_dblk_cmp(const void *a, const void *b)
+{
+	const struct nxd_dblk *x = a, *y = b;
+
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+static void nxd_destage_endio(struct bio *bio)
+{
+	struct nxd_c *nc = bio->bi_private;
+
+	if (bio->bi_status)
+		WRITE_ONCE(nc->d_error, blk_status_to_errno(bio->bi_status));
+	bio_put(bio);
+	if (atomic_dec_and_test(&nc->d_inflight))
+		wake_up_all(&nc->dwq);
+}
+
+static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
+{
+	nxd_count(nc, NXD_CTR(destage_bios), 1);
+	atomic_inc(&nc->d_inflight);
+	submit_bio(bio);
+}
+
+/* Write the sorted copies, merging adjacent sectors, cut at stripe bounds. */
+static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
+{
+	sector_t stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
+	struct bio *bio = NULL;
+	u32 i;
+
+	atomic_set(&nc->d_inflight, 1);
+	WRITE_ONCE(nc->d_error, 0);
+	for (i = 0; i < rd->nblk; i++) {
+		struct nxd_dblk *d = &rd->blk[i];
+		unsigned int a = 0;
+
+		if (!d->copy)
+			continue;
+		while (a < 8) {
+			unsigned int b;
+			sector_t sec;
+			void *p;
+
+			if (!(d->mask & (1U << a))) {
+				a++;
+				continue;
+			}
+			for (b = a; b < 8 && (d->mask & (1U << b)); b++)
+				;
+			sec = (d->block << 3) + a;
+			p = d->data + (a << SECTOR_SHIFT);
+			if (bio && (bio_end_sector(bio) != sec ||
+				    bio->bi_iter.bi_size + ((b - a) << 9) > NXD_DESTAGE_MAX_BIO ||
+				    (stripe && !(sec % stripe)))) {
+				nxd_destage_submit(nc, bio);
+				bio = NULL;
+			}
+			if (!bio) {
+				bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
+						       REQ_OP_WRITE, GFP_NOIO, &nc->dbs);
+				bio->bi_iter.bi_sector = sec;
+				bio->bi_end_io = nxd_destage_endio;
+				bio->bi_private = nc;
+			}
+			if (bio_add_page(bio, vmalloc_to_page(p), (b - a) << 9,
+					 offset_in_page(p)) != (b - a) << 9) {
+				nxd_destage_submit(nc, bio);
+				bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
+						       REQ_OP_WRITE, GFP_NOIO, &nc->dbs);
+				bio->bi_iter.bi_sector = sec;
+				bio->bi_end_io = nxd_destage_endio;
+				bio->bi_private = nc;
+				__bio_add_page(bio, vmalloc_to_page(p), (b - a) << 9,
+					       offset_in_page(p));
+			}
+			*bytes += (b - a) << 9;
+			a = b;
+		}
+	}
+	if (bio)
+		nxd_destage_submit(nc, bio);
+	if (!atomic_dec_and_test(&nc->d_inflight))
+		wait_event(nc->dwq, !atomic_read(&nc->d_inflight));
+	return READ_ONCE(nc->d_error);
+}
+
+static struct nxd_inval *nxd_op_for(struct nxd_c *nc, u64 block)
+{
+	struct nxd_inval *op;
+
+	list_for_each_entry(op, &nc->invals, node)
+		if (op->first <= block && block <= op->last)
+			return op;
+	return NULL;
+}
+
+static void nxd_unmark(struct nxd_c *nc, struct nxd_round *rd, u32 from)
+{
+	u32 i;
+
+	for (i = from; i < rd->nblk; i++) {
+		struct nxd_ient *e = nxd_index_find(&nc->ix, rd->blk[i].block);
+
+		if (e && e->slot == rd->blk[i].slot)
+			e->flags &= ~NXD_IE_DESTAGING;
+	}
+	rd->nblk = from;
+}
+
+/* Read the chosen segments and pick their live blocks.  Returns segments kept. */
+static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
+{
+	u32 i, off = 0;
+	int r;
+
+	for (i = 0; i < rd->nsegs; i++) {
+		struct nxd_segd *sd = &rd->segs[i];
+		void *hdr = nc->dbuf + (size_t)off * NXD_BLOCK_SIZE;
+		struct nxd_seg_info si;
+		u32 j, d = 0, start = rd->nblk;
+		bool cut = false;
+
+		if (!sd->live)
+			continue;
+		r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + sd->pos,
+			       1 + sd->nr_data, hdr);
+		if (r)
+			return r;
+		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
+				   nc->sb.data_sectors >> 3, &si);
+		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
+			DMERR_LIMIT("%s: log segment at %u unreadable (%d)",
+				    dm_table_device_name(nc->ti->table), sd->pos, r);
+			return -EIO;
+		}
+		spin_lock(&nc->lock);
+		for (j = 0; j < si.nr_recs; j++) {
+			struct nxd_rec rec;
+			struct nxd_ient *e;
+			struct nxd_inval *op;
+			struct nxd_dblk *db;
+
+			nxd_seg_rec(hdr, j, &rec);
+			if (rec.type != NXD_REC_DATA)
+				continue;
+			e = nxd_index_find(&nc->ix, rec.block);
+			if (!e || e->slot != sd->pos + 1 + d) {
+				d++;
+				continue;	/* superseded */
+			}
+			op = nxd_op_for(nc, rec.block);
+			if (op && !READ_ONCE(op->hdd_done)) {
+				cut = true;	/* an HDD write is on its way */
+				break;
+			}
+			db = &rd->blk[rd->nblk++];
+			db->block = rec.block;
+			db->slot = e->slot;
+			db->mask = e->mask;
+			db->copy = !op;
+			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
+			if (db->copy)
+				e->flags |= NXD_IE_DESTAGING;
+			d++;
+		}
+		if (cut)
+			nxd_unmark(nc, rd, start);
+		spin_unlock(&nc->lock);
+		if (cut)
+			return i;
+		off += 1 + sd->nr_data;
+	}
+	return rd->nsegs;
+}
+
+static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
+{
+	u64 start = 0, len = 0;
+	u32 i;
+
+	if (!READ_ONCE(nc->vol->tun.ssd_discard) ||
+	    !bdev_max_discard_sectors(nc->ssd->bdev))
+		return;
+	for (i = 0; i <= rd->nsegs; i++) {
+		struct nxd_segd *sd = i < rd->nsegs ? &rd->segs[i] : NULL;
+
+		if (sd && len && start + len == sd->pos) {
+			len += 1 + sd->nr_data;
+			continue;
+		}
+		if (len)
+			blkdev_issue_discard(nc->ssd->bdev,
+					     nxd_slot_sector(nc, start),
+					     len << 3, GFP_NOIO);
+		if (sd) {
+			start = sd->pos;
+			len = 1 + sd->nr_data;
+		}
+	}
+}
+
+/* One destage round.  Returns segments reclaimed or -errno. */
+static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
+{
+	u64 first_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
+	u32 i, blocks = 0;
+	int kept, r;
+
+	rd->nsegs = 0;
+	rd->nblk = 0;
+	spin_lock(&nc->lock);
+	first_seq = nc->ring.first_seq;
+	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS; i++) {
+		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
+
+		if (blocks + 1 + sd->nr_data > nc->dbuf_blocks)
+			break;
+		if (sd->live)
+			blocks += 1 + sd->nr_data;
+		rd->segs[rd->nsegs++] = *sd;
+	}
+	spin_unlock(&nc->lock);
+	if (!rd->nsegs)
+		return 0;
+
+	kept = nxd_destage_collect(nc, rd, first_seq);
+	if (kept <= 0)
+		goto unmark;
+	rd->nsegs = kept;
+
+	for (i = 0; i < rd->nblk; i++)
+		copied += rd->blk[i].copy;
+	if (copied) {
+		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+		r = nxd_destage_write(nc, rd, &bytes);
+		if (!r)
+			r = nxd_hdd_flush(nc);
+		if (r) {
+			kept = r;
+			goto unmark;
+		}
+	}
+
+	/* The HDD has them durably: move the tail past these segments. */
+	spin_lock(&nc->lock);
+	if (kept < nc->ring.count) {
+		tail_pos = nxd_ring_at(&nc->ring, kept)->pos;
+		tail_seq = first_seq + kept;
+	} else {
+		tail_pos = nxd_next_seg_pos(nc->ring.ring_blocks, nc->ring.head);
+		tail_seq = nc->ring.next_seq;
+	}
+	spin_unlock(&nc->lock);
+	r = nxd_sb_commit(nc, 0, tail_pos, tail_seq);
+	if (r) {
+		kept = r;
+		goto unmark;
+	}
+
+	spin_lock(&nc->lock);
+	for (i = 0; i < rd->nblk; i++) {
+		struct nxd_ient *e = nxd_index_find(&nc->ix, rd->blk[i].block);
+
+		if (e && e->slot == rd->blk[i].slot)
+			nxd_drop_entry_locked(nc, rd->blk[i].block);
+	}
+	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
+
+	/* Nobody may still be reading these slots when they are reused. */
+	nxd_read_epoch_sync(nc);
+	spin_lock(&nc->lock);
+	for (i = 0; i < (u32)kept; i++) {
+		WARN_ON_ONCE(nxd_ring_oldest(&nc->ring)->live);
+		nxd_ring_pop(&nc->ring);
+	}
+	spin_unlock(&nc->lock);
+	nxd_trim(nc, rd);
+
+	nxd_count(nc, NXD_CTR(destaged_blocks), copied);
+	nxd_count(nc, NXD_CTR(destaged_bytes), bytes);
+	nxd_count(nc, NXD_CTR(segments_reclaimed), kept);
+	return kept;
+
+unmark:
+	spin_lock(&nc->lock);
+	nxd_unmark(nc, rd, 0);
+	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
+	return kept;
+}
+
+static void nxd_destage_sleep(struct nxd_c *nc, unsigned int ms)
+{
+	nxd_count(nc, NXD_CTR(destage_throttled_ms), ms);
+	wait_event_interruptible_timeout(nc->dwq, kthread_should_stop() ||
+					 atomic_read(&nc->drain_req) ||
+					 READ_ONCE(nc->log_full),
+					 msecs_to_jiffies(ms));
+}
+
+static int nxd_destager_fn(void *data)
+{
+	struct nxd_c *nc = data;
+	struct nxd_tun *t = &nc->vol->tun;
+	struct nxd_round *rd;
+
+	rd = kvzalloc(sizeof(*rd), GFP_KERNEL);
+	if (rd)
+		rd->blk = kvcalloc(nc->dbuf_blocks, sizeof(*rd->blk), GFP_KERNEL);
+	while (!kthread_should_stop()) {
+		unsigned long t0;
+		u64 before;
+		int r;
+
+		wait_event_interruptible_timeout(nc->dwq, kthread_should_stop() ||
+						 nxd_destage_wanted(nc),
+						 msecs_to_jiffies(NXD_IDLE_MS));
+		if (kthread_should_stop())
+			break;
+		if (!rd || !rd->blk || !nxd_destage_wanted(nc))
+			continue;
+		WRITE_ONCE(nc->destage_busy, true);
+		smp_mb();
+		if (!READ_ONCE(nc->running)) {
+			WRITE_ONCE(nc->destage_busy, false);
+			wake_up_all(&nc->dwq);
+			continue;
+		}
+		t0 = jiffies;
+		before = nc->ring.next_seq;
+		r = nxd_destage_round(nc, rd);
+		WRITE_ONCE(nc->destage_busy, false);
+		wake_up_all(&nc->dwq);
+		wake_up_all(&nc->drain_wait);
+		nxd_writer_wake(nc);
+		if (r < 0) {
+			nc->destage_errors++;
+			DMERR_LIMIT("%s: destage failed (%d), will retry",
+				    dm_table_device_name(nc->ti->table), r);
+			nxd_destage_sleep(nc, 1000);
+			continue;
+		}
+		if (!r) {
+			/* Blocked behind an HDD write in flight. */
+			nxd_destage_sleep(nc, 5);
+			continue;
+		}
+		if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full))
+			continue;
+		if (READ_ONCE(t->destage_rate)) {
+			u64 bytes = (u64)rd->nblk * NXD_BLOCK_SIZE;
+			u64 ms = div64_u64(bytes * 1000, (u64)READ_ONCE(t->destage_rate) << 20);
+			u64 spent = jiffies_to_msecs(jiffies - t0);
+
+			if (ms > spent)
+				nxd_destage_sleep(nc, ms - spent);
+		}
+		/* Between the watermarks, foreground HDD I/O goes first. */
+		if (nxd_log_used_pct(nc) < READ_ONCE(t->high_wm) && !nxd_hdd_idle(nc))
+			nxd_destage_sleep(nc, NXD_YIELD_MS);
+		(void)before;
+	}
+	if (rd)
+		kvfree(rd->blk);
+	kvfree(rd);
+	return 0;
+}
+
+void nxd_destager_wake(struct nxd_c *nc)
+{
+	wake_up_all(&nc->dwq);
+}
+
+int nxd_destager_start(struct nxd_c *nc)
+{
+	struct task_struct *t;
+
+	t = kthread_run(nxd_destager_fn, nc, "nxd-d/%s",
+			dm_table_device_name(nc->ti->table));
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	nc->destager = t;
+	return 0;
+}
+
+void nxd_destager_stop(struct nxd_c *nc)
+{
+	if (nc->destager) {
+		kthread_stop(nc->destager);
+		nc->destager = NULL;
+	}
+}
+
+/* Destage everything and wait; for detaching the SSD or maintenance. */
+int nxd_drain(struct nxd_c *nc)
+{
+	int r = 0;
+
+	atomic_inc(&nc->drain_req);
+	nxd_destager_wake(nc);
+	for (;;) {
+		bool empty;
+
+		spin_lock(&nc->lock);
+		empty = !nc->ring.count;
+		spin_unlock(&nc->lock);
+		if (empty)
+			break;
+		if (!READ_ONCE(nc->running)) {
+			r = -EBUSY;
+			break;
+		}
+		if (wait_event_interruptible_timeout(nc->drain_wait, false,
+						     msecs_to_jiffies(50)) < 0) {
+			r = -EINTR;
+			break;
+		}
+	}
+	atomic_dec(&nc->drain_req);
+	return r;
+}

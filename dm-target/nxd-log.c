@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd log writer: one thread per volume appends small writes to the SSD
+ * log in segments (group commit), and orders HDD writes that must
+ * invalidate logged copies.
+ *
+ * Ordering rules (docs/design.md):
+ * - A logged write is acknowledged after its segment is written and its
+ *   blocks are in the index; FUA writes make the segment PREFLUSH|FUA.
+ * - A write to the HDD over logged blocks is written with FUA first; then
+ *   an INVAL record is logged (PREFLUSH|FUA); only then are the index
+ *   entries dropped and the write acknowledged.  Until then reads still
+ *   see the logged copy, which was the newest acknowledged data.
+ * - Small writes overlapping such an in-flight HDD write are held until it
+ *   is acknowledged, so an INVAL never kills a newer logged copy.
+ */
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/highmem.h>
+#include <linux/sched.h>
+
+#include "nxd.h"
+
+#define DM_MSG_PREFIX "nxd log"
+
+/* Space kept for INVAL-only segments and wrap waste. */
+#define NXD_LOG_RESERVE		(3 * NXD_SEG_MAX_BLOCKS)
+
+int nxd_batch_init(struct nxd_batch *b)
+{
+	b->buf = vzalloc((size_t)NXD_SEG_MAX_BLOCKS * NXD_BLOCK_SIZE);
+	if (!b->buf)
+		return -ENOMEM;
+	bio_list_init(&b->bios);
+	INIT_LIST_HEAD(&b->invals);
+	memset(b->hkeys, 0xff, sizeof(b->hkeys));
+	return 0;
+}
+
+void nxd_batch_free(struct nxd_batch *b)
+{
+	vfree(b->buf);
+	b->buf = NULL;
+}
+
+static void *nxd_batch_data(struct nxd_batch *b, u32 i)
+{
+	return b->buf + (size_t)(i + 1) * NXD_BLOCK_SIZE;
+}
+
+static u32 nxd_batch_hash(u64 block)
+{
+	return (u32)((block * 0x9E3779B97F4A7C15ULL) >> 56);
+}
+
+static int nxd_batch_lookup(struct nxd_batch *b, u64 block)
+{
+	u32 h = nxd_batch_hash(block);
+
+	while (b->hkeys[h] != NXD_IE_EMPTY) {
+		if (b->hkeys[h] == block)
+			return b->hvals[h];
+		h = (h + 1) & 255;
+	}
+	return -1;
+}
+
+static void nxd_batch_insert(struct nxd_batch *b, u64 block, u8 idx)
+{
+	u32 h = nxd_batch_hash(block);
+
+	while (b->hkeys[h] != NXD_IE_EMPTY)
+		h = (h + 1) & 255;
+	b->hkeys[h] = block;
+	b->hvals[h] = idx;
+}
+
+static void nxd_batch_reset(struct nxd_batch *b)
+{
+	b->nr_data = 0;
+	b->nr_inval = 0;
+	b->fua = false;
+	b->last_bio = NULL;
+	memset(b->hkeys, 0xff, sizeof(b->hkeys));
+}
+
+static bool nxd_batch_full(struct nxd_batch *b, u32 recs)
+{
+	return b->nr_data >= NXD_SEG_MAX_DATA ||
+	       b->nr_data + b->nr_inval + recs > NXD_SEG_MAX_RECS;
+}
+
+/* ---- index helpers, all under nc->lock ---- */
+
+void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
+{
+	struct nxd_segd *sd;
+	u64 seq;
+
+	sd = nxd_ring_find(&nc->ring, slot, &seq);
+	if (!WARN_ON_ONCE(!sd || !sd->live))
+		sd->live--;
+}
+
+void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
+{
+	struct nxd_ient old;
+
+	if (nxd_index_del(&nc->ix, block, &old))
+		nxd_seg_put_locked(nc, old.slot);
+}
+
+/* Walk the index entries in [first, last]: by block if few, else by table. */
+#define NXD_SCAN_BATCH	64
+
+static u64 nxd_collect_range_locked(struct nxd_c *nc, u64 first, u64 last,
+				    u64 *out, u32 max, u8 flag)
+{
+	struct nxd_index *ix = &nc->ix;
+	u64 n = 0, b, i;
+
+	if (last - first < 4 * ix->count + 64) {
+		for (b = first; b <= last && n < max; b++) {
+			struct nxd_ient *e = nxd_index_find(ix, b);
+
+			if (e && (!flag || (e->flags & flag)))
+				out[n++] = b;
+		}
+		return n;
+	}
+	for (i = 0; i < ix->cap && n < max; i++) {
+		struct nxd_ient *e = &ix->tab[i];
+
+		if (e->block != NXD_IE_EMPTY && e->block >= first &&
+		    e->block <= last && (!flag || (e->flags & flag)))
+			out[n++] = e->block;
+	}
+	return n;
+}
+
+/* Drop every entry in [first, last]; returns how many. */
+u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 buf[NXD_SCAN_BATCH], total = 0, n, i;
+
+	if (first > last)
+		return 0;
+	do {
+		n = nxd_collect_range_locked(nc, first, last, buf,
+					     NXD_SCAN_BATCH, 0);
+		for (i = 0; i < n; i++)
+			nxd_drop_entry_locked(nc, buf[i]);
+		total += n;
+	} while (n == NXD_SCAN_BATCH);
+	return total;
+}
+
+static bool nxd_destaging_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 b;
+
+	return nxd_collect_range_locked(nc, first, last, &b, 1,
+					NXD_IE_DESTAGING) != 0;
+}
+
+bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_inval *op;
+
+	list_for_each_entry(op, &nc->invals, node)
+		if (op->first <= last && first <= op->last)
+			return true;
+	return false;
+}
+
+/* ---- segment commit ---- */
+
+static void nxd_bio_done(struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (atomic_dec_and_test(&pb->pending)) {
+		if (pb->error)
+			bio->bi_status = errno_to_blk_status(pb->error);
+		bio_endio(bio);
+	}
+}
+
+static void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op)
+{
+	spin_lock(&nc->lock);
+	list_del(&op->node);
+	spin_unlock(&nc->lock);
+	if (op->error)
+		op->bio->bi_status = errno_to_blk_status(op->error);
+	bio_endio(op->bio);
+	kfree(op);
+	atomic_set(&nc->kick, 1);
+	wake_up_all(&nc->ewq);
+}
+
+/* The SSD write of a batch failed: fail over to the HDD what we can. */
+static void nxd_batch_fail(struct nxd_c *nc, int err)
+{
+	struct nxd_batch *bt = &nc->batch;
+	struct nxd_inval *op, *tmp;
+	struct bio *bio;
+
+	nxd_ssd_failed(nc, err, "log write");
+	while ((bio = bio_list_pop(&bt->bios))) {
+		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+		sector_t s = bio->bi_iter.bi_sector;
+		bool logged;
+
+		spin_lock(&nc->lock);
+		logged = nxd_range_logged(nc, s >> 3, (bio_end_sector(bio) - 1) >> 3);
+		spin_unlock(&nc->lock);
+		if (!logged && atomic_read(&pb->pending) == 1) {
+			/* Whole bio in this batch and nothing logged under it. */
+			pb->route = NXD_H_HDD;
+			nxd_count(nc, NXD_CTR(writes_around_full), 1);
+			submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+			continue;
+		}
+		pb->error = -EIO;
+		nxd_bio_done(bio);
+	}
+	/* HDD copies of these are durable (FUA); only the INVAL is missing. */
+	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
+		spin_lock(&nc->lock);
+		nxd_inval_range_locked(nc, op->full_first, op->full_last);
+		spin_unlock(&nc->lock);
+		nxd_inval_ack(nc, op);
+	}
+	INIT_LIST_HEAD(&bt->invals);
+	nxd_batch_reset(bt);
+}
+
+static bool nxd_ring_has_room(struct nxd_c *nc, u32 nr_data, u64 *pos)
+{
+	bool ok;
+
+	spin_lock(&nc->lock);
+	ok = !nxd_ring_reserve(&nc->ring, nr_data, pos);
+	spin_unlock(&nc->lock);
+	return ok;
+}
+
+void nxd_batch_commit(struct nxd_c *nc)
+{
+	struct nxd_batch *bt = &nc->batch;
+	struct nxd_inval *op, *tmp;
+	void *hdr = bt->buf;
+	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
+	struct nxd_ient old;
+	struct bio *bio;
+	u64 pos, dropped = 0;
+	u32 i;
+	int r;
+
+	if (!bt->nr_data && !bt->nr_inval)
+		return;
+	while (!nxd_ring_has_room(nc, bt->nr_data, &pos)) {
+		if (atomic_read(&nc->degraded)) {
+			nxd_batch_fail(nc, -ENOSPC);
+			return;
+		}
+		/* Only INVAL-only segments get here: the destager frees space. */
+		nc->log_full = true;
+		nxd_destager_wake(nc);
+		wait_event_timeout(nc->ewq, false, HZ / 20);
+	}
+	if (atomic_read(&nc->degraded)) {
+		nxd_batch_fail(nc, -EIO);
+		return;
+	}
+
+	nxd_seg_init(hdr, nc->sb.vol_uuid, nc->ring.next_seq, nc->sb.gen, pos);
+	for (i = 0; i < bt->nr_data; i++)
+		nxd_seg_add_data(hdr, bt->blocks[i], bt->masks[i],
+				 nxd_block_crc(nxd_batch_data(bt, i)));
+	list_for_each_entry(op, &bt->invals, bnode) {
+		u64 b = op->full_first;
+
+		while (b <= op->full_last) {
+			u32 n = min_t(u64, op->full_last - b + 1, U32_MAX);
+
+			nxd_seg_add_inval(hdr, b, n);
+			b += n;
+		}
+	}
+	nxd_seg_seal(hdr);
+	if (bt->fua || bt->nr_inval)
+		opf |= REQ_PREFLUSH | REQ_FUA;
+	r = nxd_ssd_io(nc, opf, nc->sb.ring_start + pos, 1 + bt->nr_data, bt->buf);
+	if (r) {
+		nxd_batch_fail(nc, r);
+		return;
+	}
+
+	spin_lock(&nc->lock);
+	/* Same order as recovery: INVALs kill older copies, then new data. */
+	list_for_each_entry(op, &bt->invals, bnode)
+		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
+	nxd_ring_push(&nc->ring, pos, bt->nr_data, bt->nr_data);
+	for (i = 0; i < bt->nr_data; i++) {
+		r = nxd_index_set(&nc->ix, bt->blocks[i], pos + 1 + i,
+				  bt->masks[i], &old);
+		if (r == 1)
+			nxd_seg_put_locked(nc, old.slot);
+		WARN_ON_ONCE(r < 0);
+	}
+	spin_unlock(&nc->lock);
+
+	nxd_count(nc, NXD_CTR(segments_written), 1);
+	nxd_count(nc, NXD_CTR(log_blocks_written), 1 + bt->nr_data);
+	if (dropped)
+		nxd_count(nc, NXD_CTR(invalidations), dropped);
+	while ((bio = bio_list_pop(&bt->bios)))
+		nxd_bio_done(bio);
+	list_for_each_entry_safe(op, tmp, &bt->invals, bnode)
+		nxd_inval_ack(nc, op);
+	INIT_LIST_HEAD(&bt->invals);
+	nxd_batch_reset(bt);
+	if (nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.low_wm))
+		nxd_destager_wake(nc);
+}
+
+/* ---- logging writes ---- */
+
+/*
+ * Room for @k more data blocks, counting headers, the open batch, wrap
+ * waste and the INVAL reserve.
+ */
+static bool nxd_log_room(struct nxd_c *nc, u64 k)
+{
+	struct nxd_batch *bt = &nc->batch;
+	u64 need, used;
+	u32 segs;
+
+	need = k + DIV_ROUND_UP_ULL(k, NXD_SEG_MAX_DATA) + 1 +
+	       bt->nr_data + 1 + NXD_LOG_RESERVE;
+	segs = DIV_ROUND_UP_ULL(k, NXD_SEG_MAX_DATA) + 2;
+	spin_lock(&nc->lock);
+	used = nxd_ring_used(&nc->ring);
+	segs += nc->ring.count;
+	spin_unlock(&nc->lock);
+	return used + need <= nc->ring.ring_blocks && segs + 8 < nc->ring.cap;
+}
+
+/*
+ * The batch slot for logical block @blk, merging with its logged copy if
+ * the new sectors @mask do not cover it.  @bio (may be NULL) waits for it.
+ */
+static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
+{
+	struct nxd_batch *bt = &nc->batch;
+	struct nxd_ient *e;
+	u8 old_mask = 0;
+	u32 slot = 0;
+	void *data;
+	int idx, epoch = -1, r;
+
+	idx = nxd_batch_lookup(bt, blk);
+	if (idx < 0) {
+		if (nxd_batch_full(bt, 0))
+			nxd_batch_commit(nc);
+		idx = bt->nr_data++;
+		nxd_batch_insert(bt, blk, idx);
+		bt->blocks[idx] = blk;
+		bt->masks[idx] = 0;
+		data = nxd_batch_data(bt, idx);
+
+		spin_lock(&nc->lock);
+		e = nxd_index_find(&nc->ix, blk);
+		if (e && (e->mask & ~mask)) {
+			old_mask = e->mask;
+			slot = e->slot;
+			epoch = nxd_read_epoch_get(nc);
+		}
+		spin_unlock(&nc->lock);
+		if (old_mask) {
+			/* Partial rewrite of a logged block: merge (RMW). */
+			r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + slot,
+				       1, data);
+			nxd_read_epoch_put(nc, epoch);
+			if (r) {
+				/* Cannot merge: log only what can be, fail the bio. */
+				nxd_ssd_failed(nc, r, "log read");
+				if (bio) {
+					struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+					pb->error = -EIO;
+				}
+				memset(data, 0, NXD_BLOCK_SIZE);
+				old_mask = 0;
+			} else {
+				nxd_count(nc, NXD_CTR(rmw_reads), 1);
+			}
+		} else {
+			memset(data, 0, NXD_BLOCK_SIZE);
+		}
+		bt->masks[idx] = old_mask;
+	}
+	bt->masks[idx] |= mask;
+	if (bio && bt->last_bio != bio) {
+		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+		atomic_inc(&pb->pending);
+		bio_list_add(&bt->bios, bio);
+		bt->last_bio = bio;
+	}
+	return nxd_batch_data(bt, idx);
+}
+
+static void nxd_copy_from_bio(struct bio *bio, struct bvec_iter *iter,
+			      void *dst, unsigned int len)
+{
+	while (len) {
+		struct bio_vec bv = bio_iter_iovec(bio, *iter);
+		unsigned int n = min(len, bv.bv_len);
+		void *src = bvec_kmap_local(&bv);
+
+		memcpy(dst, src, n);
+		kunmap_local(src);
+		dst += n;
+		len -= n;
+		bio_advance_iter_single(bio, iter, n);
+	}
+}
+
+static u8 nxd_sector_mask(sector_t lo, sector_t hi)
+{
+	return ((1U << (hi - lo)) - 1) << (lo & 7);
+}
+
+struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	bio_set_dev(bio, nc->hdd->bdev);
+	pb->route = NXD_H_HDD;
+	pb->fg_hdd = true;
+	atomic_inc(&nc->hdd_fg_inflight);
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+	return bio;
+}
+
+static void nxd_inval_start(struct nxd_c *nc, struct bio *bio);
+
+static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+	struct nxd_batch *bt = &nc->batch;
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	u64 first = s >> 3, last = (e - 1) >> 3, b;
+	struct bvec_iter iter;
+	bool busy, logged;
+
+	spin_lock(&nc->lock);
+	busy = nxd_inval_overlap_locked(nc, first, last);
+	spin_unlock(&nc->lock);
+	if (busy) {
+		bio_list_add(&nc->held, bio);
+		return;
+	}
+	if (!nxd_log_room(nc, last - first + 1)) {
+		nxd_batch_commit(nc);
+		if (!nxd_log_room(nc, last - first + 1)) {
+			nc->log_full = true;
+			nxd_destager_wake(nc);
+			spin_lock(&nc->lock);
+			logged = nxd_range_logged(nc, first, last);
+			spin_unlock(&nc->lock);
+			if (!logged) {
+				/* Nothing logged under it: straight to the HDD. */
+				nxd_count(nc, NXD_CTR(writes_around_full), 1);
+				submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+				return;
+			}
+			if (!((s | e) & 7)) {
+				/* Whole blocks: write the HDD, invalidate the log. */
+				nxd_count(nc, NXD_CTR(writes_around_full), 1);
+				pb->route = NXD_H_HDD;
+				nxd_inval_start(nc, bio);
+				return;
+			}
+			/* Partial blocks over logged data: wait for space. */
+			bio_list_add(&nc->held, bio);
+			return;
+		}
+	}
+	nc->log_full = false;
+
+	atomic_set(&pb->pending, 1);
+	iter = bio->bi_iter;
+	for (b = first; b <= last; b++) {
+		sector_t lo = max_t(sector_t, s, b << 3);
+		sector_t hi = min_t(sector_t, e, (b + 1) << 3);
+		void *data = nxd_batch_block(nc, bio, b, nxd_sector_mask(lo, hi));
+
+		nxd_copy_from_bio(bio, &iter, data + ((lo & 7) << 9),
+				  (hi - lo) << 9);
+	}
+	if (bio->bi_opf & REQ_FUA)
+		bt->fua = true;
+	nxd_count(nc, NXD_CTR(writes_logged), 1);
+	nxd_bio_done(bio);	/* drops the initial reference */
+}
+
+/* Zero sectors [lo, hi) of a logged block (edges of a discard). */
+static void nxd_log_zero(struct nxd_c *nc, sector_t lo, sector_t hi)
+{
+	void *data = nxd_batch_block(nc, NULL, lo >> 3, nxd_sector_mask(lo, hi));
+
+	memset(data + ((lo & 7) << 9), 0, (hi - lo) << 9);
+}
+
+/* ---- HDD writes and discards over logged blocks ---- */
+
+static void nxd_inval_endio(struct bio *clone)
+{
+	struct nxd_inval *op = clone->bi_private;
+	struct nxd_c *nc = op->nc;
+	unsigned long flags;
+
+	op->error = blk_status_to_errno(clone->bi_status);
+	if (!op->error)
+		WRITE_ONCE(op->hdd_done, true);
+	bio_put(clone);
+	spin_lock_irqsave(&nc->qlock, flags);
+	list_add_tail(&op->bnode, &nc->done_invals);
+	spin_unlock_irqrestore(&nc->qlock, flags);
+	wake_up(&nc->wq);
+}
+
+static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	bool discard = bio_op(bio) == REQ_OP_DISCARD;
+	struct nxd_inval *op;
+	struct bio *clone;
+	bool wait, edge_logged = false;
+
+	/* Earlier logged writes first: they must be indexed to be invalidated. */
+	nxd_batch_commit(nc);
+
+	op = kzalloc(sizeof(*op), GFP_NOIO | __GFP_NOFAIL);
+	op->nc = nc;
+	op->bio = bio;
+	op->first = s >> 3;
+	op->last = (e - 1) >> 3;
+	op->full_first = DIV_ROUND_UP_ULL(s, NXD_SECTORS_PER_BLOCK);
+	op->full_last = (e >> 3) - 1;	/* may be < full_first: none */
+	if ((e >> 3) == 0 || op->full_last < op->full_first) {
+		op->full_first = 1;
+		op->full_last = 0;
+	}
+	pb->inval = op;
+
+	spin_lock(&nc->lock);
+	if (s & 7)
+		edge_logged |= nxd_index_find(&nc->ix, s >> 3) != NULL;
+	if (e & 7)
+		edge_logged |= nxd_index_find(&nc->ix, e >> 3) != NULL;
+	spin_unlock(&nc->lock);
+	if (edge_logged) {
+		if (!discard || atomic_read(&nc->degraded)) {
+			/* Partial blocks of logged data cannot bypass the log. */
+			kfree(op);
+			bio_io_error(bio);
+			return;
+		}
+		/* Discarded sectors of partially covered logged blocks read as zeros. */
+		if (s & 7)
+			nxd_log_zero(nc, s, min_t(sector_t, e, round_up(s + 1, 8)));
+		if ((e & 7) && (e >> 3) != (s >> 3))
+			nxd_log_zero(nc, e & ~7ULL, e);
+		else if ((e & 7) && !(s & 7))
+			nxd_log_zero(nc, s, e);
+	}
+
+	spin_lock(&nc->lock);
+	list_add_tail(&op->node, &nc->invals);
+	wait = nxd_destaging_locked(nc, op->first, op->last);
+	spin_unlock(&nc->lock);
+	if (wait) {
+		/* An older copy of these blocks is on its way to the HDD: let it land first. */
+		wait_event(nc->ewq, ({
+			bool busy;
+
+			spin_lock(&nc->lock);
+			busy = nxd_destaging_locked(nc, op->first, op->last);
+			spin_unlock(&nc->lock);
+			!busy;
+		}));
+	}
+
+	if (discard && !bdev_max_discard_sectors(nc->hdd->bdev)) {
+		unsigned long flags;
+
+		spin_lock_irqsave(&nc->qlock, flags);
+		list_add_tail(&op->bnode, &nc->done_invals);
+		spin_unlock_irqrestore(&nc->qlock, flags);
+		return;
+	}
+	clone = bio_alloc_clone(nc->hdd->bdev, bio, GFP_NOIO, &nc->bs);
+	if (!discard)
+		clone->bi_opf |= REQ_FUA;
+	clone->bi_end_io = nxd_inval_endio;
+	clone->bi_private = op;
+	submit_bio_noacct(clone);
+}
+
+/* The HDD part of @op is done: log the INVAL, ack at commit. */
+static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
+{
+	struct nxd_batch *bt = &nc->batch;
+	u32 recs;
+
+	if (op->error || atomic_read(&nc->degraded)) {
+		if (!op->error) {
+			spin_lock(&nc->lock);
+			nxd_inval_range_locked(nc, op->full_first, op->full_last);
+			spin_unlock(&nc->lock);
+		}
+		nxd_inval_ack(nc, op);
+		return;
+	}
+	recs = op->full_first <= op->full_last ?
+	       DIV_ROUND_UP_ULL(op->full_last - op->full_first + 1, U32_MAX) : 0;
+	if (nxd_batch_full(bt, recs))
+		nxd_batch_commit(nc);
+	bt->nr_inval += recs;
+	list_add_tail(&op->bnode, &bt->invals);
+}
+
+/* ---- the thread ---- */
+
+static bool nxd_writer_has_work(struct nxd_c *nc)
+{
+	bool r;
+
+	spin_lock_irq(&nc->qlock);
+	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
+	spin_unlock_irq(&nc->qlock);
+	return r || (!bio_list_empty(&nc->held) && atomic_read(&nc->kick));
+}
+
+static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (bio_op(bio) == REQ_OP_DISCARD || pb->route == NXD_H_HDD)
+		nxd_inval_start(nc, bio);
+	else
+		nxd_log_write(nc, bio);
+}
+
+static int nxd_writer_fn(void *data)
+{
+	struct nxd_c *nc = data;
+
+	while (!kthread_should_stop()) {
+		struct nxd_inval *op, *tmp;
+		struct bio_list bios;
+		struct bio *bio;
+		LIST_HEAD(done);
+
+		wait_event_interruptible(nc->wq, kthread_should_stop() ||
+					 nxd_writer_has_work(nc));
+		spin_lock_irq(&nc->qlock);
+		bios = nc->queue;
+		bio_list_init(&nc->queue);
+		list_splice_init(&nc->done_invals, &done);
+		spin_unlock_irq(&nc->qlock);
+
+		list_for_each_entry_safe(op, tmp, &done, bnode) {
+			list_del(&op->bnode);
+			nxd_inval_finish(nc, op);
+		}
+		if (atomic_xchg(&nc->kick, 0) || !bio_list_empty(&bios)) {
+			/* Held bios are older than new ones: they go first. */
+			bio_list_merge(&nc->held, &bios);
+			bios = nc->held;
+			bio_list_init(&nc->held);
+		}
+		while ((bio = bio_list_pop(&bios)))
+			nxd_writer_bio(nc, bio);
+		nxd_batch_commit(nc);
+		cond_resched();
+	}
+	return 0;
+}
+
+void nxd_writer_queue(struct nxd_c *nc, struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&nc->qlock, flags);
+	bio_list_add(&nc->queue, bio);
+	spin_unlock_irqrestore(&nc->qlock, flags);
+	wake_up(&nc->wq);
+}
+
+void nxd_writer_wake(struct nxd_c *nc)
+{
+	atomic_set(&nc->kick, 1);
+	wake_up(&nc->wq);
+}
+
+int nxd_writer_start(struct nxd_c *nc)
+{
+	struct task_struct *t;
+
+	t = kthread_run(nxd_writer_fn, nc, "nxd-w/%s",
+			dm_table_device_name(nc->ti->table));
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	nc->writer = t;
+	return 0;
+}
+
+void nxd_writer_stop(struct nxd_c *nc)
+{
+	if (nc->writer) {
+		kthread_stop(nc->writer);
+		nc->writer = NULL;
+	}
+}

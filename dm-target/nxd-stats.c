@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd statistics: the NytroXD-style size histogram and counters.
+ *
+ * Per-CPU atomic64 cells: the hot path touches only its own CPU's lines,
+ * and read-and-clear (atomic64_xchg) neither loses nor doubles a count
+ * racing with it.
+ */
+#include <linux/slab.h>
+#include <linux/ktime.h>
+#include <linux/percpu.h>
+
+#include "nxd.h"
+
+int nxd_stats_alloc(struct nxd_vol *vol)
+{
+	vol->pcpu = alloc_percpu(struct nxd_pcpu);
+	return vol->pcpu ? 0 : -ENOMEM;
+}
+
+void nxd_stats_free(struct nxd_vol *vol)
+{
+	free_percpu(vol->pcpu);
+	vol->pcpu = NULL;
+}
+
+void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb)
+{
+	u64 ns = ktime_get_ns() - pb->start_ns;
+	struct nxd_pcpu *p = get_cpu_ptr(vol->pcpu);
+	atomic64_t *c = p->hist[pb->dir][nxd_hist_bucket(pb->bytes)][pb->route][pb->align];
+
+	atomic64_inc(&c[0]);
+	atomic64_add(pb->bytes, &c[1]);
+	atomic64_add(ns, &c[2]);
+	put_cpu_ptr(vol->pcpu);
+}
+
+static u64 nxd_take(atomic64_t *a, bool reset)
+{
+	return reset ? atomic64_xchg(a, 0) : atomic64_read(a);
+}
+
+/* Sum the per-CPU cells into @st; with @reset, clear what was read. */
+void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset)
+{
+	const unsigned int ncell = sizeof(st->hist) / sizeof(__u64);
+	__u64 *h = (__u64 *)st->hist, *c = (__u64 *)&st->c;
+	int cpu;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(((struct nxd_pcpu *)0)->hist) !=
+		     sizeof(st->hist) / sizeof(__u64) * sizeof(atomic64_t));
+	for_each_possible_cpu(cpu) {
+		struct nxd_pcpu *p = per_cpu_ptr(vol->pcpu, cpu);
+		atomic64_t *ph = (atomic64_t *)p->hist;
+
+		for (i = 0; i < ncell; i++)
+			h[i] += nxd_take(&ph[i], reset);
+		for (i = 0; i < NXD_NCTR; i++)
+			c[i] += nxd_take(&p->ctr[i], reset);
+	}
+}
+
+/* Values that are state, not counts: never reset. */
+void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c)
+{
+	spin_lock(&nc->lock);
+	c->log_blocks = nc->ring.ring_blocks;
+	c->log_used_blocks = nxd_ring_used(&nc->ring);
+	c->index_entries = nc->ix.count;
+	c->index_bytes = nxd_index_mem(&nc->ix) +
+			 (u64)nc->ring.cap * sizeof(struct nxd_segd);
+	spin_unlock(&nc->lock);
+	c->recovered_segments = nc->rec_segments;
+	c->recovered_blocks = nc->rec_blocks;
+	c->recovery_us = nc->rec_us;
+	c->degraded = atomic_read(&nc->degraded);
+}

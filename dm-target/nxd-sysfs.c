@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd sysfs: /sys/block/dm-N/nxd/, one directory per dm device, owned
+ * by the volume object so old and new tables of a reload share it.
+ */
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/string.h>
+
+#include "nxd.h"
+
+static DEFINE_MUTEX(nxd_tun_lock);
+
+struct nxd_attr {
+	struct attribute attr;
+	const char *key;	/* tunable name, or NULL for read-only */
+	ssize_t (*show)(struct nxd_vol *vol, char *buf);
+};
+
+static struct nxd_vol *kobj_to_vol(struct kobject *k)
+{
+	return container_of(k, struct nxd_vol, kobj);
+}
+
+#define NXD_TUN_SHOW(field)						\
+static ssize_t nxd_show_##field(struct nxd_vol *vol, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%u\n", READ_ONCE(vol->tun.field));	\
+}
+
+NXD_TUN_SHOW(write_threshold)
+NXD_TUN_SHOW(read_threshold)
+NXD_TUN_SHOW(low_wm)
+NXD_TUN_SHOW(high_wm)
+NXD_TUN_SHOW(destage_rate)
+NXD_TUN_SHOW(ssd_discard)
+NXD_TUN_SHOW(drain_on_suspend)
+
+static ssize_t nxd_show_mode(struct nxd_vol *vol, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", nxd_mode_name(READ_ONCE(vol->tun.mode)));
+}
+
+static ssize_t nxd_show_log_used_pct(struct nxd_vol *vol, char *buf)
+{
+	ssize_t r = -ENODEV;
+
+	mutex_lock(&nxd_vols_lock);
+	if (vol->active)
+		r = sysfs_emit(buf, "%u\n", nxd_log_used_pct(vol->active));
+	mutex_unlock(&nxd_vols_lock);
+	return r;
+}
+
+static ssize_t nxd_show_state(struct nxd_vol *vol, char *buf)
+{
+	ssize_t r;
+
+	mutex_lock(&nxd_vols_lock);
+	if (!vol->active)
+		r = sysfs_emit(buf, "inactive\n");
+	else if (atomic_read(&vol->active->degraded))
+		r = sysfs_emit(buf, "degraded\n");
+	else
+		r = sysfs_emit(buf, "%s\n", vol->active->running ? "ok" : "suspended");
+	mutex_unlock(&nxd_vols_lock);
+	return r;
+}
+
+#define NXD_RW(_n, field)						\
+	static struct nxd_attr nxd_attr_##_n = {			\
+		.attr = { .name = #_n, .mode = 0644 },			\
+		.key = #_n, .show = nxd_show_##field }
+#define NXD_RO(_n)							\
+	static struct nxd_attr nxd_attr_##_n = {			\
+		.attr = { .name = #_n, .mode = 0444 },			\
+		.show = nxd_show_##_n }
+
+NXD_RW(write_threshold, write_threshold);
+NXD_RW(read_threshold, read_threshold);
+NXD_RW(mode, mode);
+NXD_RW(low_watermark, low_wm);
+NXD_RW(high_watermark, high_wm);
+NXD_RW(destage_rate, destage_rate);
+NXD_RW(ssd_discard, ssd_discard);
+NXD_RW(drain_on_suspend, drain_on_suspend);
+NXD_RO(log_used_pct);
+NXD_RO(state);
+
+static struct attribute *nxd_attrs[] = {
+	&nxd_attr_write_threshold.attr,
+	&nxd_attr_read_threshold.attr,
+	&nxd_attr_mode.attr,
+	&nxd_attr_low_watermark.attr,
+	&nxd_attr_high_watermark.attr,
+	&nxd_attr_destage_rate.attr,
+	&nxd_attr_ssd_discard.attr,
+	&nxd_attr_drain_on_suspend.attr,
+	&nxd_attr_log_used_pct.attr,
+	&nxd_attr_state.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(nxd);
+
+static ssize_t nxd_attr_show(struct kobject *k, struct attribute *a, char *buf)
+{
+	return container_of(a, struct nxd_attr, attr)->show(kobj_to_vol(k), buf);
+}
+
+static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
+			      const char *buf, size_t len)
+{
+	struct nxd_attr *na = container_of(a, struct nxd_attr, attr);
+	struct nxd_vol *vol = kobj_to_vol(k);
+	struct nxd_tun t;
+	char val[32];
+	int r;
+
+	if (!na->key)
+		return -EPERM;
+	if (len >= sizeof(val))
+		return -EINVAL;
+	memcpy(val, buf, len);
+	val[len] = '\0';
+	mutex_lock(&nxd_tun_lock);
+	t = vol->tun;
+	r = nxd_tun_set(&t, na->key, strim(val));
+	if (!r && t.low_wm > t.high_wm)
+		r = -EINVAL;
+	if (!r) {
+		/* Each field is read with READ_ONCE on the I/O path. */
+		WRITE_ONCE(vol->tun.write_threshold, t.write_threshold);
+		WRITE_ONCE(vol->tun.read_threshold, t.read_threshold);
+		WRITE_ONCE(vol->tun.mode, t.mode);
+		WRITE_ONCE(vol->tun.low_wm, t.low_wm);
+		WRITE_ONCE(vol->tun.high_wm, t.high_wm);
+		WRITE_ONCE(vol->tun.destage_rate, t.destage_rate);
+		WRITE_ONCE(vol->tun.ssd_discard, t.ssd_discard);
+		WRITE_ONCE(vol->tun.drain_on_suspend, t.drain_on_suspend);
+	}
+	mutex_unlock(&nxd_tun_lock);
+	if (r)
+		return -EINVAL;
+	mutex_lock(&nxd_vols_lock);
+	if (vol->active)
+		nxd_destager_wake(vol->active);
+	mutex_unlock(&nxd_vols_lock);
+	return len;
+}
+
+static const struct sysfs_ops nxd_sysfs_ops = {
+	.show = nxd_attr_show,
+	.store = nxd_attr_store,
+};
+
+static void nxd_vol_release(struct kobject *k)
+{
+	struct nxd_vol *vol = kobj_to_vol(k);
+
+	nxd_stats_free(vol);
+	kfree(vol);
+}
+
+const struct kobj_type nxd_vol_ktype = {
+	.sysfs_ops = &nxd_sysfs_ops,
+	.default_groups = nxd_groups,
+	.release = nxd_vol_release,
+};
+
+int nxd_sysfs_add(struct nxd_vol *vol)
+{
+	return kobject_add(&vol->kobj, &disk_to_dev(dm_disk(vol->md))->kobj,
+			   "nxd");
+}
+
+void nxd_sysfs_del(struct nxd_vol *vol)
+{
+	if (vol->kobj_added)
+		kobject_del(&vol->kobj);
+	vol->kobj_added = false;
+}

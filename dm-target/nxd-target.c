@@ -1,0 +1,878 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd: target methods, table parsing and bio routing.
+ *
+ * Small or unaligned writes are appended to a log on the SSD (nxd-log.c),
+ * large aligned writes go straight to the HDD, a thread destages the log
+ * to the HDD (nxd-destage.c).  Reads take each sector from wherever its
+ * newest copy lives.
+ */
+#include <linux/module.h>
+#include <linux/init.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/ktime.h>
+#include <linux/blk_types.h>
+
+#include "nxd.h"
+
+#define DM_MSG_PREFIX "nxd"
+
+DEFINE_MUTEX(nxd_vols_lock);
+LIST_HEAD(nxd_vols);
+
+static const struct nxd_tun nxd_default_tun = {
+	.write_threshold = 64 * 1024,
+	.read_threshold = 0,
+	.mode = NXD_MODE_AUTO,
+	.low_wm = 25,
+	.high_wm = 75,
+	.destage_rate = 0,
+	.ssd_discard = 1,
+	.drain_on_suspend = 0,
+};
+
+/* ---- helpers shared by the role files ---- */
+
+void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v)
+{
+	struct nxd_pcpu *p = get_cpu_ptr(nc->vol->pcpu);
+
+	atomic64_add(v, &p->ctr[ctr]);
+	put_cpu_ptr(nc->vol->pcpu);
+}
+
+sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot)
+{
+	return (nc->sb.ring_start + slot) << 3;
+}
+
+static int nxd_dev_io(struct nxd_c *nc, struct block_device *bdev,
+		      blk_opf_t opf, sector_t sector, sector_t count, void *buf)
+{
+	struct dm_io_region where = {
+		.bdev = bdev,
+		.sector = sector,
+		.count = count,
+	};
+	struct dm_io_request req = {
+		.bi_opf = opf,
+		.mem.type = is_vmalloc_addr(buf) ? DM_IO_VMA : DM_IO_KMEM,
+		.client = nc->dmio,
+	};
+	unsigned long err_bits = 0;
+
+	if (is_vmalloc_addr(buf))
+		req.mem.ptr.vma = buf;
+	else
+		req.mem.ptr.addr = buf;
+	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+}
+
+/* Synchronous I/O of whole 4 KiB blocks of the SSD. */
+int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
+	       void *buf)
+{
+	return nxd_dev_io(nc, nc->ssd->bdev, opf, ssd_block << 3,
+			  (sector_t)nr_blocks << 3, buf);
+}
+
+static int nxd_dev_flush(struct nxd_c *nc, struct block_device *bdev)
+{
+	struct dm_io_region where = { .bdev = bdev, .sector = 0, .count = 0 };
+	struct dm_io_request req = {
+		.bi_opf = REQ_OP_WRITE | REQ_PREFLUSH | REQ_SYNC,
+		.mem.type = DM_IO_KMEM,
+		.mem.ptr.addr = NULL,
+		.client = nc->dmio,
+	};
+	unsigned long err_bits = 0;
+
+	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+}
+
+int nxd_hdd_flush(struct nxd_c *nc)
+{
+	return nxd_dev_flush(nc, nc->hdd->bdev);
+}
+
+/* The SSD failed: stop logging, keep serving what can be served. */
+void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
+{
+	nxd_count(nc, NXD_CTR(ssd_errors), 1);
+	atomic_set(&nc->degraded, 1);
+	if (!atomic_xchg(&nc->ssd_fail_reported, 1))
+		DMERR("%s: SSD %s failed (%d): volume degraded, writes bypass the log",
+		      dm_table_device_name(nc->ti->table), what, err);
+}
+
+int nxd_read_epoch_get(struct nxd_c *nc)
+{
+	int e = READ_ONCE(nc->rd_epoch);
+
+	atomic_inc(&nc->rd_inflight[e]);
+	smp_mb__after_atomic();
+	return e;
+}
+
+void nxd_read_epoch_put(struct nxd_c *nc, int e)
+{
+	if (atomic_dec_and_test(&nc->rd_inflight[e]))
+		wake_up(&nc->rd_wait);
+}
+
+/* Wait until no read that might have seen a dropped index entry is in flight. */
+void nxd_read_epoch_sync(struct nxd_c *nc)
+{
+	int old = nc->rd_epoch;
+
+	WRITE_ONCE(nc->rd_epoch, !old);
+	smp_mb();
+	wait_event(nc->rd_wait, !atomic_read(&nc->rd_inflight[old]));
+}
+
+/* ---- volumes: state shared by every table of one dm device ---- */
+
+static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun)
+{
+	struct mapped_device *md = dm_table_get_md(ti->table);
+	dev_t dev = disk_devt(dm_disk(md));
+	struct nxd_vol *vol;
+
+	mutex_lock(&nxd_vols_lock);
+	list_for_each_entry(vol, &nxd_vols, node) {
+		if (vol->dev == dev) {
+			kobject_get(&vol->kobj);
+			goto out;
+		}
+	}
+	vol = kzalloc(sizeof(*vol), GFP_KERNEL);
+	if (!vol)
+		goto out;
+	kobject_init(&vol->kobj, &nxd_vol_ktype);
+	vol->md = md;
+	vol->dev = dev;
+	if (nxd_stats_alloc(vol)) {
+		kobject_put(&vol->kobj);
+		vol = NULL;
+		goto out;
+	}
+	list_add_tail(&vol->node, &nxd_vols);
+out:
+	if (vol)
+		vol->tun = *tun;	/* the table line wins */
+	mutex_unlock(&nxd_vols_lock);
+	return vol;
+}
+
+static void nxd_vol_put(struct nxd_c *nc)
+{
+	struct nxd_vol *vol = nc->vol;
+	bool last;
+
+	mutex_lock(&nxd_vols_lock);
+	if (vol->active == nc)
+		vol->active = NULL;
+	/* Our reference plus the list's, which is the initial one. */
+	last = kref_read(&vol->kobj.kref) == 1;
+	if (last)
+		list_del(&vol->node);
+	mutex_unlock(&nxd_vols_lock);
+	if (last)
+		nxd_sysfs_del(vol);
+	kobject_put(&vol->kobj);
+}
+
+/* ---- table parsing ---- */
+
+static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
+{
+	u64 x;
+	int r = nxd_parse_size(s, &x);
+
+	if (r)
+		return r;
+	if (x < min || x > max)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+#define NXD_MAX_THRESHOLD	(1U << 30)
+
+/* Apply one key/value option; shared by the table parser and sysfs. */
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
+{
+	enum nxd_mode m;
+	int r;
+
+	if (!strcasecmp(key, "write_threshold"))
+		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
+	if (!strcasecmp(key, "read_threshold"))
+		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->read_threshold);
+	if (!strcasecmp(key, "mode")) {
+		r = nxd_mode_parse(val, &m);
+		if (!r)
+			t->mode = m;
+		return r;
+	}
+	if (!strcasecmp(key, "low_watermark"))
+		return nxd_parse_u32(val, 0, 100, &t->low_wm);
+	if (!strcasecmp(key, "high_watermark"))
+		return nxd_parse_u32(val, 0, 100, &t->high_wm);
+	if (!strcasecmp(key, "destage_rate"))
+		return nxd_parse_u32(val, 0, 1000000, &t->destage_rate);
+	if (!strcasecmp(key, "ssd_discard"))
+		return nxd_parse_u32(val, 0, 1, &t->ssd_discard);
+	if (!strcasecmp(key, "drain_on_suspend"))
+		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
+	return -ENOENT;
+}
+
+static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
+{
+	static const struct dm_arg _args[] = {
+		{0, 32, "Invalid number of optional arguments"},
+	};
+	unsigned int argc;
+	const char *key, *val;
+	int r;
+
+	if (!as->argc)
+		return 0;
+	r = dm_read_arg_group(_args, as, &argc, error);
+	if (r)
+		return r;
+	while (argc) {
+		key = dm_shift_arg(as);
+		argc--;
+		if (!strcasecmp(key, "format")) {
+			nc->opt_format = true;
+			continue;
+		}
+		if (!argc) {
+			*error = "Option is missing its value";
+			return -EINVAL;
+		}
+		val = dm_shift_arg(as);
+		argc--;
+		r = nxd_tun_set(&nc->opt, key, val);
+		if (r == -ENOENT) {
+			*error = "Unknown option";
+			return -EINVAL;
+		}
+		if (r) {
+			*error = "Invalid option value";
+			return -EINVAL;
+		}
+	}
+	if (nc->opt.low_wm > nc->opt.high_wm) {
+		*error = "low_watermark must not exceed high_watermark";
+		return -EINVAL;
+	}
+	if (as->argc) {
+		*error = "Too many arguments";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void nxd_dtr(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+
+	if (!nc)
+		return;
+	nxd_destager_stop(nc);
+	nxd_writer_stop(nc);
+	if (nc->vol)
+		nxd_vol_put(nc);
+	nxd_index_free(&nc->ix);
+	nxd_ring_free(&nc->ring);
+	nxd_batch_free(&nc->batch);
+	vfree(nc->dbuf);
+	kfree(nc->rmw_buf);
+	kfree(nc->sb_buf);
+	bioset_exit(&nc->dbs);
+	bioset_exit(&nc->bs);
+	if (nc->dmio)
+		dm_io_client_destroy(nc->dmio);
+	if (nc->ssd)
+		dm_put_device(ti, nc->ssd);
+	if (nc->hdd)
+		dm_put_device(ti, nc->hdd);
+	kfree(nc);
+	ti->private = NULL;
+}
+
+#define NXD_DBUF_BLOCKS	(8 * NXD_SEG_MAX_BLOCKS)
+
+/*
+ * nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]
+ */
+static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	struct nxd_c *nc;
+	const char *hdd_path, *ssd_path;
+	bool vol_active;
+	int r;
+
+	if (argc < 2) {
+		ti->error = "Not enough arguments: nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]";
+		return -EINVAL;
+	}
+	nc = kzalloc(sizeof(*nc), GFP_KERNEL);
+	if (!nc) {
+		ti->error = "Cannot allocate context";
+		return -ENOMEM;
+	}
+	ti->private = nc;
+	nc->ti = ti;
+	nc->opt = nxd_default_tun;
+	mutex_init(&nc->sb_lock);
+	spin_lock_init(&nc->lock);
+	spin_lock_init(&nc->qlock);
+	INIT_LIST_HEAD(&nc->invals);
+	INIT_LIST_HEAD(&nc->done_invals);
+	bio_list_init(&nc->queue);
+	bio_list_init(&nc->held);
+	init_waitqueue_head(&nc->wq);
+	init_waitqueue_head(&nc->ewq);
+	init_waitqueue_head(&nc->dwq);
+	init_waitqueue_head(&nc->rd_wait);
+	init_waitqueue_head(&nc->drain_wait);
+
+	hdd_path = dm_shift_arg(&as);
+	ssd_path = dm_shift_arg(&as);
+	r = nxd_parse_opts(nc, &as, &ti->error);
+	if (r)
+		goto bad;
+
+	r = dm_get_device(ti, hdd_path, dm_table_get_mode(ti->table), &nc->hdd);
+	if (r) {
+		ti->error = "Cannot open HDD device";
+		goto bad;
+	}
+	r = dm_get_device(ti, ssd_path, dm_table_get_mode(ti->table), &nc->ssd);
+	if (r) {
+		ti->error = "Cannot open SSD device";
+		goto bad;
+	}
+	r = -EINVAL;
+	if (nc->hdd->bdev == nc->ssd->bdev) {
+		ti->error = "HDD and SSD are the same device";
+		goto bad;
+	}
+	if (bdev_nr_sectors(nc->ssd->bdev) < NXD_MIN_SSD_SECTORS) {
+		ti->error = "SSD smaller than the minimum log size (2080 KiB)";
+		goto bad;
+	}
+	if (bdev_logical_block_size(nc->ssd->bdev) > NXD_BLOCK_SIZE ||
+	    bdev_logical_block_size(nc->hdd->bdev) > NXD_BLOCK_SIZE) {
+		ti->error = "Device logical block size above 4096 is not supported";
+		goto bad;
+	}
+	nc->ssd_blocks = bdev_nr_sectors(nc->ssd->bdev) >> 3;
+	nc->hdd_sectors = bdev_nr_sectors(nc->hdd->bdev);
+	if (ti->len > nxd_hdd_data_sectors(nc->hdd_sectors)) {
+		ti->error = "Volume larger than the HDD less its 1 MiB label area";
+		goto bad;
+	}
+	nc->hdd_io_min = bdev_io_min(nc->hdd->bdev);
+	nc->hdd_io_opt = bdev_io_opt(nc->hdd->bdev);
+	nc->max_block = DIV_ROUND_UP_ULL(ti->len, NXD_SECTORS_PER_BLOCK);
+
+	r = -ENOMEM;
+	ti->error = "Cannot allocate memory";
+	nc->dmio = dm_io_client_create();
+	if (IS_ERR(nc->dmio)) {
+		r = PTR_ERR(nc->dmio);
+		nc->dmio = NULL;
+		goto bad;
+	}
+	if (bioset_init(&nc->bs, BIO_POOL_SIZE, 0, 0) ||
+	    bioset_init(&nc->dbs, 16, 0, BIOSET_NEED_BVECS))
+		goto bad;
+	nc->sb_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
+	nc->rmw_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
+	nc->dbuf_blocks = NXD_DBUF_BLOCKS;
+	nc->dbuf = vmalloc((size_t)NXD_DBUF_BLOCKS * NXD_BLOCK_SIZE);
+	if (!nc->sb_buf || !nc->rmw_buf || !nc->dbuf || nxd_batch_init(&nc->batch))
+		goto bad;
+
+	nc->vol = nxd_vol_get(ti, &nc->opt);
+	if (!nc->vol)
+		goto bad;
+	mutex_lock(&nxd_vols_lock);
+	vol_active = nc->vol->active != NULL;
+	mutex_unlock(&nxd_vols_lock);
+
+	r = nxd_meta_check(nc, vol_active);
+	if (r)
+		goto bad;	/* ti->error set */
+
+	ti->error = "Cannot allocate index";
+	r = nxd_index_init(&nc->ix, nc->sb.ring_blocks);
+	if (r)
+		goto bad;
+	r = nxd_ring_init(&nc->ring, nc->sb.ring_blocks, nc->sb.tail_pos,
+			  nc->sb.tail_seq);
+	if (r)
+		goto bad;
+
+	ti->error = "Cannot start threads";
+	r = nxd_writer_start(nc);
+	if (r)
+		goto bad;
+	r = nxd_destager_start(nc);
+	if (r)
+		goto bad;
+
+	ti->num_flush_bios = 2;		/* 0: HDD, 1: SSD */
+	ti->flush_supported = true;
+	ti->num_discard_bios = 1;
+	ti->discards_supported = true;
+	ti->per_io_data_size = sizeof(struct nxd_pb);
+	ti->error = NULL;
+	return 0;
+bad:
+	nxd_dtr(ti);
+	return r;
+}
+
+/* ---- bio mapping ---- */
+
+static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
+{
+	sector_t s = bio->bi_iter.bi_sector;
+
+	pb->start_ns = ktime_get_ns();
+	pb->bytes = bio->bi_iter.bi_size;
+	pb->dir = dir;
+	pb->route = NXD_H_HDD;
+	pb->align = ((s | bio_sectors(bio)) & 7) ? NXD_H_UNALIGNED : NXD_H_ALIGNED;
+	pb->epoch = -1;
+	pb->fg_hdd = false;
+	pb->error = 0;
+	pb->inval = NULL;
+	atomic_set(&pb->pending, 0);
+}
+
+static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
+{
+	nxd_bio_to_hdd(nc, bio);
+	return DM_MAPIO_REMAPPED;
+}
+
+static bool nxd_entry_valid(const struct nxd_ient *e, sector_t s)
+{
+	return e && (e->mask & (1U << (s & 7)));
+}
+
+/*
+ * Length of the run of sectors from @s (at most @max) that come from one
+ * place: the log (contiguous slots) or the HDD.  Called under nc->lock.
+ */
+static sector_t nxd_read_piece(struct nxd_c *nc, sector_t s, sector_t max,
+			       bool *ssd, sector_t *target)
+{
+	u64 blk = s >> 3;
+	struct nxd_ient *e = nxd_index_find(&nc->ix, blk);
+	sector_t len = 0, t0;
+
+	*ssd = nxd_entry_valid(e, s);
+	t0 = *ssd ? nxd_slot_sector(nc, e->slot) + (s & 7) : s;
+	*target = t0;
+	while (len < max) {
+		sector_t c = s + len;
+		bool v;
+
+		if ((c >> 3) != blk) {
+			blk = c >> 3;
+			e = nxd_index_find(&nc->ix, blk);
+		}
+		v = nxd_entry_valid(e, c);
+		if (v != *ssd)
+			break;
+		if (v && nxd_slot_sector(nc, e->slot) + (c & 7) != t0 + len)
+			break;
+		len++;
+	}
+	return len;
+}
+
+static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
+{
+	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio), off = 0;
+	bool maybe;
+
+	if (!nr)
+		return nxd_remap_hdd(nc, bio);
+	spin_lock(&nc->lock);
+	maybe = nc->ix.count &&
+		nxd_index_maybe(&nc->ix, s >> 3, ((s + nr - 1) >> 3) - (s >> 3) + 1);
+	spin_unlock(&nc->lock);
+	if (!maybe) {
+		nxd_count(nc, NXD_CTR(reads_hdd), 1);
+		return nxd_remap_hdd(nc, bio);
+	}
+
+	/* Log slots we read stay valid until we drop the epoch in end_io. */
+	pb->epoch = nxd_read_epoch_get(nc);
+	while (off < nr) {
+		sector_t len, target;
+		struct block_device *bdev;
+		struct bio *clone;
+		bool ssd;
+
+		spin_lock(&nc->lock);
+		len = nxd_read_piece(nc, s + off, nr - off, &ssd, &target);
+		spin_unlock(&nc->lock);
+		if (ssd)
+			pb->route = NXD_H_SSD;
+		bdev = ssd ? nc->ssd->bdev : nc->hdd->bdev;
+		if (off + len == nr) {
+			/* The last piece is the bio itself. */
+			if (off)
+				bio_trim(bio, off, len);
+			if (ssd)
+				bio_set_dev(bio, bdev);
+			else
+				nxd_bio_to_hdd(nc, bio);
+			bio->bi_iter.bi_sector = target;
+			break;
+		}
+		clone = bio_alloc_clone(bdev, bio, GFP_NOIO, &nc->bs);
+		bio_trim(clone, off, len);
+		clone->bi_iter.bi_sector = target;
+		bio_chain(clone, bio);
+		submit_bio_noacct(clone);
+		off += len;
+	}
+	nxd_count(nc, pb->route == NXD_H_SSD ? NXD_CTR(reads_ssd) : NXD_CTR(reads_hdd), 1);
+	return DM_MAPIO_REMAPPED;
+}
+
+/* Any logged copy of a block in [first, last]?  Under nc->lock. */
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 b;
+
+	if (!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1))
+		return false;
+	for (b = first; b <= last; b++)
+		if (nxd_index_find(&nc->ix, b))
+			return true;
+	return false;
+}
+
+static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
+{
+	struct nxd_tun *t = &nc->vol->tun;
+	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
+	bool to_log, logged;
+
+	if (!nr)
+		return nxd_remap_hdd(nc, bio);
+	to_log = !atomic_read(&nc->degraded) &&
+		 nxd_route_write_to_log(s, (u64)nr << 9,
+					READ_ONCE(t->write_threshold),
+					nc->hdd_io_min, READ_ONCE(t->mode));
+	if (!to_log) {
+		spin_lock(&nc->lock);
+		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3);
+		spin_unlock(&nc->lock);
+		if (!logged) {
+			nxd_count(nc, NXD_CTR(writes_direct), 1);
+			return nxd_remap_hdd(nc, bio);
+		}
+	}
+	pb->route = to_log ? NXD_H_SSD : NXD_H_HDD;
+	nxd_writer_queue(nc, bio);
+	return DM_MAPIO_SUBMITTED;
+}
+
+static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
+{
+	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
+	bool logged;
+
+	pb->bytes = 0;		/* not a read or write: no histogram */
+	nxd_count(nc, NXD_CTR(discards), 1);
+	spin_lock(&nc->lock);
+	logged = nr && nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (!logged) {
+		if (!bdev_max_discard_sectors(nc->hdd->bdev)) {
+			bio_endio(bio);
+			return DM_MAPIO_SUBMITTED;
+		}
+		return nxd_remap_hdd(nc, bio);
+	}
+	nxd_writer_queue(nc, bio);
+	return DM_MAPIO_SUBMITTED;
+}
+
+static int nxd_map(struct dm_target *ti, struct bio *bio)
+{
+	struct nxd_c *nc = ti->private;
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	nxd_pb_init(pb, bio, op_is_write(bio_op(bio)) ? NXD_H_WRITE : NXD_H_READ);
+	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
+
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		/* dm core splits data off flushes: these are empty, one per device. */
+		pb->bytes = 0;
+		if (dm_bio_get_target_bio_nr(bio) == 0) {
+			nxd_count(nc, NXD_CTR(flushes), 1);
+			return nxd_remap_hdd(nc, bio);
+		}
+		if (atomic_read(&nc->degraded)) {
+			bio_endio(bio);
+			return DM_MAPIO_SUBMITTED;
+		}
+		bio_set_dev(bio, nc->ssd->bdev);
+		return DM_MAPIO_REMAPPED;
+	}
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		return nxd_map_read(nc, bio, pb);
+	case REQ_OP_WRITE:
+		return nxd_map_write(nc, bio, pb);
+	case REQ_OP_DISCARD:
+		return nxd_map_discard(nc, bio, pb);
+	default:
+		return DM_MAPIO_KILL;
+	}
+}
+
+static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
+{
+	struct nxd_c *nc = ti->private;
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (pb->epoch >= 0)
+		nxd_read_epoch_put(nc, pb->epoch);
+	if (pb->fg_hdd && atomic_dec_and_test(&nc->hdd_fg_inflight))
+		wake_up(&nc->dwq);
+	if (*error) {
+		if (pb->route == NXD_H_SSD && pb->dir == NXD_H_READ)
+			nxd_count(nc, NXD_CTR(ssd_errors), 1);
+		else
+			nxd_count(nc, NXD_CTR(hdd_errors), 1);
+	}
+	if (pb->bytes)
+		nxd_hist_account(nc->vol, pb);
+	return DM_ENDIO_DONE;
+}
+
+/* ---- suspend / resume ---- */
+
+static void nxd_presuspend(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+
+	if (nc->running && READ_ONCE(nc->vol->tun.drain_on_suspend))
+		nxd_drain(nc);
+}
+
+static void nxd_postsuspend(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+
+	if (!nc->running)
+		return;
+	/* dm core waited for our bios: the writer holds nothing now. */
+	WRITE_ONCE(nc->running, false);
+	/* Wait for a destage round in progress to finish. */
+	wait_event(nc->dwq, !READ_ONCE(nc->destage_busy));
+	if (!atomic_read(&nc->degraded)) {
+		nxd_dev_flush(nc, nc->ssd->bdev);
+		nxd_hdd_flush(nc);
+		nxd_sb_write(nc, true);
+	}
+}
+
+static int nxd_preresume(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+	int r;
+
+	if (!nc->loaded) {
+		r = nxd_meta_load(nc);
+		if (r)
+			return r;
+		nc->loaded = true;
+	} else {
+		mutex_lock(&nc->sb_lock);
+		nc->sb.gen++;
+		nc->sb.gen_start_seq = nc->ring.next_seq;
+		mutex_unlock(&nc->sb_lock);
+		r = nxd_sb_write(nc, false);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void nxd_resume(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+	struct nxd_vol *vol = nc->vol;
+
+	mutex_lock(&nxd_vols_lock);
+	vol->active = nc;
+	memcpy(vol->vol_uuid, nc->sb.vol_uuid, sizeof(vol->vol_uuid));
+	mutex_unlock(&nxd_vols_lock);
+	if (!vol->kobj_added && !nxd_sysfs_add(vol))
+		vol->kobj_added = true;
+	WRITE_ONCE(nc->running, true);
+	nxd_writer_wake(nc);
+	nxd_destager_wake(nc);
+}
+
+/* ---- status, messages, limits ---- */
+
+static const char *nxd_state(struct nxd_c *nc)
+{
+	if (atomic_read(&nc->degraded))
+		return "degraded";
+	return nc->running ? "ok" : "suspended";
+}
+
+static void nxd_status(struct dm_target *ti, status_type_t type,
+		       unsigned int status_flags, char *result, unsigned int maxlen)
+{
+	struct nxd_c *nc = ti->private;
+	struct nxd_tun *t = &nc->vol->tun;
+	struct nxd_ioc_stats *st;
+	unsigned int sz = 0, i;
+	const __u64 *c;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		st = kzalloc(sizeof(*st), GFP_NOIO);
+		if (!st) {
+			DMEMIT("error");
+			break;
+		}
+		nxd_stats_fill(nc->vol, st, false);
+		nxd_gauges_fill(nc, &st->c);
+		c = (const __u64 *)&st->c;
+		DMEMIT("%s", nxd_state(nc));
+		for (i = 0; i <= NXD_CTR(degraded); i++)
+			DMEMIT(" %llu", (unsigned long long)c[i]);
+		kfree(st);
+		break;
+	case STATUSTYPE_TABLE:
+		DMEMIT("%s %s 16 write_threshold %u read_threshold %u mode %s low_watermark %u high_watermark %u destage_rate %u ssd_discard %u drain_on_suspend %u",
+		       nc->hdd->name, nc->ssd->name,
+		       READ_ONCE(t->write_threshold), READ_ONCE(t->read_threshold),
+		       nxd_mode_name(READ_ONCE(t->mode)), READ_ONCE(t->low_wm),
+		       READ_ONCE(t->high_wm), READ_ONCE(t->destage_rate),
+		       READ_ONCE(t->ssd_discard), READ_ONCE(t->drain_on_suspend));
+		break;
+	case STATUSTYPE_IMA:
+		DMEMIT_TARGET_NAME_VERSION(ti->type);
+		DMEMIT(",hdd=%s,ssd=%s,write_threshold=%u,mode=%s;", nc->hdd->name,
+		       nc->ssd->name, READ_ONCE(t->write_threshold),
+		       nxd_mode_name(READ_ONCE(t->mode)));
+		break;
+	}
+}
+
+static int nxd_message(struct dm_target *ti, unsigned int argc, char **argv,
+		       char *result, unsigned int maxlen)
+{
+	struct nxd_c *nc = ti->private;
+
+	if (argc == 1 && !strcasecmp(argv[0], "drain")) {
+		if (!nc->running)
+			return -EBUSY;
+		return nxd_drain(nc);
+	}
+	if (argc == 1 && !strcasecmp(argv[0], "pause_destage")) {
+		atomic_set(&nc->destage_paused, 1);
+		return 0;
+	}
+	if (argc == 1 && !strcasecmp(argv[0], "resume_destage")) {
+		atomic_set(&nc->destage_paused, 0);
+		nxd_destager_wake(nc);
+		return 0;
+	}
+	DMWARN("%s: unrecognised message", dm_table_device_name(ti->table));
+	return -EINVAL;
+}
+
+static int nxd_iterate_devices(struct dm_target *ti,
+			       iterate_devices_callout_fn fn, void *data)
+{
+	struct nxd_c *nc = ti->private;
+	int r;
+
+	r = fn(ti, nc->hdd, 0, ti->len, data);
+	if (!r)
+		r = fn(ti, nc->ssd, 0, bdev_nr_sectors(nc->ssd->bdev), data);
+	return r;
+}
+
+static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
+{
+	struct nxd_c *nc = ti->private;
+
+	/* mkfs reads the RAID geometry from these: the HDD's, not the SSD's. */
+	limits->io_min = max_t(unsigned int, nc->hdd_io_min, limits->logical_block_size);
+	limits->io_opt = nc->hdd_io_opt;
+	nxd_set_discard_limits(limits, UINT_MAX >> SECTOR_SHIFT, NXD_BLOCK_SIZE);
+}
+
+static struct target_type nxd_target = {
+	.name = "nxd",
+	.version = {1, 0, 0},
+	.features = DM_TARGET_SINGLETON,
+	.module = THIS_MODULE,
+	.ctr = nxd_ctr,
+	.dtr = nxd_dtr,
+	.map = nxd_map,
+	.end_io = nxd_end_io,
+	.presuspend = nxd_presuspend,
+	.postsuspend = nxd_postsuspend,
+	.preresume = nxd_preresume,
+	.resume = nxd_resume,
+	.status = nxd_status,
+	.message = nxd_message,
+	.iterate_devices = nxd_iterate_devices,
+	.io_hints = nxd_io_hints,
+};
+
+static int __init dm_nxd_init(void)
+{
+	int r;
+
+	r = nxd_ctl_init();
+	if (r)
+		return r;
+	r = dm_register_target(&nxd_target);
+	if (r) {
+		DMERR("register failed %d", r);
+		nxd_ctl_exit();
+	}
+	return r;
+}
+
+static void __exit dm_nxd_exit(void)
+{
+	dm_unregister_target(&nxd_target);
+	nxd_ctl_exit();
+}
+
+module_init(dm_nxd_init);
+module_exit(dm_nxd_exit);
+
+MODULE_DESCRIPTION(DM_NAME " hybrid SSD log + HDD target (NytroXD-style)");
+MODULE_AUTHOR("dm-nxd developers");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(NXD_VERSION_STR);

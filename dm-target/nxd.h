@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-nxd: hybrid SSD-log + HDD device-mapper target.
+ * Shared declarations of the module's role files.
+ */
+#ifndef DM_NXD_H
+#define DM_NXD_H
+
+#include <linux/device-mapper.h>
+#include <linux/dm-io.h>
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/kthread.h>
+#include <linux/kobject.h>
+#include <linux/percpu.h>
+#include <linux/wait.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/atomic.h>
+
+#include "nxd_core.h"
+#include "nxd_ioctl.h"
+#include "nxd-compat.h"
+
+#define NXD_VERSION_STR	"0.1.0"
+
+/* Tunables, shared by every table of one dm device (they survive reloads). */
+struct nxd_tun {
+	u32 write_threshold;	/* bytes */
+	u32 read_threshold;	/* bytes; reads are never cached today */
+	u32 mode;		/* enum nxd_mode */
+	u32 low_wm;		/* % log occupancy */
+	u32 high_wm;
+	u32 destage_rate;	/* MB/s, 0 = unlimited */
+	u32 ssd_discard;	/* TRIM reclaimed log space */
+	u32 drain_on_suspend;
+};
+
+#define NXD_NCTR	(sizeof(struct nxd_ioc_counters) / sizeof(__u64))
+#define NXD_CTR(name)	(offsetof(struct nxd_ioc_counters, name) / sizeof(__u64))
+
+struct nxd_pcpu {
+	atomic64_t hist[NXD_H_NDIR][NXD_HIST_NBUCKETS][NXD_H_NROUTE][NXD_H_NALIGN][3];
+	atomic64_t ctr[NXD_NCTR];
+};
+
+struct nxd_c;
+
+/* One per dm device; outlives table reloads. */
+struct nxd_vol {
+	struct list_head node;		/* nxd_vols, under nxd_vols_lock */
+	struct mapped_device *md;
+	dev_t dev;
+	struct nxd_tun tun;
+	struct nxd_pcpu __percpu *pcpu;
+	struct kobject kobj;		/* /sys/block/dm-N/nxd; owns the lifetime */
+	bool kobj_added;
+	struct nxd_c *active;		/* resumed table, under nxd_vols_lock */
+	u8 vol_uuid[16];
+};
+
+extern struct mutex nxd_vols_lock;
+extern struct list_head nxd_vols;
+
+/* An in-flight HDD write or discard that must invalidate logged copies. */
+struct nxd_inval {
+	struct list_head node;		/* nc->invals, under nc->lock */
+	struct list_head bnode;		/* nc->done_invals, then the batch */
+	struct nxd_c *nc;
+	struct bio *bio;		/* the dm bio */
+	u64 first, last;		/* logical blocks touched [first, last] */
+	u64 full_first, full_last;	/* wholly covered; full_first > full_last if none */
+	int error;
+	bool hdd_done;			/* HDD copy durable: log copy is stale */
+};
+
+/* Per-bio data. */
+struct nxd_pb {
+	u64 start_ns;
+	u32 bytes;
+	u8 dir;
+	u8 route;
+	u8 align;
+	s8 epoch;		/* read epoch held, or -1 */
+	bool fg_hdd;		/* counted in hdd_fg_inflight */
+	atomic_t pending;	/* segments a logged write still waits for */
+	int error;
+	struct nxd_inval *inval;
+};
+
+/* A log segment being assembled by the writer. */
+struct nxd_batch {
+	void *buf;			/* header + NXD_SEG_MAX_DATA blocks */
+	u32 nr_data;
+	u32 nr_inval;
+	bool fua;			/* PREFLUSH|FUA the segment */
+	u64 blocks[NXD_SEG_MAX_DATA];
+	u8 masks[NXD_SEG_MAX_DATA];
+	/* block -> data index + 1 for merging writes to one block */
+	u64 hkeys[256];
+	u8 hvals[256];
+	struct bio_list bios;		/* complete when committed */
+	struct bio *last_bio;
+	struct list_head invals;	/* nxd_inval to finish when committed */
+};
+
+struct nxd_c {
+	struct dm_target *ti;
+	struct nxd_vol *vol;
+	struct dm_dev *hdd;
+	struct dm_dev *ssd;
+	struct dm_io_client *dmio;
+	struct bio_set bs;		/* clones */
+	struct bio_set dbs;		/* destage writes */
+
+	/* table options */
+	struct nxd_tun opt;
+	bool opt_format;
+
+	u64 ssd_blocks;
+	sector_t hdd_sectors;
+	u32 hdd_io_min;
+	u32 hdd_io_opt;
+	u64 max_block;			/* logical blocks of the volume */
+
+	struct mutex sb_lock;
+	struct nxd_sb_info sb;
+	void *sb_buf;
+
+	bool loaded;
+	bool running;			/* between resume and postsuspend */
+	atomic_t degraded;		/* SSD failed: log bypassed */
+	atomic_t ssd_fail_reported;
+
+	/* Index and ring, under @lock. */
+	spinlock_t lock;
+	struct nxd_index ix;
+	struct nxd_ring ring;
+	struct list_head invals;	/* in-flight nxd_inval */
+	u64 pending_blocks;		/* data blocks queued in the open batch */
+
+	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
+	atomic_t rd_inflight[2];
+	int rd_epoch;
+	wait_queue_head_t rd_wait;
+
+	/* Writer */
+	struct task_struct *writer;
+	spinlock_t qlock;
+	struct bio_list queue;		/* from map */
+	struct list_head done_invals;	/* HDD part completed */
+	wait_queue_head_t wq;
+	wait_queue_head_t ewq;		/* index entries released */
+	atomic_t kick;			/* retry held bios */
+	struct bio_list held;		/* writer only */
+	bool log_full;
+	struct nxd_batch batch;
+	void *rmw_buf;
+
+	/* Destager */
+	struct task_struct *destager;
+	wait_queue_head_t dwq;
+	atomic_t drain_req;
+	atomic_t destage_paused;
+	bool destage_busy;		/* under @lock */
+	atomic_t hdd_fg_inflight;
+	unsigned long hdd_fg_last;	/* jiffies of last foreground HDD I/O */
+	void *dbuf;			/* destage read buffer */
+	u32 dbuf_blocks;
+	wait_queue_head_t drain_wait;
+	atomic_t d_inflight;
+	int d_error;
+	u64 destage_errors;
+
+	/* recovery report */
+	u64 rec_segments;
+	u64 rec_blocks;
+	u64 rec_us;
+	bool rec_clean;
+};
+
+/* nxd-target.c */
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
+void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v);
+sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot);
+int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
+	       void *buf);
+int nxd_hdd_flush(struct nxd_c *nc);
+void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
+int nxd_read_epoch_get(struct nxd_c *nc);
+void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
+void nxd_read_epoch_sync(struct nxd_c *nc);
+
+/* nxd-log.c */
+int nxd_writer_start(struct nxd_c *nc);
+void nxd_writer_stop(struct nxd_c *nc);
+void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
+void nxd_writer_wake(struct nxd_c *nc);
+void nxd_batch_commit(struct nxd_c *nc);
+struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
+bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
+int nxd_batch_init(struct nxd_batch *b);
+void nxd_batch_free(struct nxd_batch *b);
+void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
+u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
+
+/* nxd-destage.c */
+int nxd_destager_start(struct nxd_c *nc);
+void nxd_destager_stop(struct nxd_c *nc);
+void nxd_destager_wake(struct nxd_c *nc);
+int nxd_drain(struct nxd_c *nc);
+u32 nxd_log_used_pct(struct nxd_c *nc);
+
+/* nxd-recovery.c */
+int nxd_meta_check(struct nxd_c *nc, bool vol_active);
+int nxd_meta_load(struct nxd_c *nc);
+int nxd_sb_write(struct nxd_c *nc, bool clean);
+int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
+
+/* nxd-sysfs.c */
+int nxd_sysfs_add(struct nxd_vol *vol);
+void nxd_sysfs_del(struct nxd_vol *vol);
+void nxd_vol_release_kobj(struct nxd_vol *vol);
+extern const struct kobj_type nxd_vol_ktype;
+
+/* nxd-stats.c */
+int nxd_stats_alloc(struct nxd_vol *vol);
+void nxd_stats_free(struct nxd_vol *vol);
+void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
+void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
+void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
+
+/* nxd-ctl.c */
+int nxd_ctl_init(void);
+void nxd_ctl_exit(void);
+
+#endif /* DM_NXD_H */
