@@ -1033,6 +1033,40 @@ static int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 	return rc;
 }
 
+/*
+ * The nxd volume (dm name in @name) holding block device @dev, if any.
+ * Device-mapper lets several dm devices share an underlying device; two
+ * nxd volumes over one SSD would share one log.
+ */
+static bool nxd_holder(dev_t dev, char *name, size_t len)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/holders", sysfs_root,
+		 major(dev), minor(dev));
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, "dm-", 3))
+			continue;
+		snprintf(path, sizeof(path), "%s/block/%s/nxd", sysfs_root,
+			 de->d_name);
+		if (!is_dir(path))
+			continue;
+		snprintf(path, sizeof(path), "%s/block/%s/dm/name",
+			 sysfs_root, de->d_name);
+		if (sysfs_read(path, name, len))
+			scopy(name, len, de->d_name);
+		found = true;
+	}
+	closedir(d);
+	return found;
+}
+
 static bool valid_dm_name(const char *n)
 {
 	return *n && strlen(n) < NXD_NAME_LEN && !strchr(n, '/') &&
@@ -1043,6 +1077,7 @@ static int create_volume(const char *name, const char *hdd, const char *ssd,
 			 const struct create_opts *co)
 {
 	char table[1024], params[1024], uuid[NXD_NAME_LEN];
+	char holder[NXD_NAME_LEN];
 	uint64_t hdd_bytes, ssd_bytes, len;
 	struct dm_task *dmt;
 	uint32_t cookie = 0;
@@ -1058,6 +1093,11 @@ static int create_volume(const char *name, const char *hdd, const char *ssd,
 		return rc;
 	if (hdev && hdev == sdev)
 		return usage_error("create", "HDD and SSD are the same device");
+	if (nxd_holder(hdev, holder, sizeof(holder)) ||
+	    nxd_holder(sdev, holder, sizeof(holder)))
+		return fail(NXDCTL_EXIT_USAGE, "%s is already in use by the "
+			    "nxd volume %s", nxd_holder(hdev, holder,
+			    sizeof(holder)) ? hdd : ssd, holder);
 	if (ssd_bytes < nxdctl_min_ssd_bytes())
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
 			    "SSD log (%" PRIu64 " bytes, needs %" PRIu64 ")",
