@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Build (or tear down) the emulated HDD RAID6 used by the dm-nxd benchmarks.
+# Runs INSIDE the benchmark guest (root).  Test fixture only.
+#
+#   scripts/mkraid.sh up   [N]   N (default 6) hddsim drives over memory-backed
+#                                null_blk (or brd) devices + md RAID6 over them;
+#                                prints the md device (e.g. /dev/md/nxdbench)
+#   scripts/mkraid.sh down       stop the array, remove the drives, free memory
+#
+# Environment:
+#   HDD_SIZE_MB   size of each drive in MiB (default 128)
+#   RAID_CHUNK_KB md chunk size in KiB (default 64)
+#   RAID_NAME     md array name (default nxdbench)
+#   HDDSIM_OPTS   optional hddsim arguments, e.g. "4 seek_us 8000 rot_us 8333"
+#                 (default: the module's calibrated defaults)
+#   HDD_BACKING   nullb (default: null_blk memory_backed via configfs) or brd
+#   HDDSIM_KO     path of dm-hddsim.ko (default build/$(uname -r)/hddsim/)
+#
+# The array is created with --assume-clean: the members are fresh memory
+# devices, and a resync through emulated HDDs would take many minutes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+N=${2:-${HDD_COUNT:-6}}
+HDD_SIZE_MB=${HDD_SIZE_MB:-128}
+RAID_CHUNK_KB=${RAID_CHUNK_KB:-64}
+RAID_NAME=${RAID_NAME:-nxdbench}
+HDDSIM_OPTS=${HDDSIM_OPTS:-}
+HDD_BACKING=${HDD_BACKING:-nullb}
+HDDSIM_KO=${HDDSIM_KO:-$here/build/$(uname -r)/hddsim/dm-hddsim.ko}
+CFS=/sys/kernel/config/nullb
+STATE=/run/nxd-mkraid.state
+log() { echo "mkraid: $*" >&2; }
+
+load_hddsim() {
+	modprobe dm-mod
+	if ! grep -qw hddsim /proc/modules 2>/dev/null && ! dmsetup targets | grep -qw hddsim; then
+		[ -f "$HDDSIM_KO" ] || { log "missing $HDDSIM_KO (make -C tests/fixtures/hddsim)"; exit 1; }
+		insmod "$HDDSIM_KO"
+	fi
+}
+
+backing_up() { # prints the N backing devices
+	local i
+	case $HDD_BACKING in
+	nullb)
+		modprobe configfs 2>/dev/null || true
+		mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+		grep -qw null_blk /proc/modules || modprobe null_blk nr_devices=0
+		for i in $(seq 0 $((N - 1))); do
+			local d=$CFS/nxdhdd$i
+			mkdir -p "$d"
+			echo "$HDD_SIZE_MB" > "$d/size"
+			echo 1 > "$d/memory_backed"
+			echo 512 > "$d/blocksize"
+			echo 0 > "$d/irqmode"
+			echo 2 > "$d/queue_mode"
+			echo 1 > "$d/power"
+			echo "/dev/nullb$(cat "$d/index")"
+		done
+		;;
+	brd)
+		grep -qw brd /proc/modules && { log "brd already loaded; HDD_BACKING=brd needs it free"; exit 1; }
+		modprobe brd rd_nr="$N" rd_size=$((HDD_SIZE_MB * 1024))
+		for i in $(seq 0 $((N - 1))); do echo "/dev/ram$i"; done
+		;;
+	*) log "unknown HDD_BACKING=$HDD_BACKING"; exit 1 ;;
+	esac
+}
+
+up() {
+	load_hddsim
+	modprobe raid456
+	local devs=() i=0 b sz
+	udevadm settle 2>/dev/null || true
+	for b in $(backing_up); do
+		for _ in 1 2 3 4 5; do [ -b "$b" ] && break; sleep 0.2; done
+		sz=$(blockdev --getsz "$b")
+		dmsetup create "nxdhdd$i" --table "0 $sz hddsim $b $HDDSIM_OPTS"
+		devs+=("/dev/mapper/nxdhdd$i")
+		i=$((i + 1))
+	done
+	udevadm settle 2>/dev/null || true
+	echo "$HDD_BACKING $N" > $STATE
+	mdadm --create "/dev/md/$RAID_NAME" --run --quiet --level=6 \
+		--raid-devices="$N" --chunk="$RAID_CHUNK_KB" --assume-clean \
+		--metadata=1.2 --bitmap=none --homehost=any "${devs[@]}" >&2
+	udevadm settle 2>/dev/null || true
+	local md
+	md=$(readlink -f "/dev/md/$RAID_NAME")
+	# A bigger stripe cache lets raid6 batch full-stripe writes.
+	echo 1024 > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
+	log "RAID6 $md: $N x ${HDD_SIZE_MB} MiB hddsim drives, chunk ${RAID_CHUNK_KB}K"
+	echo "$md"
+}
+
+down() {
+	local md i
+	md=$(readlink -f "/dev/md/$RAID_NAME" 2>/dev/null || true)
+	if [ -n "$md" ] && [ -b "$md" ]; then
+		mdadm --stop "$md" >&2 || mdadm --stop "/dev/md/$RAID_NAME" >&2 || true
+	fi
+	for d in /dev/mapper/nxdhdd*; do
+		[ -e "$d" ] || continue
+		mdadm --zero-superblock "$d" 2>/dev/null || true
+		dmsetup remove --retry "$(basename "$d")" || true
+	done
+	if [ -d $CFS ]; then
+		for d in $CFS/nxdhdd*; do
+			[ -d "$d" ] || continue
+			echo 0 > "$d/power" 2>/dev/null || true
+			rmdir "$d" || true
+		done
+	fi
+	if [ -f $STATE ] && grep -q '^brd' $STATE; then
+		rmmod brd 2>/dev/null || true
+	fi
+	rm -f $STATE
+	log "torn down"
+}
+
+case ${1:-} in
+up) up ;;
+down) down ;;
+*) echo "usage: $0 up [N] | down" >&2; exit 2 ;;
+esac
