@@ -58,7 +58,10 @@ t "histogram" 0 $NXDCTL histogram t0
 has "histogram 4K writes" "^Num Writes 4K                 = 100$"
 has "histogram 8K writes" "^Num Writes 4K+1 - 8K         = 50$"
 has "histogram 1M writes" "^Num Writes 512K+1 - 1M       = 4$"
-has "histogram 4K reads" "^Num Reads 4K                  = 20$"
+# udev's probes of the new device read too: at least our 20.
+n=$(sed -n 's/^Num Reads 4K  *= //p' "$W/out")
+[ "${n:-0}" -ge 20 ] && ok "histogram 4K reads" ||
+	ko "histogram 4K reads: $n < 20"
 t "histogram by /dev/mapper" 0 $NXDCTL histogram /dev/mapper/t0
 t "histogram by dm-N" 0 $NXDCTL histogram "$(basename "$(readlink -f /dev/mapper/t0)")"
 t "histogram --routes" 0 $NXDCTL histogram t0 --routes
@@ -119,6 +122,32 @@ t "remove t2" 0 $NXDCTL remove /dev/mapper/t2
 t "create --format" 0 $NXDCTL create t3 "$HDD" "$SSD" --format --mode log_all
 t "remove t3" 0 $NXDCTL remove t3
 t "list, empty again" 0 $NXDCTL list
+
+# udev rules, when the guest runs udev (its /usr and /etc are scratch).
+if [ "${NXD_IN_VM:-}" = 1 ] && udevadm control --ping 2>/dev/null; then
+	install -m 0755 "$NXDCTL" /usr/sbin/nxdctl
+	cp udev/60-nxd.rules /etc/udev/rules.d/60-nxd.rules
+	udevadm control --reload
+	udevadm trigger -c add /sys/class/misc/nxd-control
+	t "create u0 (udev)" 0 $NXDCTL create u0 "$HDD" "$SSD"
+	udevadm settle
+	[ "$(stat -c %a:%G /dev/nxd-control)" = 640:disk ] &&
+		ok "udev: nxd-control 0640 disk" ||
+		ko "udev: nxd-control is $(stat -c %a:%G /dev/nxd-control)"
+	[ "$(readlink -f /dev/nxd/u0)" = "$(readlink -f /dev/mapper/u0)" ] &&
+		ok "udev: /dev/nxd/u0" || ko "udev: /dev/nxd/u0"
+	u=$($NXDCTL list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["uuid"])')
+	[ -n "$u" ] && [ "$(readlink -f "/dev/disk/by-nxd-uuid/$u")" = \
+		"$(readlink -f /dev/mapper/u0)" ] &&
+		ok "udev: /dev/disk/by-nxd-uuid/$u" ||
+		{ ko "udev: by-nxd-uuid link"; ls -l /dev/disk/by-nxd-uuid; }
+	t "histogram by /dev/nxd/u0" 0 $NXDCTL histogram /dev/nxd/u0
+	t "remove u0 (udev)" 0 $NXDCTL remove u0
+	udevadm settle
+	[ ! -e /dev/nxd/u0 ] && ok "udev: link gone" || ko "udev: link gone"
+else
+	echo "SKIP udev rules (no udev)"
+fi
 
 losetup -d "$HDD" "$SSD"
 rmmod dm_nxd 2>/dev/null
