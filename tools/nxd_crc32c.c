@@ -4,12 +4,9 @@
  * reflected Castagnoli polynomial with no pre- or post-inversion.
  * Byte-wise: nxdctl checksums a few blocks at most.
  */
-#include <stddef.h>
-#include <stdint.h>
+#include "../kernel/nxd_shim.h"
 
 #define CRC32C_POLY	0x82F63B78U
-
-uint32_t nxd_crc32c(uint32_t seed, const void *p, size_t len);
 
 uint32_t nxd_crc32c(uint32_t seed, const void *p, size_t len)
 {

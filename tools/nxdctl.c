@@ -76,7 +76,7 @@ static int errno_code(int e)
 /* libdevmapper logs through here: errors only, with our prefix. */
 static void __attribute__((format(printf, 5, 6)))
 dm_log(int level, const char *file, int line, int dm_errno_or_class,
-       const char *f, ...)
+	const char *f, ...)
 {
 	va_list ap;
 
@@ -527,14 +527,16 @@ static void cmd_usage(const struct cmd *c, FILE *f)
 
 #define HELP_OPT { "help", no_argument, NULL, 'h' }
 
-/* Common epilogue of getopt loops. */
-#define GETOPT_DEFAULT(c)						\
-	case 'h':							\
-		cmd_usage(c, stdout);					\
-		return NXDCTL_EXIT_OK;					\
-	default:							\
-		return usage_error((c)->name, "bad option or missing "	\
-				   "value: '%s'", argv[optind - 1])
+/* The default case of getopt loops: --help, or a bad option. */
+static int opt_default(const struct cmd *c, int o, char **argv)
+{
+	if (o == 'h') {
+		cmd_usage(c, stdout);
+		return NXDCTL_EXIT_OK;
+	}
+	return usage_error(c->name, "bad option or missing value: '%s'",
+			   argv[optind - 1]);
+}
 
 static int want_args(const struct cmd *c, int argc, char **argv, int n_min,
 		     int n_max)
@@ -628,7 +630,8 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 			if (rc)
 				return rc;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -686,7 +689,8 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		case 'r':
 			reset = true;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -783,7 +787,8 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 		case 'w':
 			wr = optarg;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -842,7 +847,8 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1 + ARRAY_SIZE_NXDCTL(rw_attrs) +
@@ -932,16 +938,22 @@ enum {
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY,
 };
 
-#define TABLE_OPTS							\
-	{ "write-threshold", required_argument, NULL, O_WTHR },		\
-	{ "read-threshold", required_argument, NULL, O_RTHR },		\
-	{ "mode", required_argument, NULL, O_MODE },			\
-	{ "low-watermark", required_argument, NULL, O_LOWWM },		\
-	{ "high-watermark", required_argument, NULL, O_HIGHWM },	\
-	{ "destage-rate", required_argument, NULL, O_RATE },		\
-	{ "ssd-discard", required_argument, NULL, O_DISCARD },		\
-	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },	\
-	{ "dry-run", no_argument, NULL, O_DRY }
+/* Options of create and assemble; each refuses those that are not its own. */
+static const struct option table_opts[] = {
+	{ "write-threshold", required_argument, NULL, O_WTHR },
+	{ "read-threshold", required_argument, NULL, O_RTHR },
+	{ "mode", required_argument, NULL, O_MODE },
+	{ "low-watermark", required_argument, NULL, O_LOWWM },
+	{ "high-watermark", required_argument, NULL, O_HIGHWM },
+	{ "destage-rate", required_argument, NULL, O_RATE },
+	{ "ssd-discard", required_argument, NULL, O_DISCARD },
+	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },
+	{ "dry-run", no_argument, NULL, O_DRY },
+	{ "format", no_argument, NULL, O_FORMAT },
+	{ "uuid", required_argument, NULL, O_UUID },
+	{ "name", required_argument, NULL, O_NAME },
+	HELP_OPT, { 0 }
+};
 
 /* One table option from getopt; 1 if @o is not one. */
 static int table_opt(const char *cmd, int o, const char *arg,
@@ -1151,18 +1163,15 @@ static int create_volume(const char *name, const char *hdd, const char *ssd,
 
 static int do_create(const struct cmd *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		TABLE_OPTS,
-		{ "format", no_argument, NULL, O_FORMAT },
-		{ "uuid", required_argument, NULL, O_UUID },
-		HELP_OPT, { 0 }
-	};
 	struct create_opts co = { 0 };
 	bool format = false;
 	int o, rc;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "h", table_opts, NULL)) != -1) {
 		switch (o) {
+		case O_NAME:
+			return usage_error(c->name, "--name is for assemble; "
+					   "create takes NAME as argument");
 		case O_FORMAT:
 			format = true;
 			break;
@@ -1171,7 +1180,8 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 				return usage_error(c->name, "bad --uuid");
 			co.uuid = optarg;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		case O_WTHR ... O_DRY:
 			rc = table_opt(c->name, o, optarg, &co);
 			if (rc)
@@ -1210,7 +1220,8 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 		case O_RETRY:
 			retry = true;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -1251,7 +1262,8 @@ static int do_message_cmd(const struct cmd *c, int argc, char **argv,
 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -1296,7 +1308,8 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 0, 0);
@@ -1454,7 +1467,8 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		case O_PROBE:
 			dst = &probe;
 			break;
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 		rc = parse_pos_double(c->name, opts[o - O_SSDIOPS].name,
 				      optarg, dst);
@@ -1740,11 +1754,6 @@ static int assemble_one(const char *dev, const char *name,
 
 static int do_assemble(const struct cmd *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		TABLE_OPTS,
-		{ "name", required_argument, NULL, O_NAME },
-		HELP_OPT, { 0 }
-	};
 	struct create_opts co = { 0 };
 	const char *name = NULL;
 	char path[PATH_MAX], real[PATH_MAX];
@@ -1752,14 +1761,19 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 	int o, rc, worst = 0, n = 0;
 	DIR *d;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "h", table_opts, NULL)) != -1) {
 		switch (o) {
 		case O_NAME:
 			if (!valid_dm_name(optarg))
 				return usage_error(c->name, "bad --name");
 			name = optarg;
 			break;
-		GETOPT_DEFAULT(c);
+		case O_FORMAT:
+		case O_UUID:
+			return usage_error(c->name, "assemble takes no --format "
+					   "or --uuid");
+		default:
+			return opt_default(c, o, argv);
 		case O_WTHR ... O_DRY:
 			rc = table_opt(c->name, o, optarg, &co);
 			if (rc)
@@ -1823,7 +1837,8 @@ static int do_udev_info(const struct cmd *c, int argc, char **argv)
 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		GETOPT_DEFAULT(c);
+		default:
+			return opt_default(c, o, argv);
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);

@@ -105,7 +105,7 @@ struct nxdctl_suggestion {
 void nxdctl_suggest(const struct nxd_ioc_stats *st,
 		    const struct nxdctl_speeds *sp, int64_t cur_threshold,
 		    struct nxdctl_suggestion *sg);
-/* Share of the histogram's writes a threshold of @thr bytes sends to the log. */
+/* Share of the histogram's writes that threshold @thr sends to the log. */
 void nxdctl_route_share(const struct nxd_ioc_stats *st, uint64_t thr,
 			uint64_t *reqs, uint64_t *bytes);
 void nxdctl_print_suggestion(FILE *f, const char *vol,

@@ -208,6 +208,9 @@ t "create: missing HDD" 2 $NXDCTL create v0 "$OUT/nope" "$OUT/ssd.img" \
 t "create: file without --dry-run" 2 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img"
 t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
+t "create: --name is not create's" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img" --dry-run --name x
+t "assemble: no --format" 1 $NXDCTL assemble --format
 
 # ---- assemble / udev-info on loop devices (root, losetup, the core) ----
 LOOPS=

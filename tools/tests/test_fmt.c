@@ -281,8 +281,10 @@ static void test_suggest(const struct nxd_ioc_stats *st)
 	      "(got %" PRIu64 ")", sg.threshold);
 	check(sg.w_reqs == all && sg.log_reqs == all,
 	      "suggest: every Figure 6 write fits under 512K");
-	/* 64K leaves out 39 + 6 + 2 aligned-and-not writes, less the
-	 * unaligned ones, which the kernel logs whatever their size. */
+	/*
+	 * 64K leaves out the 39 + 6 + 2 larger writes, less the unaligned
+	 * ones, which the kernel logs whatever their size.
+	 */
 	check(sg.cur_reqs < all && sg.cur_reqs >= all - 47,
 	      "suggest: current 64K threshold share");
 
