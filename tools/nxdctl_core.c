@@ -89,18 +89,11 @@ int nxdctl_read_sb(int fd, uint64_t bytes, struct nxdctl_ondisk *out)
 		res[i] = nxd_sb_decode(blk, bytes / NXD_BLOCK_SIZE, &sbs[i]);
 		free(blk);
 	}
-	/*
-	 * Not nxd_sb_pick(): it returns NXD_ENOTNXD (1) for "no superblock",
-	 * the same value as "copy B is the newer", so pick here.
-	 */
-	if (res[0] == NXD_ENOTNXD && res[1] == NXD_ENOTNXD)
+	i = nxd_sb_pick(res, sbs);
+	if (i == NXD_SB_NONE)
 		return 1;
-	if (!res[0] && !res[1])
-		i = sbs[1].sb_seq > sbs[0].sb_seq;
-	else if (!res[0] || !res[1])
-		i = res[0] ? 1 : 0;
-	else
-		return res[0] < 0 ? res[0] : res[1];
+	if (i < 0)
+		return i;
 	memset(out, 0, sizeof(*out));
 	memcpy(out->vol_uuid, sbs[i].vol_uuid, 16);
 	memcpy(out->hdd_uuid, sbs[i].hdd_uuid, 16);
