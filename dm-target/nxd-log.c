@@ -434,15 +434,21 @@ static u8 nxd_sector_mask(sector_t lo, sector_t hi)
 	return ((1U << (hi - lo)) - 1) << (lo & 7);
 }
 
+/* Foreground HDD I/O: the destager yields to it. */
+void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb)
+{
+	pb->fg_hdd = true;
+	atomic_inc(&nc->hdd_fg_inflight);
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+}
+
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	bio_set_dev(bio, nc->hdd->bdev);
 	pb->route = NXD_H_HDD;
-	pb->fg_hdd = true;
-	atomic_inc(&nc->hdd_fg_inflight);
-	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+	nxd_fg_hdd(nc, pb);
 	return bio;
 }
 

@@ -536,10 +536,9 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 			/* The last piece is the bio itself. */
 			if (off)
 				bio_trim(bio, off, len);
-			if (ssd)
-				bio_set_dev(bio, bdev);
-			else
-				nxd_bio_to_hdd(nc, bio);
+			bio_set_dev(bio, bdev);
+			if (!ssd)
+				nxd_fg_hdd(nc, pb);
 			bio->bi_iter.bi_sector = target;
 			break;
 		}

@@ -199,6 +199,7 @@ void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 void nxd_writer_wake(struct nxd_c *nc);
 void nxd_batch_commit(struct nxd_c *nc);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
+void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
 int nxd_batch_init(struct nxd_batch *b);
