@@ -148,10 +148,14 @@ static long nxd_ctl_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	void __user *p = (void __user *)arg;
 
-	switch (cmd) {
-	case NXD_IOC_GET_STATS:
+	/* The size in the number may differ by ABI version: hdr.size rules. */
+	if (_IOC_TYPE(cmd) != NXD_IOC_MAGIC ||
+	    _IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE))
+		return -ENOTTY;
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(NXD_IOC_GET_STATS):
 		return nxd_ioc_stats(p);
-	case NXD_IOC_LIST:
+	case _IOC_NR(NXD_IOC_LIST):
 		return nxd_ioc_list(p);
 	default:
 		return -ENOTTY;

@@ -20,6 +20,7 @@
 
 DEFINE_MUTEX(nxd_vols_lock);
 LIST_HEAD(nxd_vols);
+static LIST_HEAD(nxd_targets);	/* every constructed table, for exclusivity */
 
 static const struct nxd_tun nxd_default_tun = {
 	.write_threshold = 64 * 1024,
@@ -277,12 +278,38 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 	return 0;
 }
 
+/*
+ * dm lets several mapped devices share a component device; two volumes on
+ * one log would corrupt it.  Tables of the same dm device may share (reload).
+ */
+static int nxd_claim(struct nxd_c *nc)
+{
+	struct nxd_c *o;
+
+	list_for_each_entry(o, &nxd_targets, node) {
+		struct block_device *ob[2] = { o->hdd->bdev, o->ssd->bdev };
+		int i;
+
+		if (o->vol == nc->vol)
+			continue;
+		for (i = 0; i < 2; i++)
+			if (ob[i] == nc->hdd->bdev || ob[i] == nc->ssd->bdev)
+				return -EBUSY;
+	}
+	list_add_tail(&nc->node, &nxd_targets);
+	return 0;
+}
+
 static void nxd_dtr(struct dm_target *ti)
 {
 	struct nxd_c *nc = ti->private;
 
 	if (!nc)
 		return;
+	mutex_lock(&nxd_vols_lock);
+	if (!list_empty(&nc->node))
+		list_del_init(&nc->node);
+	mutex_unlock(&nxd_vols_lock);
 	nxd_destager_stop(nc);
 	nxd_writer_stop(nc);
 	if (nc->vol)
@@ -329,6 +356,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = nc;
 	nc->ti = ti;
+	INIT_LIST_HEAD(&nc->node);
 	nc->opt = nxd_default_tun;
 	mutex_init(&nc->sb_lock);
 	spin_lock_init(&nc->lock);
@@ -406,7 +434,12 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	mutex_lock(&nxd_vols_lock);
 	vol_active = nc->vol->active != NULL;
+	r = nxd_claim(nc);
 	mutex_unlock(&nxd_vols_lock);
+	if (r) {
+		ti->error = "HDD or SSD already used by another nxd volume";
+		goto bad;
+	}
 
 	r = nxd_meta_check(nc, vol_active);
 	if (r)

@@ -105,6 +105,7 @@ struct nxd_batch {
 };
 
 struct nxd_c {
+	struct list_head node;		/* nxd_targets, under nxd_vols_lock */
 	struct dm_target *ti;
 	struct nxd_vol *vol;
 	struct dm_dev *hdd;

@@ -249,7 +249,18 @@ def test_fio_verify_raw(vol):
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower()
 
 
-def test_fio_verify_on_xfs(vol):
+def test_fio_verify_on_xfs():
+    hdd, ssd = Loop(512, "hddx"), NullBlk(16)
+    vol = Volume("nxdx", hdd.dev, ssd.dev)
+    try:
+        _xfs_fio(vol)
+    finally:
+        vol.remove()
+        ssd.close()
+        hdd.close()
+
+
+def _xfs_fio(vol):
     sh(f"mkfs.xfs -q -f {vol.dev}")
     os.makedirs("/tmp/nxd-mnt", exist_ok=True)
     sh(f"mount {vol.dev} /tmp/nxd-mnt")
