@@ -459,7 +459,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 	struct nxd_batch *bt = &nc->batch;
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
-	u64 first = s >> 3, last = (e - 1) >> 3, b;
+	u64 first = s >> 3, last = (e - 1) >> 3, b, k;
 	struct bvec_iter iter;
 	bool busy, logged;
 
@@ -470,9 +470,14 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 		bio_list_add(&nc->held, bio);
 		return;
 	}
-	if (!nxd_log_room(nc, last - first + 1)) {
+	/*
+	 * Room for the first segment's worth is enough: a bio larger than that
+	 * waits for space between segments (nxd_batch_commit) instead.
+	 */
+	k = min_t(u64, last - first + 1, NXD_SEG_MAX_DATA);
+	if (!nxd_log_room(nc, k)) {
 		nxd_batch_commit(nc);
-		if (!nxd_log_room(nc, last - first + 1)) {
+		if (!nxd_log_room(nc, k)) {
 			nc->log_full = true;
 			nxd_destager_wake(nc);
 			spin_lock(&nc->lock);

@@ -278,10 +278,17 @@ int nxd_meta_load(struct nxd_c *nc)
 	clean = nc->sb.flags & NXD_SB_CLEAN;
 	rb = nc->sb.ring_blocks;
 
+	/* Start from scratch: a failed earlier attempt may have left entries. */
+	nxd_index_free(&nc->ix);
+	r = nxd_index_init(&nc->ix, rb);
+	if (r)
+		return r;
 	nxd_ring_free(&nc->ring);
 	r = nxd_ring_init(&nc->ring, rb, nc->sb.tail_pos, nc->sb.tail_seq);
 	if (r)
 		return r;
+	nc->rec_segments = 0;
+	nc->rec_blocks = 0;
 	pos = nc->sb.tail_pos;
 	seq = nc->sb.tail_seq;
 	for (;;) {

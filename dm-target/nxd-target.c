@@ -419,7 +419,8 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		nc->dmio = NULL;
 		goto bad;
 	}
-	if (bioset_init(&nc->bs, BIO_POOL_SIZE, 0, 0) ||
+	/* map() may take several clones of one bio: needs the rescuer. */
+	if (bioset_init(&nc->bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER) ||
 	    bioset_init(&nc->dbs, 16, 0, BIOSET_NEED_BVECS))
 		goto bad;
 	nc->sb_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
