@@ -6,19 +6,24 @@
 #ifndef DM_NXD_COMPAT_H
 #define DM_NXD_COMPAT_H
 
-#include <linux/version.h>
 #include <linux/blkdev.h>
 
-/* 6.10 made max_hw_discard_sectors the field targets set; 6.1 reads both. */
+/*
+ * 6.1 reads max_discard_sectors; from 6.10 targets set max_hw_discard_sectors
+ * and the block layer derives the other.  Setting both suits both.
+ */
 static inline void nxd_set_discard_limits(struct queue_limits *l,
 					  unsigned int max_sectors,
 					  unsigned int granularity)
 {
 	l->discard_granularity = granularity;
 	l->max_hw_discard_sectors = max_sectors;
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0)
 	l->max_discard_sectors = max_sectors;
-#endif
 }
+
+/*
+ * module_dm() (6.4+) is not in 6.1: dm-nxd registers with module_init(),
+ * which also sets up its control device.
+ */
 
 #endif /* DM_NXD_COMPAT_H */

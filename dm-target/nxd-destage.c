@@ -14,6 +14,7 @@
 #include <linux/vmalloc.h>
 #include <linux/sort.h>
 #include <linux/delay.h>
+#include <linux/sizes.h>
 #include <linux/jiffies.h>
 
 #include "nxd.h"
@@ -21,7 +22,7 @@
 #define DM_MSG_PREFIX "nxd destage"
 
 #define NXD_ROUND_SEGS		64
-#define NXD_DESTAGE_MAX_BIO	(1U << 20)
+#define NXD_DESTAGE_MAX_BIO	SZ_1M
 #define NXD_IDLE_MS		100
 #define NXD_YIELD_MS		20
 
@@ -405,6 +406,7 @@ static int nxd_destager_fn(void *data)
 		if (!rd || !rd->blk || !nxd_destage_wanted(nc))
 			continue;
 		WRITE_ONCE(nc->destage_busy, true);
+		/* Pairs with postsuspend: it clears running, then waits for !busy. */
 		smp_mb();
 		if (!READ_ONCE(nc->running)) {
 			WRITE_ONCE(nc->destage_busy, false);

@@ -572,9 +572,9 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 
 	spin_lock(&nc->lock);
 	if (s & 7)
-		edge_logged |= nxd_index_find(&nc->ix, s >> 3) != NULL;
+		edge_logged |= !!nxd_index_find(&nc->ix, s >> 3);
 	if (e & 7)
-		edge_logged |= nxd_index_find(&nc->ix, e >> 3) != NULL;
+		edge_logged |= !!nxd_index_find(&nc->ix, e >> 3);
 	spin_unlock(&nc->lock);
 	if (edge_logged) {
 		if (!discard || atomic_read(&nc->degraded)) {

@@ -19,6 +19,13 @@
 
 #define DM_MSG_PREFIX "nxd recovery"
 
+#define NXD_ERR_NOT_LOG \
+	"SSD holds data that is not an nxd log: add 'format' to overwrite it"
+#define NXD_ERR_HDD_LABELLED \
+	"HDD belongs to an nxd volume but the SSD has no log: add 'format'"
+#define NXD_ERR_SB_CORRUPT \
+	"SSD superblock corrupt in both copies: 'format' reinitialises it"
+
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
 	int r;
@@ -162,13 +169,13 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 	pick = nxd_sb_pick(res, sbs);
 	if (pick == NXD_SB_NONE) {
 		if (!blank) {
-			ti->error = "SSD holds data that is not an nxd log: add the 'format' option to overwrite it";
+			ti->error = NXD_ERR_NOT_LOG;
 			return -EINVAL;
 		}
 		r = nxd_hdd_io(nc, REQ_OP_READ,
 			       nxd_hdd_data_sectors(nc->hdd_sectors), nc->sb_buf);
 		if (!r && !nxd_label_decode(nc->sb_buf, &l)) {
-			ti->error = "HDD belongs to an nxd volume but the SSD has no log: add 'format' to create a new volume";
+			ti->error = NXD_ERR_HDD_LABELLED;
 			return -EINVAL;
 		}
 		r = nxd_format(nc);
@@ -177,7 +184,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		return r;
 	}
 	if (pick < 0) {
-		ti->error = "SSD superblock corrupt in both copies: add 'format' to reinitialise (discards the log)";
+		ti->error = NXD_ERR_SB_CORRUPT;
 		return -EINVAL;
 	}
 	nc->sb = sbs[pick];
@@ -340,9 +347,9 @@ int nxd_meta_load(struct nxd_c *nc)
 	r = nxd_sb_write(nc, false);
 	if (r)
 		return r;
-	DMINFO("%s: recovered %llu segments, %llu blocks in %llu us (%s shutdown), %llu index entries",
+	DMINFO("%s: recovered %llu segments, %llu blocks in %llu us (%s), %llu entries",
 	       dm_table_device_name(nc->ti->table), nc->rec_segments,
-	       nc->rec_blocks, nc->rec_us, clean ? "clean" : "unclean",
+	       nc->rec_blocks, nc->rec_us, clean ? "clean" : "unclean shutdown",
 	       nc->ix.count);
 	return 0;
 }

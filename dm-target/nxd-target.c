@@ -13,11 +13,13 @@
 #include <linux/vmalloc.h>
 #include <linux/ktime.h>
 #include <linux/blk_types.h>
+#include <linux/sizes.h>
 
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd"
 
+/* Guards the volume list, vol->active and the target list. */
 DEFINE_MUTEX(nxd_vols_lock);
 LIST_HEAD(nxd_vols);
 static LIST_HEAD(nxd_targets);	/* every constructed table, for exclusivity */
@@ -112,6 +114,7 @@ int nxd_read_epoch_get(struct nxd_c *nc)
 	int e = READ_ONCE(nc->rd_epoch);
 
 	atomic_inc(&nc->rd_inflight[e]);
+	/* Count us before looking at the index; pairs with epoch_sync. */
 	smp_mb__after_atomic();
 	return e;
 }
@@ -128,6 +131,7 @@ void nxd_read_epoch_sync(struct nxd_c *nc)
 	int old = nc->rd_epoch;
 
 	WRITE_ONCE(nc->rd_epoch, !old);
+	/* New readers use the new epoch before we sample the old count. */
 	smp_mb();
 	wait_event(nc->rd_wait, !atomic_read(&nc->rd_inflight[old]));
 }
@@ -199,7 +203,7 @@ static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
 	return 0;
 }
 
-#define NXD_MAX_THRESHOLD	(1U << 30)
+#define NXD_MAX_THRESHOLD	SZ_1G
 
 /* Apply one key/value option; shared by the table parser and sysfs. */
 int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
@@ -346,7 +350,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	int r;
 
 	if (argc < 2) {
-		ti->error = "Not enough arguments: nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]";
+		ti->error = "Usage: nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]";
 		return -EINVAL;
 	}
 	nc = kzalloc(sizeof(*nc), GFP_KERNEL);
@@ -434,7 +438,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	if (!nc->vol)
 		goto bad;
 	mutex_lock(&nxd_vols_lock);
-	vol_active = nc->vol->active != NULL;
+	vol_active = !!nc->vol->active;
 	r = nxd_claim(nc);
 	mutex_unlock(&nxd_vols_lock);
 	if (r) {
@@ -801,11 +805,14 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		kfree(st);
 		break;
 	case STATUSTYPE_TABLE:
-		DMEMIT("%s %s 16 write_threshold %u read_threshold %u mode %s low_watermark %u high_watermark %u destage_rate %u ssd_discard %u drain_on_suspend %u",
+		DMEMIT("%s %s 16 write_threshold %u read_threshold %u mode %s",
 		       nc->hdd->name, nc->ssd->name,
 		       READ_ONCE(t->write_threshold), READ_ONCE(t->read_threshold),
-		       nxd_mode_name(READ_ONCE(t->mode)), READ_ONCE(t->low_wm),
-		       READ_ONCE(t->high_wm), READ_ONCE(t->destage_rate),
+		       nxd_mode_name(READ_ONCE(t->mode)));
+		DMEMIT(" low_watermark %u high_watermark %u destage_rate %u",
+		       READ_ONCE(t->low_wm), READ_ONCE(t->high_wm),
+		       READ_ONCE(t->destage_rate));
+		DMEMIT(" ssd_discard %u drain_on_suspend %u",
 		       READ_ONCE(t->ssd_discard), READ_ONCE(t->drain_on_suspend));
 		break;
 	case STATUSTYPE_IMA:

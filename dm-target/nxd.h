@@ -124,7 +124,7 @@ struct nxd_c {
 	u32 hdd_io_opt;
 	u64 max_block;			/* logical blocks of the volume */
 
-	struct mutex sb_lock;
+	struct mutex sb_lock;		/* serialises superblock writes */
 	struct nxd_sb_info sb;
 	void *sb_buf;
 
@@ -133,8 +133,7 @@ struct nxd_c {
 	atomic_t degraded;		/* SSD failed: log bypassed */
 	atomic_t ssd_fail_reported;
 
-	/* Index and ring, under @lock. */
-	spinlock_t lock;
+	spinlock_t lock;		/* index, ring, invals */
 	struct nxd_index ix;
 	struct nxd_ring ring;
 	struct list_head invals;	/* in-flight nxd_inval */
@@ -147,7 +146,7 @@ struct nxd_c {
 
 	/* Writer */
 	struct task_struct *writer;
-	spinlock_t qlock;
+	spinlock_t qlock;		/* queue, done_invals; taken in endio */
 	struct bio_list queue;		/* from map */
 	struct list_head done_invals;	/* HDD part completed */
 	wait_queue_head_t wq;
