@@ -132,10 +132,12 @@ void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live);
 /* The live segment holding ring slot @slot, or NULL; *seq gets its seq. */
 struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq);
 struct nxd_segd *nxd_ring_at(struct nxd_ring *r, u32 i);
+
 static inline struct nxd_segd *nxd_ring_oldest(struct nxd_ring *r)
 {
 	return r->count ? nxd_ring_at(r, 0) : NULL;
 }
+
 void nxd_ring_pop(struct nxd_ring *r);
 u64 nxd_ring_used(const struct nxd_ring *r);
 /* The (pos, seq) recovery must start from: the oldest live segment. */
@@ -143,7 +145,7 @@ void nxd_ring_tail(const struct nxd_ring *r, u64 *pos, u64 *seq);
 
 /* ---- extent index: logical 4 KiB block -> ring slot + sector mask ---- */
 
-#define NXD_IE_DESTAGING	(1U << 0)	/* copy to HDD in flight */
+#define NXD_IE_DESTAGING	BIT(0)	/* copy to HDD in flight */
 
 struct nxd_ient {
 	u64 block;		/* NXD_IE_EMPTY when unused */

@@ -35,7 +35,7 @@
 /* HDD space we keep for the label: 1 MiB at the end. */
 #define NXD_HDD_RESERVED_SECTORS 2048ULL
 
-#define NXD_SB_CLEAN		(1U << 0)	/* written at clean shutdown */
+#define NXD_SB_CLEAN		BIT(0)	/* written at clean shutdown */
 #define NXD_SB_FLAGS_KNOWN	NXD_SB_CLEAN
 
 struct nxd_sb {
@@ -100,9 +100,9 @@ struct nxd_hdd_label {
 	u8 reserved[4040];
 } __packed;
 
-_Static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
-_Static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
-_Static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
-_Static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
+static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
+static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
+static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
+static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
 
 #endif /* NXD_FORMAT_H */

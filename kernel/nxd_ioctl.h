@@ -47,7 +47,7 @@ struct nxd_ioc_hdr {
 	char name[NXD_NAME_LEN];
 };
 
-#define NXD_IOC_F_RESET		(1U << 0)	/* read and clear atomically */
+#define NXD_IOC_F_RESET		0x1U	/* read and clear atomically */
 
 /* Counters, in the order status prints them; append only. */
 struct nxd_ioc_counters {
