@@ -31,7 +31,7 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       qemu-system-x86 busybox-static fio blktrace mdadm xfsprogs e2fsprogs
       bcache-tools python3-pytest python3-matplotlib udev util-linux
       linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
-      libclang-rt-14-dev)
+      libclang-rt-14-dev rsync)
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 missing=()
@@ -66,5 +66,30 @@ if [ ! -x "$VENV/bin/vng" ] || ! "$VENV/bin/pip" show virtme-ng 2>/dev/null | gr
 else
 	say "virtme-ng $VNG_VERSION present in $VENV"
 fi
+# checkpatch.pl: Debian ships it only inside the linux-source tarball.
+# Extract the three files it needs once; `make check` looks here.
+CP_DIR=/usr/local/lib/nxd-checkpatch/scripts
+if [ ! -x "$CP_DIR/checkpatch.pl" ]; then
+	say "extracting checkpatch.pl from Debian's linux-source-6.1"
+	if dpkg-query -W -f='${Status}' linux-source-6.1 2>/dev/null | grep -q "install ok installed" ||
+	   apt-get install -y -q --no-install-recommends linux-source-6.1; then
+		tmp=$(mktemp -d)
+		tar -C "$tmp" -xaf /usr/src/linux-source-6.1.tar.xz --wildcards \
+			'linux-source-6.1/scripts/checkpatch.pl' \
+			'linux-source-6.1/scripts/spelling.txt' \
+			'linux-source-6.1/scripts/const_structs.checkpatch' &&
+		mkdir -p "$CP_DIR" && cp "$tmp"/linux-source-6.1/scripts/* "$CP_DIR"/ &&
+		chmod +x "$CP_DIR/checkpatch.pl" || say "WARNING: checkpatch extraction failed"
+		rm -rf "$tmp"
+	else
+		say "WARNING: linux-source-6.1 not installable; make check will skip checkpatch"
+	fi
+else
+	say "checkpatch present in $CP_DIR"
+fi
+
 say "kernels: $(ls /boot/vmlinuz-* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+# Stamp read by scripts/test.sh: deps are current while it holds this
+# script's hash (kept in the venv, which is per checkout).
+sha256sum "$here/scripts/deps.sh" | cut -d' ' -f1 > "$VENV/.nxd-deps-stamp"
 say "done"

@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# dm-nxd top-level Makefile.  kbuild itself reads ./Kbuild; this file only
+# drives it.  The module is never built in the source tree: each kernel gets
+# its own copy of the module sources under build/<kver>/src (so that several
+# kernels, and the userspace unit tests that compile kernel/*.c, never share
+# object files), and the result lands in build/<kver>/dm-nxd.ko.
+#
+# Variables (command line or environment):
+#   KVER        kernel release to build `all`/`install` for.  Default: the
+#               running kernel if /lib/modules/$(uname -r)/build exists,
+#               else the newest /usr/src/linux-headers-*-amd64.
+#   KDIR        kernel build dir (default from KVER).  Giving only KDIR
+#               derives KVER from it.
+#   TEST_KVERS  kernels for modules-all/check/test.  Default: every
+#               /boot/vmlinuz-* that has headers.
+#   TEST_FILTER pytest -k expression for `make test`.
+#   NXD_OBJS    override the object list of Kbuild (harness development).
+#   NXD_OVERLAY directory copied over the per-kernel source copy (ditto).
+#   DESTDIR     staging root for `install`.
+
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD := $(TOP)/build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Kernel build dir of release $(1).
+kdir_of = $(if $(wildcard /lib/modules/$(1)/build/Makefile),/lib/modules/$(1)/build,/usr/src/linux-headers-$(1))
+
+ifdef KDIR
+  ifndef KVER
+    KVER := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	      $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+  endif
+else
+  ifndef KVER
+    UNAME_R := $(shell uname -r)
+    ifneq ($(wildcard /lib/modules/$(UNAME_R)/build/Makefile),)
+      KVER := $(UNAME_R)
+    else
+      KVER := $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | \
+		sed 's|.*/linux-headers-||' | sort -V | tail -n1)
+    endif
+  endif
+  KDIR := $(call kdir_of,$(KVER))
+endif
+
+ifndef TEST_KVERS
+  TEST_KVERS := $(shell ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | \
+	while read -r v; do \
+	if [ -f /lib/modules/$$v/build/Makefile ] || \
+	   [ -f /usr/src/linux-headers-$$v/Makefile ]; then echo $$v; fi; \
+	done | sort -V | tr '\n' ' ')
+endif
+export TEST_KVERS
+
+DKMS_NAME := dm-nxd
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' $(TOP)/dkms.conf)
+
+# Only the module sources go to build/<kver>/src; object files that live in
+# the source tree (userspace unit-test builds) are never copied, and
+# kbuild's own products in the copy are kept so rebuilds are incremental.
+RSYNC_FILTER := \
+	--exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
+	--exclude='*.mod.c' --exclude='*.a' --exclude='modules.order' \
+	--exclude='Module.symvers' --exclude='.tmp*' --exclude='*.dwo' \
+	--include='/Kbuild' --include='/dm-target/***' --include='/kernel/***' \
+	--exclude='*'
+
+# $(call kbuild,OUTDIR,KVER,KDIR,extra kbuild args): copy the sources to
+# OUTDIR/src and build them there against KDIR.
+define kbuild
+	@set -e; kv='$(2)'; kd='$(3)'; out='$(1)'; \
+	if [ ! -f "$$kd/Makefile" ]; then \
+		echo "error: no kernel headers for $$kv ($$kd); run 'make deps'" >&2; exit 1; fi; \
+	command -v rsync >/dev/null || { echo "error: rsync missing; run 'make deps'" >&2; exit 1; }; \
+	mkdir -p "$$out/src"; \
+	rsync -a --delete $(RSYNC_FILTER) '$(TOP)/' "$$out/src/"; \
+	if [ -n '$(NXD_OVERLAY)' ]; then rsync -a '$(NXD_OVERLAY)/' "$$out/src/"; fi; \
+	echo "  KBUILD  $$kv -> $$out"; \
+	$(MAKE) --no-print-directory -j$(JOBS) -C "$$kd" M="$$out/src" $(4) modules
+endef
+
+.PHONY: all module tools modules-all deps check kbuild-check unit test demo bench \
+	bench-smoke install dkms-install dkms-remove clean help print-vars
+
+all: module tools
+
+# One rule per kernel: module-<kver> builds build/<kver>/dm-nxd.ko.
+define module_rule
+.PHONY: module-$(1)
+module-$(1):
+	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
+	@cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
+	@echo "  MODULE  build/$(1)/dm-nxd.ko"
+endef
+$(eval $(call module_rule,$(KVER),$(KDIR)))
+$(foreach kv,$(filter-out $(KVER),$(TEST_KVERS)),$(eval $(call module_rule,$(kv),$(call kdir_of,$(kv)))))
+
+module: module-$(KVER)
+
+tools:
+	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; \
+	else echo "tools: tools/Makefile not present, skipped"; fi
+
+modules-all: $(addprefix module-,$(TEST_KVERS))
+	@[ -n '$(strip $(TEST_KVERS))' ] || { echo "error: no kernel with headers found (TEST_KVERS empty); run 'make deps'" >&2; exit 1; }
+
+deps:
+	$(TOP)/scripts/deps.sh
+
+# W=1 build (any compiler or modpost warning fails), sparse (C=2), and
+# checkpatch --strict, on every TEST_KVERS.  Uses build/check/<kver> so the
+# normal build's objects stay untouched.
+CHECKPATCH ?= $(firstword $(wildcard \
+	/usr/src/linux-headers-*/scripts/checkpatch.pl \
+	/usr/src/linux-source-*/scripts/checkpatch.pl \
+	/usr/local/lib/nxd-checkpatch/scripts/checkpatch.pl))
+NXD_SRCS = $(sort $(wildcard $(TOP)/dm-target/*.[ch] $(TOP)/kernel/*.[ch]))
+
+check:
+	@[ -n '$(strip $(TEST_KVERS))' ] || { echo "error: TEST_KVERS empty; run 'make deps'" >&2; exit 1; }
+	@set -o pipefail; rc=0; mkdir -p '$(BUILD)/check'; \
+	for kv in $(TEST_KVERS); do \
+		log='$(BUILD)/check/'"$$kv"-w1.log; \
+		rm -rf '$(BUILD)/check/'"$$kv"; \
+		if ! $(MAKE) --no-print-directory -s kbuild-check CHECK_KVER="$$kv" \
+			CHECK_ARGS='W=1' >"$$log" 2>&1; then \
+			cat "$$log"; echo "check: $$kv: W=1 build FAILED" >&2; rc=1; continue; fi; \
+		if grep -Eiq 'warning:|error:' "$$log"; then \
+			grep -Ei -B2 -A3 'warning:|error:' "$$log"; \
+			echo "check: $$kv: W=1 warnings (treated as errors)" >&2; rc=1; \
+		else echo "check: $$kv: W=1 clean"; fi; \
+		slog='$(BUILD)/check/'"$$kv"-sparse.log; \
+		if ! command -v sparse >/dev/null; then echo "check: sparse not installed, skipped (make deps)"; continue; fi; \
+		if ! $(MAKE) --no-print-directory -s kbuild-check CHECK_KVER="$$kv" \
+			CHECK_ARGS='C=2 CHECK=sparse' >"$$slog" 2>&1; then \
+			cat "$$slog"; echo "check: $$kv: sparse build FAILED" >&2; rc=1; continue; fi; \
+		if grep -Eq '(dm-target|kernel)/[^ :]+:[0-9]+:[0-9]+: (warning|error):' "$$slog"; then \
+			grep -E '(dm-target|kernel)/[^ :]+:[0-9]+:[0-9]+: (warning|error):' "$$slog"; \
+			echo "check: $$kv: sparse warnings" >&2; rc=1; \
+		else echo "check: $$kv: sparse clean"; fi; \
+	done; \
+	if [ -z '$(NXD_SRCS)' ]; then echo "check: no sources for checkpatch"; \
+	elif [ -n '$(CHECKPATCH)' ]; then \
+		if (cd '$(BUILD)/check' && '$(CHECKPATCH)' --strict --no-tree --terse --show-types --quiet --no-summary \
+			--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
+			-f $(NXD_SRCS)); then echo "check: checkpatch clean"; \
+		else echo "check: checkpatch found problems" >&2; rc=1; fi; \
+	else echo "check: checkpatch.pl not found, skipped (make deps extracts it from Debian's linux-source)"; fi; \
+	exit $$rc
+
+kbuild-check:
+	$(call kbuild,$(BUILD)/check/$(CHECK_KVER),$(CHECK_KVER),$(call kdir_of,$(CHECK_KVER)),$(CHECK_ARGS))
+
+unit:
+	@if [ -f tests/unit/Makefile ]; then $(MAKE) -C tests/unit run; \
+	else echo "unit: tests/unit/Makefile not present, skipped"; fi
+
+test:
+	$(TOP)/scripts/test.sh
+
+demo:
+	@if [ -x scripts/demo.sh ]; then scripts/demo.sh; \
+	else echo "demo: scripts/demo.sh not present" >&2; exit 1; fi
+
+bench:
+	@if [ -x scripts/bench.sh ]; then scripts/bench.sh $(BENCH_ARGS); \
+	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
+
+bench-smoke:
+	@if [ -x scripts/bench.sh ]; then scripts/bench.sh --smoke $(BENCH_ARGS); \
+	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi
+
+MODDIR := $(DESTDIR)/lib/modules/$(KVER)/extra
+install: all
+	install -D -m 0644 '$(BUILD)/$(KVER)/dm-nxd.ko' '$(MODDIR)/dm-nxd.ko'
+	@if [ -z '$(DESTDIR)' ]; then depmod -a '$(KVER)'; \
+	else depmod -a -b '$(DESTDIR)' '$(KVER)' 2>/dev/null || true; fi
+	@if [ -x tools/nxdctl ]; then install -D -m 0755 tools/nxdctl '$(DESTDIR)/usr/sbin/nxdctl'; fi
+	@for m in $(wildcard docs/man/*.8); do install -D -m 0644 $$m '$(DESTDIR)/usr/share/man/man8/'$$(basename $$m); done
+	@for m in $(wildcard docs/man/*.4); do install -D -m 0644 $$m '$(DESTDIR)/usr/share/man/man4/'$$(basename $$m); done
+	@for r in $(wildcard udev/*.rules); do install -D -m 0644 $$r '$(DESTDIR)/lib/udev/rules.d/'$$(basename $$r); done
+	@echo "installed dm-nxd for $(KVER)"
+
+DKMS_SRC := /usr/src/$(DKMS_NAME)-$(DKMS_VERSION)
+dkms-install:
+	@[ -n '$(DKMS_VERSION)' ] || { echo "error: no PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
+	-dkms remove -m $(DKMS_NAME) -v $(DKMS_VERSION) --all >/dev/null 2>&1
+	rm -rf '$(DKMS_SRC)'
+	mkdir -p '$(DKMS_SRC)'
+	rsync -a --include='/dkms.conf' $(RSYNC_FILTER) '$(TOP)/' '$(DKMS_SRC)/'
+	dkms add -m $(DKMS_NAME) -v $(DKMS_VERSION)
+	dkms build -m $(DKMS_NAME) -v $(DKMS_VERSION) -k '$(KVER)'
+	dkms install -m $(DKMS_NAME) -v $(DKMS_VERSION) -k '$(KVER)'
+
+dkms-remove:
+	-dkms remove -m $(DKMS_NAME) -v $(DKMS_VERSION) --all
+	rm -rf '$(DKMS_SRC)'
+
+clean:
+	rm -rf '$(BUILD)'
+	@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
+	@if [ -f tests/unit/Makefile ]; then $(MAKE) -C tests/unit clean; fi
+
+print-vars:
+	@echo "KVER=$(KVER)"
+	@echo "KDIR=$(KDIR)"
+	@echo "TEST_KVERS=$(TEST_KVERS)"
+	@echo "CHECKPATCH=$(or $(CHECKPATCH),<none>)"
+	@echo "DKMS_VERSION=$(DKMS_VERSION)"
+
+help:
+	@echo "targets: all modules-all deps check unit test demo bench bench-smoke"
+	@echo "         install dkms-install dkms-remove clean print-vars"
+	@$(MAKE) --no-print-directory print-vars

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make test`: build dm-nxd.ko for every test kernel, run the unit tests,
+# then boot one guest per kernel that runs the whole tests/vm pytest suite.
+# Prints one summary line per kernel and a total; exits non-zero on any
+# failure, or when a guest produced no pytest summary.
+#
+# Environment:
+#   TEST_KVERS   kernels to test (default: all installed with headers)
+#   TEST_FILTER  pytest -k expression
+#   PYTEST_ARGS  extra pytest arguments (e.g. "-x -v")
+#   SKIP_UNIT=1  do not run `make unit`
+#   VM_TIMEOUT, VM_MEMORY, VM_CPUS, NXD_KVM: see scripts/vm-run.sh
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 1
+logs=$here/build/logs
+MAKE=${MAKE:-make}
+say() { echo "test: $*"; }
+t0=$(date +%s)
+
+# 1. deps, only when the stamp is missing or stale (deps.sh changed).
+stamp=$here/.venv/.nxd-deps-stamp
+want=$(sha256sum scripts/deps.sh | cut -d' ' -f1)
+if [ ! -x .venv/bin/vng ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	say "dependencies missing or stale: make deps"
+	$MAKE --no-print-directory deps || { say "make deps FAILED"; exit 1; }
+fi
+
+if [ -z "${TEST_KVERS:-}" ]; then
+	TEST_KVERS=$($MAKE -s --no-print-directory print-vars | sed -n 's/^TEST_KVERS=//p')
+fi
+read -r -a kvers <<<"$TEST_KVERS"
+if [ ${#kvers[@]} = 0 ]; then
+	say "no test kernels (TEST_KVERS empty): make deps"
+	exit 1
+fi
+export TEST_KVERS="${kvers[*]}"
+
+# 2. build.
+say "building dm-nxd.ko for: ${kvers[*]}"
+$MAKE --no-print-directory modules-all TEST_KVERS="${kvers[*]}" || { say "module build FAILED"; exit 1; }
+$MAKE --no-print-directory tools || { say "tools build FAILED"; exit 1; }
+
+# 3. unit tests.
+unit_line=
+if [ "${SKIP_UNIT:-0}" != 1 ] && [ -f tests/unit/Makefile ]; then
+	say "unit tests"
+	if ! $MAKE --no-print-directory unit; then
+		say "unit tests FAILED"
+		exit 1
+	fi
+	unit_line="unit: passed"
+fi
+
+# 4. one guest per kernel, each runs the whole suite.
+if [ -z "${NXD_KVM:-}" ]; then
+	NXD_KVM=$(scripts/vm-run.sh --kvm-probe "${kvers[0]}")
+fi
+export NXD_KVM
+mkdir -p "$logs"
+filter=()
+[ -n "${TEST_FILTER:-}" ] && filter=(-k "$TEST_FILTER")
+
+declare -A summary rcs
+fail=0
+tot_pass=0
+tot_fail=0
+for kv in "${kvers[@]}"; do
+	rm -f "$logs/$kv"-*
+	junit=build/logs/$kv-junit.xml
+	pycmd="python3 -m pytest -q tests/vm -p no:cacheprovider --junitxml=$junit"
+	for a in "${filter[@]}" ${PYTEST_ARGS:-}; do pycmd+=" $(printf '%q' "$a")"; done
+	say "$kv: $pycmd"
+	scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+	rc=${PIPESTATUS[0]}
+	rcs[$kv]=$rc
+	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
+	# or "no tests ran in 0.01s" (exit 5: a failure here too).
+	line=$(grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' \
+		"$logs/$kv-pytest.log" | tail -n1 | sed -E 's/^=+ //; s/ =+$//')
+	if [ -z "$line" ]; then
+		summary[$kv]="no pytest summary (guest exit $rc)"
+		fail=1
+	else
+		summary[$kv]=$line
+		[ "$rc" = 0 ] || fail=1
+		for n in $(grep -oE '[0-9]+ passed' <<<"$line" | cut -d' ' -f1); do
+			tot_pass=$((tot_pass + n))
+		done
+		for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | cut -d' ' -f1); do
+			tot_fail=$((tot_fail + n))
+		done
+	fi
+	if [ "$rc" != 0 ]; then
+		say "$kv FAILED (exit $rc); logs: build/logs/$kv-console.log," \
+			"build/logs/$kv-dmesg.txt, build/logs/$kv-pytest.log, $junit"
+	fi
+done
+
+echo
+echo "==== dm-nxd test summary ($(($(date +%s) - t0))s) ===="
+[ -n "$unit_line" ] && echo "$unit_line"
+for kv in "${kvers[@]}"; do
+	echo "$kv: ${summary[$kv]}"
+done
+if [ $fail = 0 ]; then
+	echo "total: $tot_pass passed, $tot_fail failed"
+else
+	# a kernel without a summary still counts as a failure
+	[ "$tot_fail" = 0 ] && tot_fail=1
+	echo "total: $tot_pass passed, $tot_fail failed"
+fi
+exit $fail

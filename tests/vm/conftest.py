@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Fixtures of the in-guest suite.  Run by `make test` inside the guest as
+
+    python3 -m pytest -q tests/vm -p no:cacheprovider --junitxml=...
+
+Fixtures:
+  guest_setup (session, autouse) loop max_loop=16, null_blk nr_devices=0,
+                                 configfs, no md auto-assembly by udev
+  nxd_module (session, autouse)  dm-mod + libcrc32c + insmod
+                                 build/<uname -r>/dm-nxd.ko; rmmod must work
+  dmesg_check (autouse)          fails a test whose kernel log shows a
+                                 problem (nxdvm.DMESG_BAD_RE); lines matching
+                                 @pytest.mark.dmesg_allow(regex, ...) pass
+  brd (session)                  list of /dev/ramN (NXD_BRD_NR x
+                                 NXD_BRD_SIZE_MB; shared by the session)
+  nullb                          factory: nullb(size_mb=256, blocksize=512,
+                                 **configfs_attrs) -> /dev/nullbN
+  loopdev                        factory: loopdev(size_mb=256,
+                                 sector_size=None, direct_io=False) -> /dev/loopN
+  md_raid6                       factory: md_raid6(ndisks=4, disk_mb=64,
+                                 chunk_kb=64, assume_clean=True) -> /dev/mdN
+  dm                             nxdvm.DMSetup; its devices are removed first
+Every device is torn down after its test, also when the test fails; dm
+devices before the devices under them.
+"""
+
+import os
+import time
+
+import pytest
+
+import nxdvm
+from nxdvm import run
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "dmesg_allow(*regex): kernel log lines matching any of "
+        "these regexes do not fail the test")
+
+
+def pytest_collection_modifyitems(config, items):
+    if nxdvm.in_vm():
+        return
+    skip = pytest.mark.skip(reason="tests/vm run inside the test guest: "
+                            "use `make test` or scripts/vm-run.sh")
+    for item in items:
+        item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def _teardown_all(funcs):
+    """Run every teardown even if some fail; re-raise the first failure."""
+    first = None
+    for f in funcs:
+        try:
+            f()
+        except Exception as e:  # noqa: BLE001 - keep tearing down
+            if first is None:
+                first = e
+    if first is not None:
+        raise first
+
+
+# ----------------------------------------------------------------- guest ---
+
+@pytest.fixture(scope="session", autouse=True)
+def guest_setup():
+    """Guest-wide preparation (the guest's /etc is a private overlay)."""
+    # udev's incremental assembly (64-md-raid-assembly.rules) would grab the
+    # members of a stopped array and start it as md127 behind our back.
+    os.makedirs("/etc/mdadm", exist_ok=True)
+    conf = "/etc/mdadm/mdadm.conf"
+    text = open(conf).read() if os.path.exists(conf) else ""
+    if "AUTO -all" not in text:
+        with open(conf, "a") as f:
+            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+    nxdvm.modprobe("loop", "max_loop=16", check=False)
+    nxdvm.modprobe("null_blk", "nr_devices=0", check=False)
+    nxdvm.ensure_configfs()
+    yield
+
+
+# ---------------------------------------------------------------- module ---
+
+@pytest.fixture(scope="session", autouse=True)
+def nxd_module(guest_setup):
+    ko = nxdvm.MODULE_KO
+    if not os.path.exists(ko):
+        pytest.fail(f"{ko} not built: run `make modules-all`", pytrace=False)
+    marker = nxdvm.kmsg_mark("loading dm-nxd")
+    nxdvm.modprobe("dm-mod")
+    nxdvm.modprobe("libcrc32c", check=False)
+    if nxdvm.module_loaded("dm_nxd"):
+        run(["rmmod", "dm_nxd"])
+    run(["insmod", ko])
+    yield ko
+    p = None
+    for _ in range(40):
+        p = run(["rmmod", "dm_nxd"], check=False)
+        if p.returncode == 0:
+            break
+        time.sleep(0.25)
+    lines = nxdvm.dmesg_since(marker)
+    bad = nxdvm.find_kernel_problems(lines)
+    if bad:
+        nxdvm.save_log("dmesg-session.txt", "\n".join(lines) + "\n")
+    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
+    assert not bad, "kernel problems around module load/unload:\n" + "\n".join(bad[:40])
+
+
+# ----------------------------------------------------------------- dmesg ---
+
+@pytest.fixture(autouse=True)
+def dmesg_check(request):
+    marker = nxdvm.kmsg_mark(f"begin {request.node.nodeid}")
+    yield
+    lines = nxdvm.dmesg_since(marker)
+    allow = [a for m in request.node.iter_markers("dmesg_allow") for a in m.args]
+    bad = nxdvm.find_kernel_problems(lines, allow)
+    failed = any(getattr(getattr(request.node, f"rep_{w}", None), "failed", False)
+                 for w in ("setup", "call"))
+    path = None
+    if bad or failed:
+        path = nxdvm.save_log(f"dmesg-{request.node.nodeid}.txt", "\n".join(lines) + "\n")
+    if bad:
+        pytest.fail(f"kernel problems in dmesg during {request.node.nodeid} "
+                    f"(log: {path}):\n" + "\n".join(bad[:40]), pytrace=False)
+
+
+# --------------------------------------------------------------- devices ---
+
+@pytest.fixture(scope="session")
+def brd():
+    nr = int(os.environ.get("NXD_BRD_NR", "4"))
+    size_mb = int(os.environ.get("NXD_BRD_SIZE_MB", "256"))
+    if nxdvm.module_loaded("brd"):
+        run(["rmmod", "brd"])
+    nxdvm.modprobe("brd", f"rd_nr={nr}", f"rd_size={size_mb * 1024}", "max_part=0")
+    devs = [f"/dev/ram{i}" for i in range(nr)]
+    for d in devs:
+        nxdvm.wait_for(lambda d=d: os.path.exists(d), what=d)
+    yield devs
+    for _ in range(40):
+        if run(["rmmod", "brd"], check=False).returncode == 0:
+            break
+        time.sleep(0.25)
+    else:
+        raise nxdvm.CmdError("rmmod brd failed: a ram disk is still in use")
+
+
+@pytest.fixture
+def loopdev():
+    made = []
+
+    def make(size_mb=256, sector_size=None, direct_io=False):
+        dev, path = nxdvm.loop_create(size_mb, sector_size, direct_io)
+        made.append((dev, path))
+        return dev
+    yield make
+    _teardown_all([lambda d=d, p=p: nxdvm.loop_destroy(d, p) for d, p in reversed(made)])
+
+
+@pytest.fixture
+def md_raid6(loopdev):
+    arrays = []
+
+    def make(ndisks=4, disk_mb=64, chunk_kb=64, assume_clean=True):
+        members = [loopdev(disk_mb) for _ in range(ndisks)]
+        dev = nxdvm.md_create(members, level=6, chunk_kb=chunk_kb, assume_clean=assume_clean)
+        arrays.append(dev)
+        make.members[dev] = members
+        return dev
+    make.members = {}
+    yield make
+    _teardown_all([lambda d=d: nxdvm.md_stop(d) for d in reversed(arrays)])
+
+
+@pytest.fixture
+def nullb():
+    made = []
+
+    def make(size_mb=256, blocksize=512, **attrs):
+        dev, folder = nxdvm.nullb_create(size_mb, blocksize, **attrs)
+        made.append(folder)
+        return dev
+    yield make
+    _teardown_all([lambda f=f: nxdvm.nullb_destroy(f) for f in reversed(made)])
+
+
+@pytest.fixture
+def dm(nullb, loopdev, md_raid6):
+    # Requesting the device factories makes pytest set them up first, so
+    # dm devices (stacked on them) are torn down before them.
+    d = nxdvm.DMSetup()
+    yield d
+    errors = d.cleanup()
+    assert not errors, "dm cleanup failed:\n" + "\n".join(errors)
