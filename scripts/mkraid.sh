@@ -15,6 +15,9 @@
 #                 (default: the module's calibrated defaults)
 #   HDD_BACKING   nullb (default: null_blk memory_backed via configfs) or brd
 #   HDDSIM_KO     path of dm-hddsim.ko (default build/$(uname -r)/hddsim/)
+#   PREFILL       1 (default): write zeros over each backing device first, as
+#                 brd/null_blk allocate memory on first write, which under TCG
+#                 costs more than the emulated transfer; 0 to skip
 #
 # The array is created with --assume-clean: the members are fresh memory
 # devices, and a resync through emulated HDDs would take many minutes.
@@ -47,7 +50,7 @@ backing_up() { # prints the N backing devices
 		mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 		grep -qw null_blk /proc/modules || modprobe null_blk nr_devices=0
 		for i in $(seq 0 $((N - 1))); do
-			local d=$CFS/nxdhdd$i
+			local d=$CFS/nxdmem$i
 			mkdir -p "$d"
 			echo "$HDD_SIZE_MB" > "$d/size"
 			echo 1 > "$d/memory_backed"
@@ -55,7 +58,9 @@ backing_up() { # prints the N backing devices
 			echo 0 > "$d/irqmode"
 			echo 2 > "$d/queue_mode"
 			echo 1 > "$d/power"
-			echo "/dev/nullb$(cat "$d/index")"
+			# 6.x names the disk after the configfs item; older: nullb<index>
+			if [ -e "/sys/block/nxdmem$i" ]; then echo "/dev/nxdmem$i"
+			else echo "/dev/nullb$(cat "$d/index")"; fi
 		done
 		;;
 	brd)
@@ -73,8 +78,11 @@ up() {
 	local devs=() i=0 b sz
 	udevadm settle 2>/dev/null || true
 	for b in $(backing_up); do
-		for _ in 1 2 3 4 5; do [ -b "$b" ] && break; sleep 0.2; done
+		for _ in $(seq 50); do [ -b "$b" ] && break; sleep 0.2; done
 		sz=$(blockdev --getsz "$b")
+		if [ "${PREFILL:-1}" = 1 ]; then
+			dd if=/dev/zero of="$b" bs=1M count=$((sz / 2048)) oflag=direct status=none
+		fi
 		dmsetup create "nxdhdd$i" --table "0 $sz hddsim $b $HDDSIM_OPTS"
 		devs+=("/dev/mapper/nxdhdd$i")
 		i=$((i + 1))
@@ -105,7 +113,7 @@ down() {
 		dmsetup remove --retry "$(basename "$d")" || true
 	done
 	if [ -d $CFS ]; then
-		for d in $CFS/nxdhdd*; do
+		for d in $CFS/nxdmem*; do
 			[ -d "$d" ] || continue
 			echo 0 > "$d/power" 2>/dev/null || true
 			rmdir "$d" || true
