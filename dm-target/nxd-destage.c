@@ -3,12 +3,13 @@
  * dm-nxd destager: one kthread per volume copies the newest logged copy of
  * each block to the HDD, oldest segments first, and then frees log space.
  *
- * A round: read the oldest segments, mark their live blocks DESTAGING,
- * write them to the HDD sorted and merged, flush the HDD, persist the new
- * tail in the superblock, drop the index entries that still point at the
- * destaged copies, wait for reads of those slots, and only then reuse
- * (and TRIM) the space.  An HDD write over a DESTAGING block waits for the
- * round, so an older copy never lands after it.
+ * A round: read the oldest segments, pick their live blocks, write them
+ * to the HDD sorted and merged, flush the HDD, persist the new tail in the
+ * superblock, drop the index entries that still point at the destaged
+ * copies, wait for reads of those slots, TRIM and only then reuse the
+ * space.  An HDD write over any block of the round's copies waits until
+ * they have landed (nxd_destage_busy_locked), so an older copy never lands
+ * after it, even if the block was rewritten in the log meanwhile.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -169,27 +170,55 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	return READ_ONCE(nc->d_error);
 }
 
-static struct nxd_inval *nxd_op_for(struct nxd_c *nc, u64 block)
+/* Are copies of blocks in [first, last] on their way to the HDD? */
+bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 {
-	struct nxd_inval *op;
-
-	list_for_each_entry(op, &nc->invals, node)
-		if (op->first <= block && block <= op->last)
-			return op;
-	return NULL;
-}
-
-static void nxd_unmark(struct nxd_c *nc, struct nxd_round *rd, u32 from)
-{
+	struct nxd_round *rd = nc->dround;
 	u32 i;
 
-	for (i = from; i < rd->nblk; i++) {
-		struct nxd_ient *e = nxd_index_find(&nc->ix, rd->blk[i].block);
+	if (!rd)
+		return false;
+	for (i = 0; i < rd->nblk; i++)
+		if (rd->blk[i].copy && rd->blk[i].block >= first &&
+		    rd->blk[i].block <= last)
+			return true;
+	return false;
+}
 
-		if (e && e->slot == rd->blk[i].slot)
-			e->flags &= ~NXD_IE_DESTAGING;
+enum { NXD_D_COPY, NXD_D_DEAD, NXD_D_CUT };
+
+/*
+ * What to do with a live block that HDD writes or discards in flight may
+ * cover: wait (cut the round here) while one is on its way; a finished one
+ * that covered the whole block made the logged copy stale; a failed one
+ * left it the newest.
+ */
+static int nxd_op_decision(struct nxd_c *nc, u64 block)
+{
+	struct nxd_inval *op;
+	int d = NXD_D_COPY;
+
+	list_for_each_entry(op, &nc->invals, node) {
+		int st;
+
+		if (block < op->first || block > op->last)
+			continue;
+		st = READ_ONCE(op->hdd_state);
+		if (st == NXD_HDD_INFLIGHT)
+			return NXD_D_CUT;
+		if (st == NXD_HDD_OK) {
+			if (block < op->full_first || block > op->full_last)
+				return NXD_D_CUT;
+			d = NXD_D_DEAD;
+		}
 	}
-	rd->nblk = from;
+	return d;
+}
+
+static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
+{
+	if (nc->dround == rd)
+		nc->dround = NULL;
 }
 
 /* Read the chosen segments and pick their live blocks.  Returns segments kept. */
@@ -219,11 +248,12 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			return -EIO;
 		}
 		spin_lock(&nc->lock);
+		nc->dround = rd;
 		for (j = 0; j < si.nr_recs; j++) {
 			struct nxd_rec rec;
 			struct nxd_ient *e;
-			struct nxd_inval *op;
 			struct nxd_dblk *db;
+			int dec;
 
 			nxd_seg_rec(hdr, j, &rec);
 			if (rec.type != NXD_REC_DATA)
@@ -233,8 +263,8 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 				d++;
 				continue;	/* superseded */
 			}
-			op = nxd_op_for(nc, rec.block);
-			if (op && !READ_ONCE(op->hdd_done)) {
+			dec = nxd_op_decision(nc, rec.block);
+			if (dec == NXD_D_CUT) {
 				cut = true;	/* an HDD write is on its way */
 				break;
 			}
@@ -242,14 +272,12 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			db->block = rec.block;
 			db->slot = e->slot;
 			db->mask = e->mask;
-			db->copy = !op;
+			db->copy = dec == NXD_D_COPY;
 			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
-			if (db->copy)
-				e->flags |= NXD_IE_DESTAGING;
 			d++;
 		}
 		if (cut)
-			nxd_unmark(nc, rd, start);
+			rd->nblk = start;
 		spin_unlock(&nc->lock);
 		if (cut)
 			return i;
@@ -316,15 +344,24 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
 	if (copied) {
+		/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
+		spin_lock(&nc->lock);
 		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+		spin_unlock(&nc->lock);
 		r = nxd_destage_write(nc, rd, &bytes);
 		if (!r)
 			r = nxd_hdd_flush(nc);
 		if (r) {
+			nxd_count(nc, NXD_CTR(hdd_errors), 1);
 			kept = r;
 			goto unmark;
 		}
 	}
+	/* The copies have landed: HDD writes over these blocks may go. */
+	spin_lock(&nc->lock);
+	nxd_round_end_locked(nc, rd);
+	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
 
 	/* The HDD has them durably: move the tail past these segments. */
 	spin_lock(&nc->lock);
@@ -352,15 +389,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
 
-	/* Nobody may still be reading these slots when they are reused. */
+	/* Nobody may still be reading these slots when they are trimmed and reused. */
 	nxd_read_epoch_sync(nc);
+	nxd_trim(nc, rd);
 	spin_lock(&nc->lock);
 	for (i = 0; i < (u32)kept; i++) {
 		WARN_ON_ONCE(nxd_ring_oldest(&nc->ring)->live);
 		nxd_ring_pop(&nc->ring);
 	}
 	spin_unlock(&nc->lock);
-	nxd_trim(nc, rd);
 
 	nxd_count(nc, NXD_CTR(destaged_blocks), copied);
 	nxd_count(nc, NXD_CTR(destaged_bytes), bytes);
@@ -369,7 +406,8 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 
 unmark:
 	spin_lock(&nc->lock);
-	nxd_unmark(nc, rd, 0);
+	nxd_round_end_locked(nc, rd);
+	rd->nblk = 0;
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
 	return kept;

@@ -110,57 +110,41 @@ void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
 		nxd_seg_put_locked(nc, old.slot);
 }
 
-/* Walk the index entries in [first, last]: by block if few, else by table. */
-#define NXD_SCAN_BATCH	64
-
-static u64 nxd_collect_range_locked(struct nxd_c *nc, u64 first, u64 last,
-				    u64 *out, u32 max, u8 flag)
-{
-	struct nxd_index *ix = &nc->ix;
-	u64 n = 0, b, i;
-
-	if (last - first < 4 * ix->count + 64) {
-		for (b = first; b <= last && n < max; b++) {
-			struct nxd_ient *e = nxd_index_find(ix, b);
-
-			if (e && (!flag || (e->flags & flag)))
-				out[n++] = b;
-		}
-		return n;
-	}
-	for (i = 0; i < ix->cap && n < max; i++) {
-		struct nxd_ient *e = &ix->tab[i];
-
-		if (e->block != NXD_IE_EMPTY && e->block >= first &&
-		    e->block <= last && (!flag || (e->flags & flag)))
-			out[n++] = e->block;
-	}
-	return n;
-}
-
 /* Drop every entry in [first, last]; returns how many. */
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last)
 {
-	u64 buf[NXD_SCAN_BATCH], total = 0, n, i;
+	struct nxd_index *ix = &nc->ix;
+	u64 total = 0, b, i;
 
 	if (first > last)
 		return 0;
-	do {
-		n = nxd_collect_range_locked(nc, first, last, buf,
-					     NXD_SCAN_BATCH, 0);
-		for (i = 0; i < n; i++)
-			nxd_drop_entry_locked(nc, buf[i]);
-		total += n;
-	} while (n == NXD_SCAN_BATCH);
+	if (last - first < 4 * ix->count + 64) {
+		/* Few blocks: look each up. */
+		for (b = first; b <= last; b++) {
+			if (nxd_index_find(ix, b)) {
+				nxd_drop_entry_locked(nc, b);
+				total++;
+			}
+		}
+		return total;
+	}
+	/*
+	 * Many blocks: walk the table once.  Deleting shifts the following
+	 * entries of its cluster back by one, so look at the same slot again;
+	 * a cluster wrapping round the end only pulls slot 0's entry (already
+	 * seen, so not in range) to the last slot.
+	 */
+	for (i = 0; i < ix->cap; i++) {
+		struct nxd_ient *e = &ix->tab[i];
+
+		if (e->block != NXD_IE_EMPTY && e->block >= first &&
+		    e->block <= last) {
+			nxd_drop_entry_locked(nc, e->block);
+			total++;
+			i--;
+		}
+	}
 	return total;
-}
-
-static bool nxd_destaging_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 b;
-
-	return nxd_collect_range_locked(nc, first, last, &b, 1,
-					NXD_IE_DESTAGING) != 0;
 }
 
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
@@ -265,7 +249,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 			nxd_batch_fail(nc, -ENOSPC);
 			return;
 		}
-		/* Only INVAL-only segments get here: the destager frees space. */
+		/* INVAL-only segments, or a bio bigger than a segment. */
 		nc->log_full = true;
 		nxd_destager_wake(nc);
 		wait_event_timeout(nc->ewq, false, HZ / 20);
@@ -536,8 +520,7 @@ static void nxd_inval_endio(struct bio *clone)
 	unsigned long flags;
 
 	op->error = blk_status_to_errno(clone->bi_status);
-	if (!op->error)
-		WRITE_ONCE(op->hdd_done, true);
+	WRITE_ONCE(op->hdd_state, op->error ? NXD_HDD_FAILED : NXD_HDD_OK);
 	bio_put(clone);
 	spin_lock_irqsave(&nc->qlock, flags);
 	list_add_tail(&op->bnode, &nc->done_invals);
@@ -577,8 +560,16 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		edge_logged |= !!nxd_index_find(&nc->ix, e >> 3);
 	spin_unlock(&nc->lock);
 	if (edge_logged) {
-		if (!discard || atomic_read(&nc->degraded)) {
-			/* Partial blocks of logged data cannot bypass the log. */
+		if (!discard && !atomic_read(&nc->degraded)) {
+			/* Partial blocks over logged data must merge in the log. */
+			kfree(op);
+			pb->inval = NULL;
+			pb->route = NXD_H_SSD;
+			nxd_log_write(nc, bio);
+			return;
+		}
+		if (!discard) {
+			/* Degraded: the merge cannot be done anywhere. */
 			kfree(op);
 			bio_io_error(bio);
 			return;
@@ -594,7 +585,7 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 
 	spin_lock(&nc->lock);
 	list_add_tail(&op->node, &nc->invals);
-	wait = nxd_destaging_locked(nc, op->first, op->last);
+	wait = nxd_destage_busy_locked(nc, op->first, op->last);
 	spin_unlock(&nc->lock);
 	if (wait) {
 		/* An older copy of these blocks is on its way to the HDD: let it land first. */
@@ -602,7 +593,7 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 			bool busy;
 
 			spin_lock(&nc->lock);
-			busy = nxd_destaging_locked(nc, op->first, op->last);
+			busy = nxd_destage_busy_locked(nc, op->first, op->last);
 			spin_unlock(&nc->lock);
 			!busy;
 		}));
@@ -611,6 +602,8 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 	if (discard && !bdev_max_discard_sectors(nc->hdd->bdev)) {
 		unsigned long flags;
 
+		/* Nothing to do on the HDD; the logged copies are discarded. */
+		WRITE_ONCE(op->hdd_state, NXD_HDD_OK);
 		spin_lock_irqsave(&nc->qlock, flags);
 		list_add_tail(&op->bnode, &nc->done_invals);
 		spin_unlock_irqrestore(&nc->qlock, flags);

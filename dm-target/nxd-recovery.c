@@ -174,7 +174,11 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		}
 		r = nxd_hdd_io(nc, REQ_OP_READ,
 			       nxd_hdd_data_sectors(nc->hdd_sectors), nc->sb_buf);
-		if (!r && !nxd_label_decode(nc->sb_buf, &l)) {
+		if (r) {
+			ti->error = "Cannot read the HDD label area";
+			return r;
+		}
+		if (!nxd_label_decode(nc->sb_buf, &l)) {
 			ti->error = NXD_ERR_HDD_LABELLED;
 			return -EINVAL;
 		}

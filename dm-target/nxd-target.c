@@ -111,12 +111,18 @@ void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
 
 int nxd_read_epoch_get(struct nxd_c *nc)
 {
-	int e = READ_ONCE(nc->rd_epoch);
+	int e;
 
-	atomic_inc(&nc->rd_inflight[e]);
-	/* Count us before looking at the index; pairs with epoch_sync. */
-	smp_mb__after_atomic();
-	return e;
+	for (;;) {
+		e = READ_ONCE(nc->rd_epoch);
+		atomic_inc(&nc->rd_inflight[e]);
+		/* Count us before looking at the index; pairs with epoch_sync. */
+		smp_mb__after_atomic();
+		/* A flip in between: that sync may not have seen us.  Retry. */
+		if (likely(READ_ONCE(nc->rd_epoch) == e))
+			return e;
+		nxd_read_epoch_put(nc, e);
+	}
 }
 
 void nxd_read_epoch_put(struct nxd_c *nc, int e)
@@ -163,9 +169,8 @@ static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *t
 		goto out;
 	}
 	list_add_tail(&vol->node, &nxd_vols);
+	vol->tun = *tun;
 out:
-	if (vol)
-		vol->tun = *tun;	/* the table line wins */
 	mutex_unlock(&nxd_vols_lock);
 	return vol;
 }
@@ -695,12 +700,9 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 		nxd_read_epoch_put(nc, pb->epoch);
 	if (pb->fg_hdd && atomic_dec_and_test(&nc->hdd_fg_inflight))
 		wake_up(&nc->dwq);
-	if (*error) {
-		if (pb->route == NXD_H_SSD && pb->dir == NXD_H_READ)
-			nxd_count(nc, NXD_CTR(ssd_errors), 1);
-		else
-			nxd_count(nc, NXD_CTR(hdd_errors), 1);
-	}
+	if (*error)
+		nxd_count(nc, pb->route == NXD_H_SSD ? NXD_CTR(ssd_errors) :
+			  NXD_CTR(hdd_errors), 1);
 	if (pb->bytes)
 		nxd_hist_account(nc->vol, pb);
 	return DM_ENDIO_DONE;
@@ -761,7 +763,13 @@ static void nxd_resume(struct dm_target *ti)
 	struct nxd_vol *vol = nc->vol;
 
 	mutex_lock(&nxd_vols_lock);
-	vol->active = nc;
+	if (vol->active != nc) {
+		/* A new table's options take over; sysfs changes since load stay. */
+		if (!nc->resumed)
+			vol->tun = nc->opt;
+		vol->active = nc;
+	}
+	nc->resumed = true;
 	memcpy(vol->vol_uuid, nc->sb.vol_uuid, sizeof(vol->vol_uuid));
 	mutex_unlock(&nxd_vols_lock);
 	if (!vol->kobj_added && !nxd_sysfs_add(vol))

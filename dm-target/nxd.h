@@ -71,8 +71,12 @@ struct nxd_inval {
 	u64 first, last;		/* logical blocks touched [first, last] */
 	u64 full_first, full_last;	/* wholly covered; full_first > full_last if none */
 	int error;
-	bool hdd_done;			/* HDD copy durable: log copy is stale */
+	int hdd_state;			/* NXD_HDD_*, set at HDD completion */
 };
+
+#define NXD_HDD_INFLIGHT	0
+#define NXD_HDD_OK		1	/* HDD copy durable: logged copy stale */
+#define NXD_HDD_FAILED		2	/* logged copy still the newest */
 
 /* Per-bio data. */
 struct nxd_pb {
@@ -129,6 +133,7 @@ struct nxd_c {
 	void *sb_buf;
 
 	bool loaded;
+	bool resumed;			/* has been live once */
 	bool running;			/* between resume and postsuspend */
 	atomic_t degraded;		/* SSD failed: log bypassed */
 	atomic_t ssd_fail_reported;
@@ -159,6 +164,7 @@ struct nxd_c {
 
 	/* Destager */
 	struct task_struct *destager;
+	struct nxd_round *dround;	/* copies in flight, under @lock */
 	wait_queue_head_t dwq;
 	atomic_t drain_req;
 	atomic_t destage_paused;
@@ -208,6 +214,8 @@ void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 
 /* nxd-destage.c */
+struct nxd_round;
+bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
 void nxd_destager_wake(struct nxd_c *nc);

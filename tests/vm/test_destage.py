@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd background destaging: several log capacities of small writes,
+races between destage and overwrites/discards, merged destage bios, drain
+and drain-on-suspend.  Data is always checked against nxdlib's model."""
+import os
+import random
+import time
+
+import pytest
+
+from nxdlib import (DiffTester, Loop, NullBlk, Volume, dm_message, pread_direct,
+                    pwrite_direct, read_all, sh, sysfs_read, sysfs_write)
+
+NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
+
+
+@pytest.fixture
+def devs():
+    hdd = Loop(128, "hdds")
+    ssd = NullBlk(8)
+    yield hdd, ssd
+    sh("dmsetup remove --retry nxds", check=False)
+    ssd.close()
+    hdd.close()
+
+
+def wait_until(pred, timeout=120, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_many_log_capacities_of_small_writes(devs):
+    """Writes several times the log capacity in small random writes with
+    reads and overwrites mixed in: no error, data verifies, the log wraps
+    many times, and once the load stops occupancy falls below the high
+    watermark by itself (no drain message)."""
+    hdd, ssd = devs
+    v = Volume("nxds", hdd.dev, ssd.dev, "low_watermark 20 high_watermark 60")
+    t = DiffTester(v.dev, 48 << 20, seed=11, max_io=64 << 10)
+    cap = v.status()["log_blocks"]
+    written = 0
+    while written < 4 * cap * 4096:
+        off, n = t._extent(1.0)
+        t.write(off, n)
+        written += n
+        if t.rng.random() < 0.3:
+            off, n = t._extent(1.0)
+            t.read(off, n)
+    t.verify_all()
+    st = v.status()
+    assert st["segments_reclaimed"] > 0 and st["destaged_blocks"] > cap, st
+    assert st["hdd_errors"] == 0 and st["ssd_errors"] == 0, st
+    wait_until(lambda: int(sysfs_read("nxds", "log_used_pct")) < 60,
+               what="occupancy below the high watermark")
+    # Idle HDD: below the low watermark the destager still empties the log.
+    wait_until(lambda: v.status()["index_entries"] == 0,
+               what="idle destage to empty the log")
+    t.verify_all()
+    t.close()
+
+
+def test_overwrite_and_discard_while_destaging(devs):
+    """Destager forced to run all the time (watermarks 0) while a small hot
+    region is overwritten and discarded: the HDD never ends up with an
+    older copy; after a drain the HDD alone matches the model."""
+    hdd, ssd = devs
+    v = Volume("nxds", hdd.dev, ssd.dev, "low_watermark 0 high_watermark 0")
+    t = DiffTester(v.dev, 8 << 20, seed=12, max_io=1 << 20, hot=1 << 20)
+    for _ in range(NOPS):
+        t.step()
+    t.verify_all()
+    dm_message(v.name, "drain")
+    t.close()
+    v.remove()
+    assert read_all(hdd.dev, t.size) == bytes(t.model)
+
+
+def test_destage_merges_dense_region():
+    """A dense region of random 4 KiB writes destages in merged bios:
+    mean destage bio size well above 4 KiB (a bench-style check).  The log
+    holds them all: at queue depth 1 each write is its own 2-block segment."""
+    hdd, ssd = Loop(64, "hddm"), NullBlk(32)
+    try:
+        _dense(hdd, ssd)
+    finally:
+        sh("dmsetup remove --retry nxds", check=False)
+        ssd.close()
+        hdd.close()
+
+
+def _dense(hdd, ssd):
+    v = Volume("nxds", hdd.dev, ssd.dev)
+    dm_message(v.name, "pause_destage")
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+    blocks = list(range(1024))            # 4 MiB, every block written
+    random.Random(13).shuffle(blocks)
+    model = bytearray(4 << 20)
+    for b in blocks:
+        d = os.urandom(4096)
+        pwrite_direct(fd, b * 4096, d)
+        model[b * 4096:(b + 1) * 4096] = d
+    os.close(fd)
+    before = v.status()
+    assert before["index_entries"] == 1024, before
+    dm_message(v.name, "drain")
+    st = v.status()
+    bios = st["destage_bios"] - before["destage_bios"]
+    nbytes = st["destaged_bytes"] - before["destaged_bytes"]
+    assert nbytes == 4 << 20, st
+    mean = nbytes / bios
+    print(f"destage: {bios} bios, mean {mean / 1024:.0f} KiB")
+    assert mean >= 64 << 10, (bios, nbytes)
+    v.remove()
+    assert read_all(hdd.dev, 4 << 20) == bytes(model)
+
+
+def test_drain_on_suspend_and_pause(devs):
+    hdd, ssd = devs
+    v = Volume("nxds", hdd.dev, ssd.dev, "drain_on_suspend 1")
+    dm_message(v.name, "pause_destage")
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+    data = os.urandom(64 << 10)
+    for i in range(16):
+        pwrite_direct(fd, i * (256 << 10), data)
+    os.close(fd)
+    st = v.status()
+    assert st["index_entries"] == 16 * 16, st      # paused: all still logged
+    sh("dmsetup suspend nxds")
+    st = v.status()
+    assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
+    sh("dmsetup resume nxds")
+    fd = os.open(v.dev, os.O_RDONLY | os.O_DIRECT)
+    for i in range(16):
+        assert pread_direct(fd, i * (256 << 10), 64 << 10) == data
+    os.close(fd)
+    # The HDD alone has it too.
+    v.remove()
+    got = read_all(hdd.dev, 16 * (256 << 10))
+    for i in range(16):
+        assert got[i * (256 << 10):i * (256 << 10) + (64 << 10)] == data
