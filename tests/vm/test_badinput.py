@@ -1,0 +1,806 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd against bad input: table lines, messages, sysfs values, control
+device requests, unprivileged callers and corrupt on-disk metadata.
+
+Every refusal must come with the constructor's message in the kernel log
+(`device-mapper: table: <dev>: nxd: <message>`), leave no dm device, no
+nxd volume (NXD_IOC_LIST) and no change on the devices; nothing may oops
+(the conftest dmesg check).  Data checks compare with what the test wrote.
+"""
+import errno
+import hashlib
+import json
+import os
+import random
+import struct
+
+import pytest
+
+import nxdvm
+from nxdvm import run
+import nxdaux as X
+from nxdaux import BLOCK, KiB, MiB, SECTOR, Vol
+
+HDD_MB = 64
+SSD_MB = 8
+
+
+# ------------------------------------------------------------ helpers ---
+
+def dev_digest(dev):
+    """Hash of the parts of a device nxd could write at table load: the
+    first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
+    (HDD label area)."""
+    size = nxdvm.dev_size_bytes(dev)
+    h = hashlib.sha256()
+    h.update(X.pread_dev(dev, 0, min(64 * KiB, size)))
+    tail = min(2 * MiB, size)
+    off = (size - tail) // BLOCK * BLOCK
+    h.update(X.pread_dev(dev, off, size - off))
+    return h.hexdigest()
+
+
+def nxd_sysfs_dirs():
+    return sorted(d for d in os.listdir("/sys/block")
+                  if d.startswith("dm-") and os.path.isdir(f"/sys/block/{d}/nxd"))
+
+
+def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
+    """`dmsetup create` (or, with @load, `dmsetup load` into the existing
+    device @load) of @line must fail with @msg_re logged by dm core for the
+    nxd constructor, and change nothing.  Returns the matching log lines."""
+    before = {d: dev_digest(d) for d in devs}
+    nvols = X.list_vols()[1]
+    sysdirs = nxd_sysfs_dirs()
+    marker = nxdvm.kmsg_mark(f"refuse {line}")
+    if load:
+        p = run(["dmsetup", "load", load], input=line + "\n", check=False)
+    else:
+        p = run(["dmsetup", "create", name], input=line + "\n", check=False)
+    nxdvm.udev_settle()
+    hits = X.wait_kmsg(marker, X.table_error_re(msg_re))
+    log = "\n".join(nxdvm.dmesg_since(marker))
+    assert p.returncode != 0, f"table accepted: {line}"
+    assert hits, f"no 'nxd: {msg_re}' in the kernel log for {line!r}:\n{log}"
+    if load:
+        info = run(["dmsetup", "info", load]).stdout
+        assert "Tables present:" in info and "INACTIVE" not in info, info
+    else:
+        assert not dm.exists(name), f"{name} left behind by a refused table"
+        assert not os.path.exists(f"/dev/mapper/{name}")
+    assert X.list_vols()[1] == nvols, "an nxd volume was left behind"
+    assert nxd_sysfs_dirs() == sysdirs
+    for d in devs:
+        assert dev_digest(d) == before[d], f"refused table {line!r} modified {d}"
+    return nxdvm.dmesg_since(marker)
+
+
+def fill(vol, seed, nbytes=4 * MiB):
+    """Write a model through @vol: a direct (HDD) base pattern, then logged
+    4 KiB and 512 B writes over it.  Returns the model (first @nbytes)."""
+    rng = random.Random(seed)
+    model = bytearray(rng.randbytes(nbytes))
+    with X.Fd(vol.dev) as f:
+        for off in range(0, nbytes, MiB):
+            f.pwrite(off, bytes(model[off:off + MiB]))
+        for _ in range(48):
+            off = rng.randrange(nbytes // BLOCK) * BLOCK
+            d = rng.randbytes(BLOCK)
+            f.pwrite(off, d)
+            model[off:off + BLOCK] = d
+        for _ in range(16):
+            off = rng.randrange(nbytes // SECTOR) * SECTOR
+            d = rng.randbytes(SECTOR)
+            f.pwrite(off, d)
+            model[off:off + SECTOR] = d
+        f.fsync()
+    return model
+
+
+def check(vol, model):
+    with X.Fd(vol.dev, write=False) as f:
+        got = f.pread(0, len(model))
+    if got != bytes(model):
+        bad = next(i for i in range(len(model)) if got[i] != model[i])
+        raise AssertionError(f"{vol.name}: data differs at byte {bad} (block {bad // BLOCK})")
+
+
+@pytest.fixture
+def pair(loopdev, nullb):
+    """A blank HDD (64 MiB loop) and SSD (8 MiB null_blk)."""
+    return loopdev(HDD_MB), nullb(SSD_MB)
+
+
+# ---------------------------------------------------------- table line ---
+
+def _bad_lines(hdd, ssd, L):
+    base = f"0 {L} nxd {hdd} {ssd}"
+    return [
+        (f"0 {L} nxd", "Not enough arguments"),
+        (f"0 {L} nxd {hdd}", "Not enough arguments"),
+        (f"{base} extra", "Invalid number of optional arguments"),
+        (f"{base} 2 write_threshold 4096 junk", "Too many arguments"),
+        (f"{base} 0 junk", "Too many arguments"),
+        (f"0 {L} nxd /dev/nxd-no-such-hdd {ssd}", "Cannot open HDD device"),
+        (f"0 {L} nxd {hdd} /dev/nxd-no-such-ssd", "Cannot open SSD device"),
+        (f"{base} 3 write_threshold 4096", "Invalid number of optional arguments"),
+        (f"{base} 33 " + " ".join(["mode auto"] * 16) + " format",
+         "Invalid number of optional arguments"),
+        (f"{base} -1 mode auto", "Invalid number of optional arguments"),
+        (f"{base} x mode auto", "Invalid number of optional arguments"),
+        (f"{base} 1 write_threshold", "Option is missing its value"),
+        (f"{base} 3 mode auto low_watermark", "Option is missing its value"),
+        (f"{base} 2 frobnicate 1", "Unknown option"),
+        (f"{base} 4 mode auto frobnicate 1", "Unknown option"),
+        (f"{base} 2 write_threshold -1", "Invalid option value"),
+        (f"{base} 2 write_threshold 12abc", "Invalid option value"),
+        (f"{base} 2 write_threshold 64KB", "Invalid option value"),
+        (f"{base} 2 write_threshold 0x10", "Invalid option value"),
+        (f"{base} 2 write_threshold 99999999999999999999", "Invalid option value"),
+        (f"{base} 2 write_threshold 18446744073709551615", "Invalid option value"),
+        (f"{base} 2 write_threshold 17179869184G", "Invalid option value"),
+        (f"{base} 2 write_threshold 1073741825", "Invalid option value"),
+        (f"{base} 2 write_threshold 2G", "Invalid option value"),
+        (f"{base} 2 read_threshold 1073741825", "Invalid option value"),
+        (f"{base} 2 mode bogus", "Invalid option value"),
+        (f"{base} 2 low_watermark 101", "Invalid option value"),
+        (f"{base} 2 high_watermark 101", "Invalid option value"),
+        (f"{base} 2 low_watermark -5", "Invalid option value"),
+        (f"{base} 4 low_watermark 80 high_watermark 20",
+         "low_watermark must not exceed high_watermark"),
+        (f"{base} 2 high_watermark 10",          # default low is 25
+         "low_watermark must not exceed high_watermark"),
+        (f"{base} 2 destage_rate 1000001", "Invalid option value"),
+        (f"{base} 2 ssd_discard 2", "Invalid option value"),
+        (f"{base} 2 drain_on_suspend 2", "Invalid option value"),
+        (f"{base} 2 drain_on_suspend yes", "Invalid option value"),
+    ]
+
+
+def test_table_lines_refused(dm, pair):
+    hdd, ssd = pair
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    lines = _bad_lines(hdd, ssd, L)
+    for line, msg in lines:
+        refuse(dm, line, msg, devs=(hdd, ssd))
+    # The devices are still usable: the same line without the error works.
+    v = Vol(dm, "nxdok", hdd, ssd, ["write_threshold", "1G", "low_watermark", "100",
+                                    "high_watermark", "100"])
+    opts = X.table_opts(v.table())
+    assert opts["write_threshold"] == str(1 << 30)
+    assert opts["low_watermark"] == opts["high_watermark"] == "100"
+    v.remove()
+
+
+def test_table_boundaries_accepted(dm, pair):
+    """The largest accepted values and size suffixes (so that the refusals
+    above are about the value, not the syntax)."""
+    hdd, ssd = pair
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    for opts, want in [
+        (["write_threshold", "64K", "read_threshold", "1M"],
+         {"write_threshold": "65536", "read_threshold": "1048576"}),
+        (["write_threshold", "1073741824", "destage_rate", "1000000"],
+         {"write_threshold": "1073741824", "destage_rate": "1000000"}),
+        (["WRITE_THRESHOLD", "0", "mode", "passthrough", "low_watermark", "0",
+          "high_watermark", "0"],
+         {"write_threshold": "0", "mode": "passthrough", "low_watermark": "0",
+          "high_watermark": "0"}),
+        (["mode", "log_all", "ssd_discard", "0", "drain_on_suspend", "1"],
+         {"mode": "log_all", "ssd_discard": "0", "drain_on_suspend": "1"}),
+    ]:
+        v = Vol(dm, "nxdok", hdd, ssd, opts, length=L)
+        got = X.table_opts(v.table())
+        for k, val in want.items():
+            assert got[k] == val, (opts, got)
+            assert v.sget(k) == val
+        v.remove()
+
+
+def test_ssd_minimum_size(dm, loopdev):
+    """2080 KiB (8 metadata blocks + 4 segments) is the smallest SSD: 4 KiB
+    less is refused, exactly that much works and keeps data."""
+    made = []
+    try:
+        hdd = loopdev(HDD_MB)
+        small = X.loop_bytes(2076 * KiB, made)
+        L = X.data_sectors(nxdvm.dev_sectors(hdd))
+        refuse(dm, f"0 {L} nxd {hdd} {small}",
+               r"SSD smaller than the minimum log size \(2080 KiB\)", devs=(hdd, small))
+        tiny = X.loop_bytes(2 * MiB, made)
+        refuse(dm, f"0 {L} nxd {hdd} {tiny}", r"SSD smaller than the minimum", devs=(hdd, tiny))
+        ok = X.loop_bytes(2080 * KiB, made)
+        v = Vol(dm, "nxdmin", hdd, ok)
+        st = v.status()
+        assert st["log_blocks"] == 512, st
+        rng = random.Random(11)
+        model = bytearray(4 * MiB)
+        with X.Fd(v.dev) as f:
+            # 3 MiB of small writes through a 2 MiB log: it fills and wraps.
+            for i in range(768):
+                off = rng.randrange(1024) * BLOCK
+                d = rng.randbytes(BLOCK)
+                f.pwrite(off, d)
+                model[off:off + BLOCK] = d
+            f.fsync()
+        check(v, model)
+        v.recreate()
+        check(v, model)
+        v.remove()
+    finally:
+        for d, p in reversed(made):
+            nxdvm.loop_destroy(d, p)
+
+
+def test_hdd_too_small_for_length(dm, loopdev, nullb):
+    hdd = loopdev(HDD_MB)
+    ssd = nullb(SSD_MB)
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    assert L == (HDD_MB - 1) * 2048
+    for bad in (L + 1, L + 8, L + 2048, nxdvm.dev_sectors(hdd)):
+        refuse(dm, f"0 {bad} nxd {hdd} {ssd}",
+               "Volume larger than the HDD less its 1 MiB label area", devs=(hdd, ssd))
+    made = []
+    try:
+        one = X.loop_bytes(MiB, made)            # no room at all beside the label
+        refuse(dm, f"0 8 nxd {one} {ssd}", "Volume larger than the HDD", devs=(one, ssd))
+    finally:
+        for d, p in made:
+            nxdvm.loop_destroy(d, p)
+    v = Vol(dm, "nxdlen", hdd, ssd, length=L)
+    assert nxdvm.dev_sectors(v.dev) == L
+    v.remove()
+
+
+def test_same_device_twice(dm, loopdev, nullb):
+    hdd = loopdev(HDD_MB)
+    st = os.stat(hdd)
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    refuse(dm, f"0 {L} nxd {hdd} {hdd}", "HDD and SSD are the same device", devs=(hdd,))
+    # Same device under two names.
+    mm = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    refuse(dm, f"0 {L} nxd {hdd} {mm}", "HDD and SSD are the same device", devs=(hdd,))
+
+
+def test_ssd_with_foreign_data(dm, pair):
+    hdd, ssd = pair
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    junk = random.Random(5).randbytes(8192)
+    X.pwrite_dev(ssd, 0, junk)
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}",
+           "SSD holds data that is not an nxd log: add the 'format' option", devs=(hdd, ssd))
+    # A single non-zero byte in block 1 is enough.
+    X.pwrite_dev(ssd, 0, bytes(8192))
+    X.flip_byte(ssd, 4096 + 4095, 0x01)
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}", "SSD holds data that is not an nxd log", devs=(hdd, ssd))
+    # 'format' takes it.
+    v = Vol(dm, "nxdfmt", hdd, ssd, ["format"])
+    assert "format" not in v.table()
+    v.remove()
+    sbs = X.read_sbs(ssd)
+    assert sbs[0] and sbs[1], "format did not write both superblock copies"
+    # A blank SSD with an HDD that carries a label: refused, not formatted.
+    X.pwrite_dev(ssd, 0, bytes(2 * BLOCK))
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}",
+           "HDD belongs to an nxd volume but the SSD has no log", devs=(hdd, ssd))
+
+
+def test_ssd_log_of_another_volume(dm, loopdev, nullb):
+    """An SSD log with an HDD that is not its own is refused, whatever the
+    HDD holds; afterwards both volumes still assemble with their data."""
+    hdd_a, ssd_a = loopdev(HDD_MB), nullb(SSD_MB)
+    hdd_b, ssd_b = loopdev(HDD_MB), nullb(SSD_MB)
+    hdd_c = loopdev(HDD_MB)             # blank
+    hdd_s = loopdev(HDD_MB // 2)        # blank and smaller
+    a = Vol(dm, "nxda", hdd_a, ssd_a)
+    a.pause()
+    model_a = fill(a, 21)
+    a.remove()
+    b = Vol(dm, "nxdb", hdd_b, ssd_b)
+    model_b = fill(b, 22)
+    b.remove()
+    ua = X.newest_sb(ssd_a)[1]["vol_uuid"]
+    ub = X.newest_sb(ssd_b)[1]["vol_uuid"]
+    L = X.data_sectors(nxdvm.dev_sectors(hdd_a))
+    lines = refuse(dm, f"0 {L} nxd {hdd_b} {ssd_a}",
+                   "SSD log and HDD label belong to different volumes",
+                   devs=(hdd_b, ssd_a, hdd_a, ssd_b))
+    # Both volumes are named: the SSD log's, then the HDD label's.
+    assert any(X.uuid_str(ua) in ln and X.uuid_str(ub) in ln
+               and ln.find(X.uuid_str(ua)) < ln.find(X.uuid_str(ub)) for ln in lines), lines
+    refuse(dm, f"0 {L} nxd {hdd_a} {ssd_b}",
+           "SSD log and HDD label belong to different volumes", devs=(hdd_a, ssd_b))
+    refuse(dm, f"0 {L} nxd {hdd_c} {ssd_a}",
+           "HDD has no nxd label: this SSD log belongs to a different HDD", devs=(hdd_c, ssd_a))
+    Ls = X.data_sectors(nxdvm.dev_sectors(hdd_s))
+    refuse(dm, f"0 {Ls} nxd {hdd_s} {ssd_a}",
+           "HDD is smaller than this SSD log's volume", devs=(hdd_s, ssd_a))
+    a.recreate()
+    check(a, model_a)
+    b = Vol(dm, "nxdb", hdd_b, ssd_b)
+    check(b, model_b)
+
+
+def test_second_volume_over_active_devices(dm, loopdev, nullb):
+    hdd, ssd = loopdev(HDD_MB), nullb(SSD_MB)
+    hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
+    a = Vol(dm, "nxdact", hdd, ssd, ["write_threshold", "32768", "destage_rate", "7"])
+    a.pause()
+    model = fill(a, 31)
+    table0, tun0 = a.table(), a.tunables()
+    L = a.length
+    for h, s in ((hdd, ssd2), (hdd2, ssd), (hdd, ssd)):
+        refuse(dm, f"0 {L} nxd {h} {s} 2 write_threshold 4096",
+               "HDD or SSD already used by another nxd volume", devs=(hdd2, ssd2))
+    assert a.table() == table0 and a.tunables() == tun0
+    assert a.status()["state"] == "ok"
+    check(a, model)
+    # The devices are still free for a volume of their own.
+    b = Vol(dm, "nxdother", hdd2, ssd2)
+    b.remove()
+
+
+def test_refused_reload_changes_nothing(dm, pair):
+    """A reload of an active volume that the constructor refuses ('format'
+    while active) must leave the live volume as it was: table, tunables
+    (sysfs), data."""
+    hdd, ssd = pair
+    a = Vol(dm, "nxdrl", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
+    a.pause()
+    model = fill(a, 41)
+    table0, tun0 = a.table(), a.tunables()
+    refuse(dm, a.line(["write_threshold", "4096", "mode", "log_all", "format"]),
+           "Refusing to format the log of an active volume", load=a.name)
+    assert a.table() == table0, "refused reload changed the live table line"
+    assert a.tunables() == tun0, "refused reload changed the live tunables"
+    check(a, model)
+    a.recreate()
+    check(a, model)
+
+
+# ------------------------------------------------------------ messages ---
+
+def test_messages_refused(dm, pair):
+    hdd, ssd = pair
+    v = Vol(dm, "nxdmsg", hdd, ssd)
+    v.pause()
+    model = fill(v, 51, MiB)
+    for msg in (["frobnicate"], ["drain", "now"], ["pause_destage", "1"], ["resume"]):
+        marker = nxdvm.kmsg_mark(f"message {msg}")
+        p = run(["dmsetup", "message", v.name, "0", *msg], check=False)
+        assert p.returncode != 0, f"message {msg} accepted"
+        assert "Invalid argument" in p.stderr, p.stderr
+        assert X.wait_kmsg(marker, r"nxd: .*unrecognised message"), msg
+    assert v.status()["index_entries"] > 0
+    # drain while suspended: EBUSY, right away, and the log is kept.
+    v.dm.suspend(v.name)
+    try:
+        p = run(["dmsetup", "message", v.name, "0", "drain"], check=False, timeout=60)
+        assert p.returncode != 0 and "busy" in p.stderr.lower(), (p.returncode, p.stderr)
+        st = v.status()
+        assert st["state"] == "suspended" and st["index_entries"] > 0, st
+    finally:
+        v.dm.resume(v.name)
+    v.drain()
+    st = v.status()
+    assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
+    check(v, model)
+
+
+# --------------------------------------------------------------- sysfs ---
+
+SYSFS_BAD = [
+    ("write_threshold", ["abc", "-1", "99999999999999999999", "1073741825", "2G",
+                         "12abc", "64KB", "0x10", "1.5", "\n", " ", "1" * 40]),
+    ("read_threshold", ["1073741825", "junk", "-4096"]),
+    ("mode", ["bogus", "auto2", "\n"]),
+    ("low_watermark", ["101", "-1", "76", "18446744073709551617"]),  # 76 > high (75)
+    ("high_watermark", ["24", "101", "abc"]),                       # 24 < low (25)
+    ("destage_rate", ["1000001", "-3", "99999999999999999999"]),
+    ("ssd_discard", ["2", "-1", "yes"]),
+    ("drain_on_suspend", ["2", "x"]),
+]
+
+
+def test_sysfs_bad_values(dm, pair):
+    hdd, ssd = pair
+    v = Vol(dm, "nxdsys", hdd, ssd)
+    tun0, table0 = v.tunables(), v.table()
+    assert tun0["write_threshold"] == "65536" and tun0["low_watermark"] == "25"
+    n = 0
+    for key, vals in SYSFS_BAD:
+        for val in vals:
+            e = v.sset(key, val)
+            assert e == errno.EINVAL, f"{key}={val!r}: errno {e}, want EINVAL"
+            assert v.tunables() == tun0, f"{key}={val!r} changed something"
+            assert v.table() == table0
+            n += 1
+    for key in ("state", "log_used_pct"):
+        e = v.sset(key, "ok")
+        assert e in (errno.EACCES, errno.EPERM), (key, e)
+    assert v.sget("state") == "ok"
+    # Good values still work (also with a suffix or a newline).
+    assert v.sset("write_threshold", "128K\n") == 0
+    assert v.sget("write_threshold") == "131072"
+    assert X.table_opts(v.table())["write_threshold"] == "131072"
+    assert v.sset("low_watermark", "75") == 0 and v.sset("high_watermark", "75") == 0
+    assert n >= 30
+
+
+# ----------------------------------------------------- control device ---
+
+def _stats_req(size, bufsize=None, **kw):
+    b = X.RawBuf(bufsize or max(size, X.HDR_SIZE))
+    b.put(b"\xa5" * b.n)
+    b.put(X.hdr(size, **kw))
+    return b
+
+
+def test_control_bad_requests(dm, pair):
+    hdd, ssd = pair
+    v = Vol(dm, "nxdio", hdd, ssd)
+    fill(v, 61, MiB)
+    ma, mi = v.devnum()
+    vdev = X.encode_dev(ma, mi)
+    fd = os.open(X.CONTROL, os.O_RDONLY)
+    G, L = X.GET_STATS, X.LIST
+    try:
+        # A good request, by name and by device number.
+        b = _stats_req(X.STATS_SIZE, name=v.name)
+        assert X.ioctl(fd, G, b) == 0
+        st = X.parse_stats(b.get())
+        assert st["size"] == X.STATS_SIZE and st["dev"] == vdev
+        assert st["counters"]["writes_logged"] > 0
+        assert all(r == 0 for r in st["reserved"])
+        b = _stats_req(X.STATS_SIZE, name="whatever-name", dev=vdev)
+        assert X.ioctl(fd, G, b) == 0, "dev must select the volume when set"
+
+        cases = [
+            (dict(name=v.name, version=0), errno.EINVAL),
+            (dict(name=v.name, version=2), errno.EINVAL),
+            (dict(name=v.name, version=0xFFFFFFFF), errno.EINVAL),
+            (dict(name=v.name, flags=2), errno.EINVAL),
+            (dict(name=v.name, flags=3), errno.EINVAL),
+            (dict(name=v.name, flags=0x80000000), errno.EINVAL),
+            (dict(name=v.name, reserved=1), errno.EINVAL),
+            (dict(name=b"A" * X.NAME_LEN), errno.EINVAL),     # unterminated
+            (dict(name=b"A" * (X.NAME_LEN - 1)), errno.ENODEV),
+            (dict(name="nosuch"), errno.ENODEV),
+            (dict(name=""), errno.ENODEV),
+            (dict(dev=X.encode_dev(1, 3)), errno.ENODEV),      # /dev/null
+            (dict(dev=X.encode_dev(ma, mi + 1000)), errno.ENODEV),
+        ]
+        for kw, want in cases:
+            b = _stats_req(X.STATS_SIZE, **kw)
+            got = X.ioctl(fd, G, b)
+            assert got == want, f"GET_STATS {kw}: errno {got}, want {want}"
+        for size in (0, 1, 8, X.HDR_SIZE - 1):
+            b = _stats_req(size, bufsize=X.STATS_SIZE, name=v.name)
+            assert X.ioctl(fd, G, b) == errno.EINVAL, size
+
+        # Short and long requests: the kernel fills min(size, its size) and
+        # never writes past it.
+        for size in (X.HDR_SIZE, 1000, X.STATS_SIZE - 8):
+            b = _stats_req(size, bufsize=X.STATS_SIZE + 512, name=v.name)
+            assert X.ioctl(fd, G, b) == 0, size
+            out = b.get()
+            assert struct.unpack_from("<I", out, 0)[0] == size
+            assert out[size:] == b"\xa5" * (len(out) - size), f"wrote past size {size}"
+        for size in (X.STATS_SIZE + 8, 8192, 0xFFFFFFFF):
+            b = _stats_req(size, bufsize=8192, name=v.name)
+            assert X.ioctl(fd, G, b) == 0, size
+            out = b.get()
+            assert struct.unpack_from("<I", out, 0)[0] == X.STATS_SIZE
+            assert out[X.STATS_SIZE:] == b"\xa5" * (8192 - X.STATS_SIZE)
+
+        # Bad addresses: EFAULT, nothing else.
+        assert X.ioctl(fd, G, 0) == errno.EFAULT
+        g = X.RawBuf(X.HDR_SIZE, guard=True, at_end=True)
+        g.put(X.hdr(X.STATS_SIZE, name=v.name))
+        assert X.ioctl(fd, G, g) == errno.EFAULT       # header ok, rest unmapped
+        assert X.ioctl(fd, G, g.addr + X.HDR_SIZE) == errno.EFAULT
+
+        # Commands that are not ours.
+        for cmd in (X.IOC(3, 0xDC, 1, X.STATS_SIZE), X.IOC(2, 0xDB, 1, X.STATS_SIZE),
+                    X.IOC(1, 0xDB, 1, X.STATS_SIZE), X.IOC(0, 0xDB, 1, 0),
+                    X.IOC(3, 0xDB, 0, X.STATS_SIZE), X.IOC(3, 0xDB, 3, X.STATS_SIZE),
+                    X.IOC(3, 0xDB, 255, X.STATS_SIZE), 0x80081272, 0x1261):
+            b = _stats_req(X.STATS_SIZE, name=v.name)
+            assert X.ioctl(fd, cmd, b) == errno.ENOTTY, hex(cmd)
+        # The size in the number does not matter (hdr.size versions the ABI).
+        b = _stats_req(X.STATS_SIZE, name=v.name)
+        assert X.ioctl(fd, X.IOC(3, 0xDB, 1, 0), b) == 0
+
+        # LIST
+        b = X.RawBuf(X.LIST_SIZE)
+        b.put(X.hdr(X.LIST_SIZE))
+        assert X.ioctl(fd, L, b) == 0
+        count, total, vols = X.list_vols(fd)
+        assert count == total >= 1 and any(x["name"] == v.name for x in vols)
+        for kw, want in ((dict(flags=1), errno.EINVAL), (dict(version=2), errno.EINVAL),
+                         (dict(reserved=7), errno.EINVAL),
+                         (dict(name=b"B" * X.NAME_LEN), errno.EINVAL)):
+            b = X.RawBuf(X.LIST_SIZE)
+            b.put(X.hdr(X.LIST_SIZE, **kw))
+            assert X.ioctl(fd, L, b) == want, kw
+        b = X.RawBuf(X.LIST_SIZE)
+        b.put(b"\xa5" * X.LIST_SIZE)
+        b.put(X.hdr(X.LIST_VOLS_OFF - 1))
+        assert X.ioctl(fd, L, b) == errno.EINVAL
+        b.put(X.hdr(X.LIST_VOLS_OFF))
+        assert X.ioctl(fd, L, b) == 0
+        out = b.get()
+        c, t = struct.unpack_from("<II", out, X.HDR_SIZE)
+        assert c == t == total
+        assert out[X.LIST_VOLS_OFF:] == b"\xa5" * (X.LIST_SIZE - X.LIST_VOLS_OFF)
+    finally:
+        os.close(fd)
+    # Still answering, and the reset (root) works.
+    assert X.get_stats(v.name, reset=True)["counters"]["writes_logged"] > 0
+    assert X.get_stats(v.name)["counters"]["writes_logged"] == 0
+
+
+# ---------------------------------------------------------- non-root ----
+
+NOBODY_SCRIPT = r"""
+import errno, fcntl, json, os, struct
+HDR = "<IIIIQ128s"
+out = {}
+def req(size, name, flags):
+    b = bytearray(max(size, 2048))
+    struct.pack_into(HDR, b, 0, size, 1, flags, 0, 0, name.encode().ljust(128, b"\0"))
+    return b
+def call(fd, cmd, buf):
+    try:
+        fcntl.ioctl(fd, cmd, buf, True)
+        return 0
+    except OSError as e:
+        return e.errno
+try:
+    fd = os.open("/dev/nxd-control", os.O_RDONLY)
+except OSError as e:
+    out["open_ro"] = e.errno
+else:
+    out["open_ro"] = 0
+    b = req(%(stats)d, "%(name)s", 0)
+    out["stats"] = call(fd, %(get)d, b)
+    out["writes"] = struct.unpack_from("<Q", b, 152 + 8 * 4)[0]
+    b = req(%(stats)d, "%(name)s", 1)
+    out["reset"] = call(fd, %(get)d, b)
+    b = req(%(list)d, "", 0)
+    out["list"] = call(fd, %(lst)d, b)
+    out["list_total"] = struct.unpack_from("<I", b, 156)[0]
+    os.close(fd)
+try:
+    os.close(os.open("/dev/nxd-control", os.O_RDWR))
+    out["open_rw"] = 0
+except OSError as e:
+    out["open_rw"] = e.errno
+try:
+    fd = os.open("%(sysfs)s", os.O_WRONLY)
+    try:
+        os.write(fd, b"4096")
+        out["sysfs_write"] = 0
+    except OSError as e:
+        out["sysfs_write"] = e.errno
+    os.close(fd)
+except OSError as e:
+    out["sysfs_write"] = e.errno
+with open("%(sysfs)s") as f:
+    out["sysfs_read"] = f.read().strip()
+print(json.dumps(out))
+"""
+
+
+def test_unprivileged_caller(dm, pair):
+    hdd, ssd = pair
+    v = Vol(dm, "nxdnobody", hdd, ssd)
+    fill(v, 71, MiB)
+    st0 = os.stat(X.CONTROL)
+    script = NOBODY_SCRIPT % dict(stats=X.STATS_SIZE, list=X.LIST_SIZE, get=X.GET_STATS,
+                                  lst=X.LIST, name=v.name,
+                                  sysfs=v.sysfs("write_threshold"))
+    try:
+        os.chown(X.CONTROL, 0, 0)
+        os.chmod(X.CONTROL, 0o640)
+        p = X.as_nobody(script)
+        assert p.returncode == 0, p.stderr
+        r = json.loads(p.stdout)
+        assert r["open_ro"] == errno.EACCES, r          # 0640 root:root
+        assert r["sysfs_write"] in (errno.EACCES, errno.EPERM), r
+        assert r["sysfs_read"] == "65536"
+
+        os.chown(X.CONTROL, 0, 65534)                   # the group of the caller
+        writes = X.get_stats(v.name)["counters"]["writes_logged"]
+        p = X.as_nobody(script)
+        assert p.returncode == 0, p.stderr
+        r = json.loads(p.stdout)
+        assert r["open_ro"] == 0 and r["stats"] == 0, r
+        assert r["writes"] == writes, r
+        assert r["reset"] == errno.EPERM, r
+        assert r["list"] == 0 and r["list_total"] >= 1, r
+        assert r["open_rw"] == errno.EACCES, r
+        # The refused reset cleared nothing.
+        assert X.get_stats(v.name)["counters"]["writes_logged"] == writes
+        # Not through dm's control node either.
+        p = X.as_nobody("import subprocess,sys; sys.exit(subprocess.run(['dmsetup','message',"
+                        f"'{v.name}','0','drain']).returncode)")
+        assert p.returncode != 0
+        assert v.sget("write_threshold") == "65536"
+    finally:
+        os.chown(X.CONTROL, st0.st_uid, st0.st_gid)
+        os.chmod(X.CONTROL, st0.st_mode & 0o7777)
+
+
+# ---------------------------------------------- corrupt on-disk metadata ---
+
+@pytest.fixture
+def filled(dm, pair):
+    """A volume with logged and direct data, removed cleanly: (hdd, ssd, model)."""
+    hdd, ssd = pair
+    v = Vol(dm, "nxdmeta", hdd, ssd)
+    v.pause()
+    model = fill(v, 81)
+    st = v.status()
+    assert st["index_entries"] > 0, st
+    v.remove()
+    return hdd, ssd, model
+
+
+@pytest.mark.parametrize("which,where", [("newest", "crc"), ("older", "crc"),
+                                         ("newest", "magic"), ("older", "magic")])
+def test_one_superblock_copy_corrupt(dm, filled, which, where):
+    hdd, ssd, model = filled
+    i, sb = X.newest_sb(ssd)
+    victim = i if which == "newest" else 1 - i
+    # crc: a byte of the volume UUID (covered by the checksum); magic: byte 1.
+    X.flip_byte(ssd, victim * BLOCK + (30 if where == "crc" else 1))
+    v = Vol(dm, "nxdmeta", hdd, ssd)
+    check(v, model)
+    st = v.status()
+    assert st["state"] == "ok" and st["index_entries"] > 0, st
+    # The copy written by this activation went to the damaged block: both
+    # are valid again, and the volume survives another cycle.
+    v.recreate()
+    check(v, model)
+
+
+@pytest.mark.parametrize("where,msg", [
+    ("crc", "SSD superblock corrupt in both copies"),
+    ("magic", "SSD holds data that is not an nxd log"),
+])
+def test_both_superblock_copies_corrupt(dm, filled, where, msg):
+    hdd, ssd, model = filled
+    saved = X.pread_dev(ssd, 0, 2 * BLOCK)
+    for c in (0, 1):
+        X.flip_byte(ssd, c * BLOCK + (30 if where == "crc" else 1))
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}", msg, devs=(hdd, ssd))
+    X.pwrite_dev(ssd, 0, saved)
+    v = Vol(dm, "nxdmeta", hdd, ssd)
+    check(v, model)
+
+
+def test_hdd_label_corrupt(dm, filled):
+    hdd, ssd, model = filled
+    off = X.label_offset(nxdvm.dev_sectors(hdd))
+    saved = X.pread_dev(hdd, off, BLOCK)
+    assert struct.unpack_from("<Q", saved)[0] == X.LABEL_MAGIC
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    for pos in (1, 20, 4000):       # magic, volume UUID, reserved (crc only)
+        X.flip_byte(hdd, off + pos)
+        refuse(dm, f"0 {L} nxd {hdd} {ssd}",
+               "HDD has no nxd label: this SSD log belongs to a different HDD", devs=(hdd, ssd))
+        X.pwrite_dev(hdd, off, saved)
+    v = Vol(dm, "nxdmeta", hdd, ssd)
+    check(v, model)
+
+
+# Segment-level corruption.  Twelve 8 KiB writes, each its own segment
+# (sequential O_DIRECT writes: the writer commits each before the next
+# arrives), over blocks chosen so that later ones overwrite earlier ones.
+SEG_WRITES = [0, 2, 4, 0, 6, 2, 8, 4, 10, 0, 12, 6]   # first block of each
+CUT = 6                                               # corrupt segment #6
+
+
+def _seg_setup(dm, hdd, ssd, name, seed):
+    """Volume with a 1 MiB HDD base pattern and the twelve logged writes.
+    Returns (vol, base, writes) with writes[i] = (off, data)."""
+    rng = random.Random(seed)
+    v = Vol(dm, name, hdd, ssd)
+    v.pause()
+    base = rng.randbytes(MiB)
+    writes = []
+    with X.Fd(v.dev) as f:
+        f.pwrite(0, base)                       # 1 MiB aligned: HDD, not logged
+        f.fsync()
+        assert v.status()["index_entries"] == 0
+        for blk in SEG_WRITES:
+            d = rng.randbytes(2 * BLOCK)
+            f.pwrite(blk * BLOCK, d)
+            writes.append((blk * BLOCK, d))
+        f.fsync()
+    return v, base, writes
+
+
+def _expect(base, writes):
+    m = bytearray(base)
+    for off, d in writes:
+        m[off:off + len(d)] = d
+    return m
+
+
+def _check_log_matches_writes(ssd, sb, writes):
+    """The on-disk log as the format says it is: one segment per write,
+    two full DATA records each, data blocks equal to what was written."""
+    segs = X.walk_log(ssd, sb)
+    assert len(segs) == len(writes), [X.data_recs(s) for s in segs]
+    for s, (off, d) in zip(segs, writes):
+        b = off // BLOCK
+        assert X.data_recs(s) == [(b, 0xFF), (b + 1, 0xFF)], (s["seq"], X.data_recs(s))
+        assert X.pread_dev(ssd, s["ssd_off"] + BLOCK, 2 * BLOCK) == d
+    return segs
+
+
+def test_segment_header_corrupt_clean_log(dm, pair):
+    hdd, ssd = pair
+    v, base, writes = _seg_setup(dm, hdd, ssd, "nxdseg", 91)
+    v.remove()                                  # clean shutdown
+    i, sb = X.newest_sb(ssd)
+    assert sb["flags"] & 1, sb
+    segs = _check_log_matches_writes(ssd, sb, writes)
+    X.flip_byte(ssd, segs[CUT]["ssd_off"] + 4000)       # header checksum breaks
+    marker = nxdvm.kmsg_mark("recover cut log")
+    v.recreate()
+    assert X.wait_kmsg(marker, r"clean log ends early"), "no warning about the cut log"
+    st = v.status()
+    assert st["recovered_segments"] == CUT, st
+    want = _expect(base, writes[:CUT])
+    check(v, want)
+
+
+@pytest.mark.parametrize("what", ["header", "data"])
+def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
+    """Crash images (both devices copied while the volume is live): recovery
+    checks every data checksum, stops at the damaged segment, and after a
+    new activation writes over the cut, segments of the old generation that
+    lie where the chain continues are not replayed."""
+    hdd, ssd = loopdev(HDD_MB), nullb(SSD_MB)
+    hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
+    hdd3, ssd3 = loopdev(HDD_MB), nullb(SSD_MB)
+    v, base, writes = _seg_setup(dm, hdd, ssd, "nxdcrash", 92)
+    X.copy_dev(ssd, ssd2, SSD_MB * MiB)
+    X.copy_dev(hdd, hdd2, HDD_MB * MiB)
+    v.remove()
+    i, sb = X.newest_sb(ssd2)
+    assert not sb["flags"] & 1, "the crash image has a clean superblock"
+    segs = _check_log_matches_writes(ssd2, sb, writes)
+    if what == "header":
+        X.flip_byte(ssd2, segs[CUT]["ssd_off"] + 4000)
+    else:
+        X.flip_byte(ssd2, segs[CUT]["ssd_off"] + BLOCK + 100)   # first data block
+    v2 = Vol(dm, "nxdcrash2", hdd2, ssd2)
+    st = v2.status()
+    assert st["recovered_segments"] == CUT, st
+    check(v2, _expect(base, writes[:CUT]))
+    # One new segment of the same size lands where segment CUT was, so the
+    # old segment CUT + 1 sits exactly where the chain continues, with the
+    # sequence number it expects; only its generation tells it apart.
+    v2.pause()
+    new = (14 * BLOCK, random.Random(93).randbytes(2 * BLOCK))
+    with X.Fd(v2.dev) as f:
+        f.pwrite(*new)
+        f.fsync()
+    i2, sb2 = X.newest_sb(ssd2)
+    segs2 = X.walk_log(ssd2, sb2)
+    assert len(segs2) >= CUT + 1
+    assert segs2[CUT]["pos"] == segs[CUT]["pos"]
+    stale = X.parse_seg(X.pread_dev(ssd2, segs[CUT + 1]["ssd_off"], BLOCK))
+    assert stale and stale["seq"] == segs2[CUT]["seq"] + 1, "layout assumption broken"
+    X.copy_dev(ssd2, ssd3, SSD_MB * MiB)
+    X.copy_dev(hdd2, hdd3, HDD_MB * MiB)
+    v2.remove()
+    v3 = Vol(dm, "nxdcrash3", hdd3, ssd3)
+    st = v3.status()
+    assert st["recovered_segments"] == CUT + 1, st
+    check(v3, _expect(base, writes[:CUT] + [new]))

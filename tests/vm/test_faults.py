@@ -1,0 +1,525 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd under device faults and live management operations.
+
+The HDD and the SSD of the volume are dm devices (nxdaux.Injector) whose
+table is switched live between linear ('ok') and dm-flakey failing every
+bio, only writes or only reads.  Every read that succeeds is compared with
+a model of what the test wrote; writes that must fail are predicted from
+the model (which blocks are logged), not taken from the volume.
+"""
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import nxdvm
+from nxdvm import run
+import nxdaux as X
+from nxdaux import BLOCK, EIO, MiB, SECTOR, Vol
+
+HDD_MB = 64
+SSD_MB = 16
+
+
+class Rig:
+    def __init__(self, dm, loopdev, nullb, hdd_mb=HDD_MB, ssd_mb=SSD_MB):
+        nxdvm.modprobe("dm-flakey", check=False)
+        self.dm = dm
+        self.hdd_base = loopdev(hdd_mb)
+        self.ssd_base = nullb(ssd_mb)
+        self.hddi = X.Injector(dm, "nxdf-hdd", self.hdd_base)
+        self.ssdi = X.Injector(dm, "nxdf-ssd", self.ssd_base)
+        self.hdd, self.ssd = self.hddi.dev, self.ssdi.dev
+
+
+@pytest.fixture
+def rig(dm, loopdev, nullb):
+    return Rig(dm, loopdev, nullb)
+
+
+class Model:
+    """The first @size bytes of the volume as the test wrote them, and the
+    4 KiB blocks that have a logged copy (from the routing rules: writes of
+    at most write_threshold bytes, or not 4 KiB aligned, are logged)."""
+
+    def __init__(self, vol, size, seed):
+        self.vol, self.size = vol, size
+        self.rng = random.Random(seed)
+        self.data = bytearray(size)
+        self.logged = set()          # blocks with a logged copy
+        self.partial = set()         # ... of which only some sectors
+        self.f = X.Fd(vol.dev)
+
+    def close(self):
+        self.f.close()
+
+    def base(self):
+        """Random content written straight to the HDD (1 MiB aligned)."""
+        for off in range(0, self.size, MiB):
+            d = self.rng.randbytes(MiB)
+            self.f.pwrite(off, d)
+            self.data[off:off + MiB] = d
+        self.f.fsync()
+
+    def write(self, off, n, logged):
+        d = self.rng.randbytes(n)
+        self.f.pwrite(off, d)
+        self.data[off:off + n] = d
+        if logged:
+            s, e = off // SECTOR, (off + n) // SECTOR
+            for b in range(s // 8, (e - 1) // 8 + 1):
+                if min(e, b * 8 + 8) - max(s, b * 8) == 8:
+                    self.partial.discard(b)
+                elif b not in self.logged:
+                    self.partial.add(b)
+                self.logged.add(b)
+
+    def unlog(self, blocks):
+        """Whole blocks written to the HDD: their logged copies are gone."""
+        self.logged.difference_update(blocks)
+        self.partial.difference_update(blocks)
+
+    def log_blocks(self, blocks):
+        for b in blocks:
+            self.write(b * BLOCK, BLOCK, True)
+
+    def log_sectors(self, blocks):
+        """One 512 B write into each block: partially logged blocks."""
+        for b in blocks:
+            self.write(b * BLOCK + SECTOR * self.rng.randrange(8), SECTOR, True)
+
+    def read_ok(self, off, n):
+        got, e = self.f.pread_try(off, n)
+        assert e == 0, f"read {off}+{n}: errno {e}"
+        self.same(off, got)
+
+    def same(self, off, got):
+        want = bytes(self.data[off:off + len(got)])
+        if got != want:
+            bad = next(i for i in range(len(got)) if got[i] != want[i])
+            raise AssertionError(f"wrong data at byte {off + bad} (block {(off + bad) // BLOCK})")
+
+    def read_eio(self, off, n):
+        got, e = self.f.pread_try(off, n)
+        if e == 0:
+            self.same(off, got)          # never wrong data
+        assert e == EIO, f"read {off}+{n}: errno {e}, want EIO"
+
+    def verify(self, dev=None):
+        got = X.pread_dev(dev or self.vol.dev, 0, self.size)
+        self.same(0, got)
+
+    def free_blocks(self, n, exclude=()):
+        out = set()
+        while len(out) < n:
+            b = self.rng.randrange(self.size // BLOCK)
+            if b not in self.logged and b not in exclude:
+                out.add(b)
+        return sorted(out)
+
+
+def _setup(rig, name, size=4 * MiB, seed=1, nfull=32, npart=8, opts=None):
+    v = Vol(rig.dm, name, rig.hdd, rig.ssd, opts)
+    v.pause()
+    m = Model(v, size, seed)
+    m.base()
+    m.log_blocks(m.free_blocks(nfull))
+    m.log_sectors(m.free_blocks(npart))
+    m.f.fsync()
+    st = v.status()
+    assert st["index_entries"] == len(m.logged), (st, len(m.logged))
+    return v, m
+
+
+# --------------------------------------------------------- SSD faults ---
+
+@pytest.mark.parametrize("mode", ["error", "error_reads"])
+def test_ssd_read_errors(rig, mode):
+    """Reads that need the SSD fail with EIO while it fails, never return
+    other data; HDD-only reads keep working; the log survives the fault."""
+    if mode == "error_reads" and not X.flakey_supports("error_reads"):
+        pytest.skip("dm-flakey has no error_reads on this kernel (< 6.6)")
+    v, m = _setup(rig, "nxdsr", seed=2)
+    full = sorted(b for b in m.logged)
+    st0 = v.status()
+    rig.ssdi.set(mode)
+    eio = 0
+    for b in full:
+        m.read_eio(b * BLOCK, BLOCK)
+        eio += 1
+    # Ranges around logged blocks (a log piece and HDD pieces): EIO too.
+    for b in full[:8]:
+        lo = max(0, b - 3) * BLOCK
+        m.read_eio(lo, 16 * BLOCK)
+        eio += 1
+    for b in m.free_blocks(24):
+        m.read_ok(b * BLOCK, BLOCK)
+    st = v.status()
+    assert st["ssd_errors"] - st0["ssd_errors"] >= eio, (st0, st)
+    rig.ssdi.set("ok")
+    m.verify()                               # nothing was lost
+    v.message("resume_destage")
+    v.drain()
+    st = v.status()
+    assert st["index_entries"] == 0, st
+    m.close()
+    v.remove()
+    m.verify(rig.hdd)                        # the HDD alone has it all
+
+
+def _degrade(v, m, rig):
+    """Make SSD writes fail and send a small write over unlogged blocks:
+    it must succeed (failed over to the HDD) and degrade the volume."""
+    rig.ssdi.set("error_writes")
+    marker = nxdvm.kmsg_mark("degrade")
+    b = m.free_blocks(1)[0]
+    m.write(b * BLOCK, BLOCK, False)
+    st = v.status()
+    assert st["state"] == "degraded" and st["degraded"] == 1, st
+    assert st["ssd_errors"] >= 1, st
+    assert v.sget("state") == "degraded"
+    assert X.wait_kmsg(marker, r"SSD .*failed.*degraded"), "no kernel message about the SSD"
+    return st
+
+
+def _predict_fail(m, off, n):
+    """Degraded: a write fails iff a partially covered block of it is
+    logged (it cannot be merged); whole blocks go to the HDD and drop their
+    logged copies."""
+    s, e = off // SECTOR, (off + n) // SECTOR
+    edges = set()
+    if s % 8:
+        edges.add(s // 8)
+    if e % 8:
+        edges.add((e - 1) // 8)
+    return any(b in m.logged for b in edges), range((s + 7) // 8, e // 8)
+
+
+def test_ssd_write_errors_degrade(rig):
+    v, m = _setup(rig, "nxdsw", size=8 * MiB, seed=3, nfull=48, npart=16)
+    st1 = _degrade(v, m, rig)
+    rng = random.Random(33)
+    sizes = [512, 1024, 3584, 4096, 8192, 12288, 65536, 131072, MiB]
+    ok = fails = reads = 0
+    for i in range(300):
+        if rng.random() < 0.65:
+            n = rng.choice(sizes)
+            if rng.random() < 0.5 and m.logged:
+                # aim at a logged block
+                b = rng.choice(sorted(m.logged))
+                off = max(0, min(b * BLOCK + rng.choice([-512, 0, 512, 2048]) * rng.randrange(2),
+                                 m.size - n))
+                off -= off % SECTOR
+            elif rng.random() < 0.5:
+                off = rng.randrange((m.size - n) // BLOCK + 1) * BLOCK
+            else:
+                off = rng.randrange((m.size - n) // SECTOR + 1) * SECTOR
+            fail, full = _predict_fail(m, off, n)
+            d = rng.randbytes(n)
+            e = m.f.pwrite_try(off, d)
+            if fail:
+                assert e == EIO, f"write {off}+{n} over a partly covered logged block: errno {e}"
+                fails += 1
+            else:
+                assert e == 0, f"write {off}+{n}: errno {e}, want success (HDD)"
+                m.data[off:off + n] = d
+                m.unlog(full)
+                ok += 1
+        else:
+            n = rng.choice(sizes)
+            off = rng.randrange((m.size - n) // SECTOR + 1) * SECTOR
+            m.read_ok(off, n)
+            reads += 1
+    m.verify()
+    st = v.status()
+    assert ok > 50 and fails > 5 and reads > 50, (ok, fails, reads)
+    assert st["state"] == "degraded", st
+    # Nothing was logged after the failure.
+    assert st["segments_written"] == st1["segments_written"], (st1, st)
+    assert st["index_entries"] == len(m.logged), (st, len(m.logged))
+    # The SSD comes back: reads of what the log still holds are right.
+    rig.ssdi.set("ok")
+    m.verify()
+    m.close()
+
+
+def test_ssd_write_errors_then_reassembly(rig):
+    """After an SSD outage the volume is taken down, the SSD repaired and
+    the volume assembled again.  Blocks overwritten on the HDD while
+    degraded must not come back from their older logged copies (dm-nxd(4):
+    'a write that went to the HDD over logged blocks is never undone by the
+    older logged copies').  A clean refusal to assemble is acceptable;
+    wrong data is not."""
+    v, m = _setup(rig, "nxdre", seed=4, nfull=24, npart=0)
+    _degrade(v, m, rig)
+    over = sorted(m.logged)[::2]
+    for b in over:                             # whole blocks: to the HDD
+        m.write(b * BLOCK, BLOCK, False)
+        m.unlog([b])
+    m.verify()
+    m.f.fsync()
+    m.close()
+    v.remove()
+    rig.ssdi.set("ok")
+    marker = nxdvm.kmsg_mark("reassemble after degraded")
+    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
+    if p.returncode != 0:
+        assert X.wait_kmsg(marker, X.table_error_re(".+")), "refused without a reason"
+        return
+    v.dm.created.append(v.name)
+    nxdvm.udev_settle()
+    bad = []
+    got = X.pread_dev(v.dev, 0, m.size)
+    for b in range(m.size // BLOCK):
+        if got[b * BLOCK:(b + 1) * BLOCK] != m.data[b * BLOCK:(b + 1) * BLOCK]:
+            bad.append(b)
+    assert not bad, (f"{len(bad)} blocks read back stale data after reassembly "
+                     f"(overwritten while degraded: {sorted(set(bad) & set(over))[:10]}, "
+                     f"others: {sorted(set(bad) - set(over))[:10]})")
+
+
+# --------------------------------------------------------- HDD faults ---
+
+@pytest.mark.parametrize("mode", ["error", "error_writes"])
+def test_hdd_errors_reach_the_caller(rig, mode):
+    v, m = _setup(rig, "nxdhe", seed=5, nfull=32, npart=8)
+    st0 = v.status()
+    whole = sorted(m.logged - m.partial)
+    partial = sorted(m.partial)
+    assert len(whole) == 32 and len(partial) == 8
+    rig.hddi.set(mode)
+    reads_fail = mode == "error"
+    hdd_eio = 0
+    hdd_only = m.free_blocks(16)
+    # Reads.
+    for b in hdd_only[:8]:
+        if reads_fail:
+            m.read_eio(b * BLOCK, BLOCK)
+            hdd_eio += 1
+        else:
+            m.read_ok(b * BLOCK, BLOCK)
+    for b in whole[:12]:
+        m.read_ok(b * BLOCK, BLOCK)            # from the log
+    for b in partial[:4]:
+        if reads_fail:                         # part log, part HDD
+            m.read_eio(b * BLOCK, BLOCK)
+            hdd_eio += 1
+        else:
+            m.read_ok(b * BLOCK, BLOCK)
+    # Large writes go to the HDD: EIO, data unchanged, logged copies kept.
+    for b in hdd_only[8:12]:
+        off = (b * BLOCK) // (128 * 1024) * (128 * 1024)
+        if any(x in m.logged for x in range(off // BLOCK, off // BLOCK + 32)):
+            continue
+        e = m.f.pwrite_try(off, m.rng.randbytes(128 * 1024))
+        assert e == EIO, f"128K write to the failing HDD: errno {e}"
+        hdd_eio += 1
+    b = whole[0]
+    off = (b * BLOCK) // (128 * 1024) * (128 * 1024)
+    e = m.f.pwrite_try(off, m.rng.randbytes(128 * 1024))
+    assert e == EIO, f"128K write over logged blocks to the failing HDD: errno {e}"
+    hdd_eio += 1
+    m.read_ok(b * BLOCK, BLOCK)
+    # Small writes only need the SSD.
+    for b in m.free_blocks(8, exclude=hdd_only):
+        m.write(b * BLOCK, BLOCK, True)
+        m.read_ok(b * BLOCK, BLOCK)
+    st = v.status()
+    assert st["hdd_errors"] - st0["hdd_errors"] >= hdd_eio, (st0, st, hdd_eio)
+    rig.hddi.set("ok")
+    m.verify()
+    v.message("resume_destage")
+    v.drain()
+    m.close()
+    v.remove()
+    m.verify(rig.hdd)
+
+
+# ----------------------------------------------------- destage faults ---
+
+def test_destage_errors_keep_the_log(rig):
+    """The HDD refuses writes while a drain destages: the log keeps the only
+    copy (nothing reclaimed, reads right), the drain waits, and completes
+    once the HDD is back; then the HDD alone holds the data."""
+    v, m = _setup(rig, "nxdde", seed=6, nfull=200, npart=16)
+    st0 = v.status()
+    rig.hddi.set("error_writes")
+    marker = nxdvm.kmsg_mark("destage errors")
+    p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert X.wait_kmsg(marker, r"destage failed", timeout=60), "no destage error logged"
+        time.sleep(3)                       # a few more failed rounds
+        assert p.poll() is None, f"drain returned while the HDD fails: {p.communicate()}"
+        st = v.status()
+        for k in ("index_entries", "log_used_blocks", "segments_reclaimed", "destaged_blocks"):
+            assert st[k] == st0[k], (k, st0, st)
+        m.verify()
+        rig.hddi.set("ok")
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    st = v.status()
+    assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
+    assert st["destaged_blocks"] >= len(m.logged), st
+    m.verify()
+    m.close()
+    v.remove()
+    m.verify(rig.hdd)
+
+
+def test_drain_interrupted_then_reassembled(rig):
+    """A drain stuck on a failing HDD is interruptible; the volume can be
+    removed while the HDD still fails, and assembled again once it works,
+    with nothing lost."""
+    v, m = _setup(rig, "nxddi", seed=7, nfull=64, npart=8)
+    rig.hddi.set("error_writes")
+    marker = nxdvm.kmsg_mark("drain interrupted")
+    p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert X.wait_kmsg(marker, r"destage failed", timeout=60)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate(timeout=30)
+        pytest.fail("drain did not stop on SIGINT within 15 s (needed SIGKILL)")
+    assert p.returncode != 0, "interrupted drain reported success"
+    assert time.monotonic() - t0 < 15
+    m.verify()
+    m.close()
+    t0 = time.monotonic()
+    v.remove()                       # the HDD still refuses writes
+    assert time.monotonic() - t0 < 120
+    rig.hddi.set("ok")
+    v.recreate()
+    m.f = X.Fd(v.dev)
+    m.verify()
+    v.drain()
+    m.close()
+    v.remove()
+    m.verify(rig.hdd)
+
+
+# ------------------------------------------------ live ops under load ---
+
+def _timed(cmd, timeout=180, **kw):
+    t0 = time.monotonic()
+    p = run(cmd, check=False, timeout=timeout, **kw)
+    return p, time.monotonic() - t0
+
+
+def test_live_operations_under_fio(dm, loopdev, nullb):
+    """fio writes with crc32c verify while the volume is suspended and
+    resumed, reloaded with other thresholds and modes, tuned through sysfs,
+    and while `dmsetup remove` and `rmmod dm_nxd` are tried: those fail
+    (busy, in use) without hanging, and fio never reads back wrong data."""
+    hdd, ssd = loopdev(128), nullb(SSD_MB)
+    v = Vol(dm, "nxdlive", hdd, ssd)
+    holder = os.open(v.dev, os.O_RDONLY)       # open count > 0 throughout
+    stop = threading.Event()
+    results = []
+
+    def fio_loop():
+        n = 0
+        while not stop.is_set() or n == 0:
+            n += 1
+            p = subprocess.run(
+                ["fio", "--name=live", f"--filename={v.dev}", "--ioengine=libaio",
+                 "--iodepth=8", "--direct=1", "--rw=randwrite",
+                 "--bssplit=4k/40:8k/10:64k/10:128k/20:1m/20", "--size=32m",
+                 f"--offset={(n % 2) * 32}m", "--verify=crc32c", "--verify_backlog=64",
+                 "--verify_fatal=1", f"--randseed={1000 + n}", "--output-format=terse"],
+                capture_output=True, text=True, timeout=1800)
+            results.append((n, p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+            if p.returncode:
+                return
+
+    t = threading.Thread(target=fio_loop)
+    t.start()
+    counts = {"suspend": 0, "reload": 0, "remove": 0, "rmmod": 0, "sysfs": 0}
+    thresholds = [4096, MiB, 0, 131072, 65536]
+    modes = ["auto", "log_all", "auto", "passthrough", "auto"]
+    try:
+        time.sleep(3)
+        for i in range(20):
+            if results and results[-1][1]:
+                break
+            op = i % 5
+            if op == 0:
+                p, dt = _timed(["dmsetup", "suspend", v.name])
+                assert p.returncode == 0, p.stderr
+                assert v.status()["state"] == "suspended"
+                p, dt2 = _timed(["dmsetup", "resume", v.name])
+                assert p.returncode == 0, p.stderr
+                counts["suspend"] += 1
+            elif op == 1:
+                k = counts["reload"] % len(thresholds)
+                line = X.table_with(v.table(), write_threshold=thresholds[k], mode=modes[k])
+                p, dt = _timed(["dmsetup", "load", v.name], input=line + "\n")
+                assert p.returncode == 0, p.stderr
+                p, dt = _timed(["dmsetup", "suspend", v.name])
+                assert p.returncode == 0, p.stderr
+                p, dt = _timed(["dmsetup", "resume", v.name])
+                assert p.returncode == 0, p.stderr
+                opts = X.table_opts(v.table())
+                assert opts["write_threshold"] == str(thresholds[k]), opts
+                assert opts["mode"] == modes[k] and v.sget("mode") == modes[k]
+                assert v.status()["state"] == "ok"
+                counts["reload"] += 1
+            elif op == 2:
+                p, dt = _timed(["dmsetup", "remove", v.name], timeout=120)
+                assert p.returncode != 0, "dmsetup remove of a busy volume succeeded"
+                assert "busy" in p.stderr.lower(), p.stderr
+                assert dm.exists(v.name)
+                counts["remove"] += 1
+            elif op == 3:
+                p, dt = _timed(["rmmod", "dm_nxd"], timeout=120)
+                assert p.returncode != 0, "rmmod dm_nxd succeeded with a volume"
+                assert nxdvm.module_loaded("dm_nxd")
+                counts["rmmod"] += 1
+            else:
+                assert v.sset("write_threshold", random.choice(["8K", "256K", "1M"])) == 0
+                v.message("pause_destage")
+                time.sleep(0.5)
+                v.message("resume_destage")
+                counts["sysfs"] += 1
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        t.join(timeout=1800)
+        os.close(holder)
+    assert not t.is_alive(), "fio did not finish"
+    bad = [r for r in results if r[1]]
+    assert not bad, f"fio failed: {bad[0]}"
+    assert all(c >= 3 for c in counts.values()), counts
+    assert v.status()["state"] == "ok"
+    # After all that, a last pass that verifies the whole area once more.
+    p = subprocess.run(
+        ["fio", "--name=final", f"--filename={v.dev}", "--ioengine=libaio", "--iodepth=8",
+         "--direct=1", "--rw=randwrite", "--bs=64k", "--size=64m", "--verify=crc32c",
+         "--verify_fatal=1", "--randseed=7", "--output-format=terse"],
+        capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-2000:]
+    v.drain()
+    v.remove()
+
+
+def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
+    v = Vol(dm, "nxdrmmod", loopdev(HDD_MB), nullb(SSD_MB))
+    p = run(["rmmod", "dm_nxd"], check=False, timeout=60)
+    assert p.returncode != 0 and nxdvm.module_loaded("dm_nxd"), p.stderr
+    v.dm.suspend(v.name)
+    p = run(["rmmod", "dm_nxd"], check=False, timeout=60)
+    assert p.returncode != 0 and nxdvm.module_loaded("dm_nxd"), p.stderr
+    v.dm.resume(v.name)
+    assert v.status()["state"] == "ok"

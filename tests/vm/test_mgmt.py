@@ -1,0 +1,491 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd management interfaces (issue 6): the request histogram through
+/dev/nxd-control and nxdctl, read-and-clear under load, nxdctl's outputs,
+thresholds with size suffixes, sysfs tunables across table reloads, udev
+links.
+
+Expected histogram cells are computed here from the request sizes, the
+routing rules (dm-nxd(4)) and the bucket definition in nxd_ioctl.h.
+"""
+import json
+import multiprocessing as mp
+import os
+import re
+import shutil
+import time
+
+import pytest
+
+import nxdvm
+from nxdvm import run
+import nxdaux as X
+from nxdaux import BLOCK, KiB, MiB, Vol
+
+REPO = nxdvm.REPO
+NXDCTL = os.path.join(REPO, "tools", "nxdctl")
+FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
+LABELS = ["< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K", "32K+1 - 64K",
+          "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K", "512K+1 - 1M",
+          "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M", "16M+1 - 32M", "> 32M"]
+
+
+def nxdctl(*args, check=True):
+    if not os.access(NXDCTL, os.X_OK):
+        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
+    return run([NXDCTL, *map(str, args)], check=check)
+
+
+def hist_json(vol):
+    """`nxdctl histogram VOL --json` as {(dir, bucket, route, align): (count, bytes)}
+    plus a check of its bucket table against nxd_ioctl.h's definition."""
+    d = json.loads(nxdctl("histogram", vol, "--json").stdout)
+    assert len(d["buckets"]) == 16
+    out = {}
+    for i, b in enumerate(d["buckets"]):
+        assert b["label"] == LABELS[i]
+        lo = 0 if i == 0 else (4096 if i == 1 else (4096 << (i - 2)) + 1)
+        hi = None if i == 15 else (4095 if i == 0 else (4096 if i == 1 else 4096 << (i - 1)))
+        assert (b["min_bytes"], b["max_bytes"]) == (lo, hi), (i, b)
+        for dr in X.DIRS:
+            tot = [0, 0]
+            for r in X.ROUTES:
+                for a in X.ALIGNS:
+                    c = b[dr][r][a]
+                    out[(dr, i, r, a)] = (c["count"], c["bytes"])
+                    tot[0] += c["count"]
+                    tot[1] += c["bytes"]
+                    if c["count"]:
+                        assert c["time_ns"] > 0, (dr, i, r, a, c)
+            assert [b[dr]["count"], b[dr]["bytes"]] == tot, (dr, i, b[dr])
+    return out
+
+
+def delta(now, before):
+    return {k: (v[0] - before[k][0], v[1] - before[k][1])
+            for k, v in now.items() if v != before[k]}
+
+
+def cells(*spec):
+    """Expected non-zero cells: (dir, nbytes, route, align[, count])."""
+    out = {}
+    for s in spec:
+        d, n, r, a = s[:4]
+        c = s[4] if len(s) > 4 else 1
+        k = (d, X.bucket_of(n), r, a)
+        cnt, byt = out.get(k, (0, 0))
+        out[k] = (cnt + c, byt + c * n)
+    return out
+
+
+class UdevPaused:
+    """Keep udev from running rules (e.g. blkid probes after a close of a
+    written device) while a histogram is measured."""
+
+    def __enter__(self):
+        self.on = run(["udevadm", "control", "--ping"], check=False).returncode == 0
+        if self.on:
+            nxdvm.udev_settle()
+            run(["udevadm", "control", "--stop-exec-queue"])
+        return self
+
+    def __exit__(self, *a):
+        if self.on:
+            run(["udevadm", "control", "--start-exec-queue"])
+            nxdvm.udev_settle()
+
+
+# ----------------------------------------------------------- histogram ---
+
+def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
+    hdd, ssd = loopdev(160), nullb(16)
+    v = Vol(dm, "nxdhist", hdd, ssd)
+    v.pause()                                  # reads of logged data stay on the SSD
+    big = 40 * MiB
+    huge = X.huge_buffer(big)
+    try:
+        with UdevPaused():
+            X.get_stats(v.name, reset=True)
+            prev = hist_json(v.name)
+            assert not any(c for c, _ in prev.values())
+            f = X.Fd(v.dev)
+
+            def step(what, fn, want, exact=True):
+                nonlocal prev
+                fn()
+                now = hist_json(v.name)
+                got = delta(now, prev)
+                prev = now
+                if exact:
+                    assert got == want, f"{what}: histogram delta {got}, want {want}"
+                return got
+
+            W, R = "write", "read"
+            step("512 B write", lambda: f.pwrite(0, os.urandom(512)),
+                 cells((W, 512, "ssd", "unaligned")))
+            step("4 KiB write", lambda: f.pwrite(64 * KiB, os.urandom(4096)),
+                 cells((W, 4096, "ssd", "aligned")))
+            step("4 KiB write at +512", lambda: f.pwrite(80 * KiB + 512, os.urandom(4096)),
+                 cells((W, 4096, "ssd", "unaligned")))
+            step("8 KiB write", lambda: f.pwrite(128 * KiB, os.urandom(8192)),
+                 cells((W, 8192, "ssd", "aligned")))
+            step("64 KiB write", lambda: f.pwrite(256 * KiB, os.urandom(65536)),
+                 cells((W, 65536, "ssd", "aligned")))
+            step("1 MiB write", lambda: f.pwrite(MiB, os.urandom(MiB)),
+                 cells((W, MiB, "hdd", "aligned")))
+            step("512 B read (logged)", lambda: f.pread(0, 512),
+                 cells((R, 512, "ssd", "unaligned")))
+            step("4 KiB read (logged)", lambda: f.pread(64 * KiB, 4096),
+                 cells((R, 4096, "ssd", "aligned")))
+            step("8 KiB read (logged)", lambda: f.pread(128 * KiB, 8192),
+                 cells((R, 8192, "ssd", "aligned")))
+            step("64 KiB read (logged)", lambda: f.pread(256 * KiB, 65536),
+                 cells((R, 65536, "ssd", "aligned")))
+            step("1 MiB read (HDD)", lambda: f.pread(MiB, MiB),
+                 cells((R, MiB, "hdd", "aligned")))
+            step("1 MiB read over logged blocks", lambda: f.pread(0, MiB),
+                 cells((R, MiB, "ssd", "aligned")))
+            step("4 KiB read, nothing logged", lambda: f.pread(8 * MiB, 4096),
+                 cells((R, 4096, "hdd", "aligned")))
+
+            # 40 MiB in one request.  From 2 MiB hugepages the block layer
+            # builds a single bio of 40 MiB (multi-page bvecs) and dm core
+            # does not split it for a target without max_io_len: it must
+            # land in "> 32M".  Without hugepages, direct I/O builds bios of
+            # at most 256 pages (1 MiB), so what arrives is 40 x 1 MiB.
+            off = 96 * MiB
+            if huge is not None:
+                data = os.urandom(big)
+                huge[:big] = data
+                mv = memoryview(huge)[:big]
+                step("40 MiB write (hugepages)",
+                     lambda: os.pwritev(f.fd, [mv], off),
+                     cells((W, big, "hdd", "aligned")))
+                huge[:big] = bytes(big)
+                step("40 MiB read (hugepages)",
+                     lambda: os.preadv(f.fd, [mv], off),
+                     cells((R, big, "hdd", "aligned")))
+                assert huge[:big] == data
+            else:
+                b = X.abuf(big)
+                got = step("40 MiB write (4 KiB pages)",
+                           lambda: os.pwritev(f.fd, [memoryview(b)[:big]], off), None, exact=False)
+                assert sum(n for _, n in got.values()) == big, got
+                assert all(k[0] == W and k[2] == "hdd" and k[3] == "aligned" for k in got), got
+                got = step("40 MiB read (4 KiB pages)",
+                           lambda: os.preadv(f.fd, [memoryview(b)[:big]], off), None, exact=False)
+                assert sum(n for _, n in got.values()) == big, got
+                assert all(k[0] == R and k[2] == "hdd" and k[3] == "aligned" for k in got), got
+
+            # 5000 bytes through the page cache: the block device's page
+            # cache (4 KiB buffers for a device whose size is a multiple of
+            # 4 KiB) writes back whole pages, so the volume sees 8192 bytes
+            # in 4 KiB-aligned page writes (one 8 KiB bio, or two of 4 KiB
+            # with one bio per buffer_head), small enough for the log.
+            # Before that, the partial second page is read in (from the HDD:
+            # nothing is logged there).
+            def buffered():
+                fd = os.open(v.dev, os.O_RDWR)
+                try:
+                    os.pwrite(fd, os.urandom(5000), 32 * MiB)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            got = step("5000 B buffered write", buffered, None, exact=False)
+            wr = {k: c for k, c in got.items() if k[0] == W}
+            rd = {k: c for k, c in got.items() if k[0] == R}
+            assert sum(n for _, n in wr.values()) == 8192, got
+            assert set(wr) <= {(W, 1, "ssd", "aligned"), (W, 2, "ssd", "aligned")}, got
+            for (_, bk, _, _), (c, n) in wr.items():
+                assert n == c * (4096 if bk == 1 else 8192), got
+            assert all(k[2] == "hdd" and k[3] == "aligned" for k in rd), got
+            assert sum(n for _, n in rd.values()) <= 8192, got
+            f.close()
+        # The control device agrees with nxdctl.
+        st = X.get_stats(v.name)
+        assert {k: (c, n) for k, (c, n, t) in st["hist"].items()} == prev
+    finally:
+        if huge is not None:
+            huge.close()
+        X.release_hugepages()
+
+
+def _writer(dev, base, n, q):
+    """n write requests: even ones 4 KiB into the logged area, odd ones
+    128 KiB aligned into a disjoint area (to the HDD).  Reports counts."""
+    try:
+        f = X.Fd(dev)
+        small = os.urandom(4096)
+        large = os.urandom(128 * KiB)
+        for i in range(n):
+            if i % 2 == 0:
+                f.pwrite(base + (i // 2 % 512) * BLOCK, small)
+            else:
+                f.pwrite(base + 8 * MiB + (i // 2 % 32) * 128 * KiB, large)
+        f.close()
+        q.put(None)
+    except Exception as e:  # noqa: BLE001 - reported to the parent
+        q.put(repr(e))
+
+
+def test_reset_is_atomic_under_io(dm, loopdev, nullb):
+    """Writers issue an exact number of requests while the histogram is
+    read-and-cleared over and over: the sum of the snapshots plus the last
+    plain read equals what was written, for counts, bytes and counters."""
+    v = Vol(dm, "nxdreset", loopdev(128), nullb(16))
+    nproc, per = 2, 1200
+    X.get_stats(v.name, reset=True)
+    q = mp.Queue()
+    ps = [mp.Process(target=_writer, args=(v.dev, i * 32 * MiB, per, q)) for i in range(nproc)]
+    tot = {"count": 0, "bytes": 0, "ctr": 0}
+    resets = nonempty = 0
+
+    def take(reset):
+        st = X.get_stats(v.name, reset=reset, fd=fd)
+        h = st["hist"]
+        c = X.hist_sum(h, d="write")
+        tot["count"] += c
+        tot["bytes"] += X.hist_sum(h, d="write", field=1)
+        k = st["counters"]
+        tot["ctr"] += k["writes_logged"] + k["writes_direct"] + k["writes_around_full"]
+        return c
+
+    fd = os.open(X.CONTROL, os.O_RDONLY)
+    try:
+        for p in ps:
+            p.start()
+        while any(p.is_alive() for p in ps):
+            if take(True):
+                nonempty += 1
+            resets += 1
+            time.sleep(0.005)
+        for p in ps:
+            p.join()
+        errs = [q.get(timeout=10) for _ in ps]
+        assert all(e is None for e in errs), errs
+        take(False)
+    finally:
+        os.close(fd)
+    n = nproc * per
+    assert tot["count"] == n, (tot, n, resets)
+    assert tot["bytes"] == nproc * (per // 2) * (4096 + 128 * KiB), tot
+    assert tot["ctr"] == n, tot
+    assert resets >= 20 and nonempty >= 5, (resets, nonempty)
+
+
+# -------------------------------------------------------------- nxdctl ---
+
+def _io_pattern(v):
+    with X.Fd(v.dev) as f:
+        for i in range(100):
+            f.pwrite(i * BLOCK, os.urandom(4096))
+        for i in range(50):
+            f.pwrite(MiB + i * 8192, os.urandom(8192))
+        for i in range(4):
+            f.pwrite((4 + i) * MiB, os.urandom(MiB))
+        for i in range(20):
+            f.pread(i * BLOCK, 4096)
+
+
+def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
+    hdd, ssd = loopdev(128), nullb(16)
+    v = Vol(dm, "nxdctl0", hdd, ssd)
+    v.pause()
+    with UdevPaused():
+        nxdctl("histogram", v.name, "--reset")
+        _io_pattern(v)
+        text = nxdctl("histogram", v.name).stdout
+        routes = nxdctl("histogram", v.name, "--routes").stdout
+        stats = nxdctl("stats", v.name).stdout
+        stats_json = json.loads(nxdctl("stats", v.name, "--json").stdout)
+        ioc = X.get_stats(v.name)
+        status = v.status()
+
+    # Figure 6 of the NytroXD paper, line by line, numbers aside.
+    with open(FIG6) as fh:
+        ref = fh.read().splitlines()
+    lines = text.splitlines()
+    assert len(lines) == len(ref) == 34, text
+    num = re.compile(r"= \d+$")
+    for a, b in zip(lines, ref):
+        assert num.sub("= N", a) == num.sub("= N", b), (a, b)
+    vals = {}
+    for ln in lines[2:]:
+        m = re.match(r"^Num (Reads|Writes) (.+?)\s+= (\d+)$", ln)
+        assert m, ln
+        vals[(m.group(1), m.group(2))] = int(m.group(3))
+    assert [k[1] for k in vals if k[0] == "Writes"] == LABELS
+    want_w = {"4K": 100, "4K+1 - 8K": 50, "512K+1 - 1M": 4}
+    for lab in LABELS:
+        assert vals[("Writes", lab)] == want_w.get(lab, 0), (lab, text)
+    assert vals[("Reads", "4K")] == 20, text
+    for (dr, lab), n in vals.items():
+        d = "read" if dr == "Reads" else "write"
+        assert n == X.hist_sum(ioc["hist"], d=d, b=LABELS.index(lab)), (dr, lab)
+
+    # --routes: a table with per-route and per-alignment counts.
+    rows = [r.split() for r in routes.splitlines()]
+    head = rows[0]
+    assert head[:7] == ["OP", "SIZE", "REQS", "SSD", "HDD", "ALIGNED", "UNALIGNED"], head
+    by = {}
+    for r in rows[1:]:
+        # SIZE may contain spaces ("4K+1 - 8K"): numbers follow it.
+        op, rest = r[0], r[1:]
+        k = next(i for i, w in enumerate(rest) if w.isdigit())
+        by[(op, " ".join(rest[:k]))] = [int(x) for x in rest[k:k + 5]]
+    assert by[("write", "4K")] == [100, 100, 0, 100, 0], by[("write", "4K")]
+    assert by[("write", "4K+1 - 8K")] == [50, 50, 0, 50, 0]
+    assert by[("write", "512K+1 - 1M")] == [4, 0, 4, 4, 0]
+    assert by[("read", "4K")] == [20, 20, 0, 20, 0]
+
+    # stats: every counter, by name, as the ioctl and the status line say.
+    kv = dict(ln.split() for ln in stats.splitlines())
+    assert list(kv) == X.STATUS_FIELDS, list(kv)
+    for k in X.STATUS_FIELDS:
+        if k in ("recovery_us",):
+            continue
+        assert int(kv[k]) == ioc["counters"][k] == status[k], (k, kv[k], ioc["counters"][k], status[k])
+        assert stats_json["counters"][k] == int(kv[k])
+    assert int(kv["writes_logged"]) == 150 and int(kv["writes_direct"]) == 4
+
+    # list: name, device number, size, thresholds, mode and the volume
+    # UUID, which is read here from the SSD superblock.
+    uuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
+    ma, mi = v.devnum()
+    out = nxdctl("list").stdout.splitlines()
+    assert out[0].split() == ["NAME", "MAJ:MIN", "SIZE", "WRITE_THR", "READ_THR", "MODE", "UUID"]
+    row = next(r.split() for r in out[1:] if r.split()[0] == v.name)
+    assert row[1] == f"{ma}:{mi}" and row[3] == "64K" and row[4] == "0", row
+    assert row[5] == "auto" and row[6] == uuid, (row, uuid)
+    j = json.loads(nxdctl("list", "--json").stdout)
+    jv = next(x for x in j["volumes"] if x["name"] == v.name)
+    assert (jv["major"], jv["minor"], jv["sectors"]) == (ma, mi, v.length), jv
+    assert jv["write_threshold"] == 65536 and jv["mode"] == "auto" and jv["uuid"] == uuid
+    assert j["total"] == X.list_vols()[1]
+
+    # --reset clears (root), and a second read shows zeros.
+    nxdctl("histogram", v.name, "--reset")
+    assert X.hist_sum(X.get_stats(v.name)["hist"]) == 0
+
+
+def test_threshold_suffixes_move_routing(dm, loopdev):
+    """`nxdctl threshold --write 64K / 1M`: the sysfs value and where a
+    128 KiB aligned write goes, counted by the loop devices' own stats."""
+    hdd, ssd = loopdev(128), loopdev(16)
+    v = Vol(dm, "nxdthr", hdd, ssd)
+    v.pause()
+
+    def write_and_count(off, n):
+        h0, s0 = nxdvm.io_sectors(hdd)[1], nxdvm.io_sectors(ssd)[1]
+        with X.Fd(v.dev) as f:
+            f.pwrite(off, os.urandom(n))
+        return nxdvm.io_sectors(hdd)[1] - h0, nxdvm.io_sectors(ssd)[1] - s0
+
+    out = nxdctl("threshold", v.name, "--write", "64K").stdout
+    assert "write_threshold 65536 (64K)" in out, out
+    assert v.sget("write_threshold") == "65536"
+    dh, ds = write_and_count(16 * MiB, 128 * KiB)
+    assert dh == 256 and ds == 0, (dh, ds)
+    dh, ds = write_and_count(17 * MiB, 64 * KiB)
+    assert dh == 0 and ds >= 128, (dh, ds)
+
+    out = nxdctl("threshold", v.name, "--write", "1M").stdout
+    assert "write_threshold 1048576 (1M)" in out, out
+    assert v.sget("write_threshold") == "1048576"
+    assert X.table_opts(v.table())["write_threshold"] == "1048576"
+    dh, ds = write_and_count(20 * MiB, 128 * KiB)
+    assert dh == 0 and ds >= 256, (dh, ds)
+    dh, ds = write_and_count(24 * MiB, 2 * MiB)
+    assert dh == 4096 and ds == 0, (dh, ds)
+
+    p = nxdctl("threshold", v.name, "--write", "2G", check=False)
+    assert p.returncode != 0
+    assert v.sget("write_threshold") == "1048576"
+
+
+def test_sysfs_values_survive_reload(dm, loopdev, nullb):
+    v = Vol(dm, "nxdtun", loopdev(64), nullb(8))
+    want = {"write_threshold": "12288", "read_threshold": "8192", "mode": "log_all",
+            "low_watermark": "10", "high_watermark": "90", "destage_rate": "50",
+            "ssd_discard": "0", "drain_on_suspend": "1"}
+    for k in ("high_watermark", "low_watermark", "write_threshold", "read_threshold",
+              "mode", "destage_rate", "ssd_discard", "drain_on_suspend"):
+        assert v.sset(k, want[k]) == 0, k
+    assert v.tunables() == want
+    assert X.table_opts(v.table()) == want
+    before = v.table()
+    # The documented round trip, literally.
+    p = run(f"dmsetup table {v.name} | dmsetup load {v.name}", check=False)
+    assert p.returncode == 0, p.stderr
+    v.dm.suspend(v.name)
+    v.dm.resume(v.name)
+    assert v.table() == before
+    assert v.tunables() == want
+    assert v.status()["state"] == "ok"
+    with X.Fd(v.dev) as f:
+        f.pwrite(MiB, os.urandom(MiB))          # log_all: logged
+    assert v.status()["writes_logged"] >= 1
+    # A table line without options sets the defaults again.
+    v.dm.reload(v.name, v.line([]))
+    assert v.tunables() == {"write_threshold": "65536", "read_threshold": "0", "mode": "auto",
+                            "low_watermark": "25", "high_watermark": "75",
+                            "destage_rate": "0", "ssd_discard": "1", "drain_on_suspend": "0"}
+
+
+# ---------------------------------------------------------------- udev ---
+
+def test_udev_links(dm, loopdev, nullb):
+    hdd, ssd = loopdev(64), nullb(8)
+    udevd = run(["udevadm", "control", "--ping"], check=False).returncode == 0
+    rules = "/etc/udev/rules.d/60-nxd.rules"
+    installed = []
+    ctl0 = os.stat(X.CONTROL)
+    try:
+        if not os.path.exists("/usr/sbin/nxdctl"):
+            shutil.copy2(NXDCTL, "/usr/sbin/nxdctl")
+            installed.append("/usr/sbin/nxdctl")
+        if not os.path.exists(rules):
+            shutil.copy(os.path.join(REPO, "udev", "60-nxd.rules"), rules)
+            installed.append(rules)
+        if udevd:
+            run(["udevadm", "control", "--reload"])
+        v = Vol(dm, "nxdudev", hdd, ssd)
+        uuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
+        real = os.path.realpath(v.dev)
+        if not udevd:
+            p = run(["udevadm", "test", "--action=change", f"/sys/block/{v.kname()}"],
+                    check=False)
+            out = p.stdout + p.stderr
+            assert re.search(rf"\bnxd/{v.name}\b", out), out[-3000:]
+            assert uuid in out
+            return
+        run(["udevadm", "trigger", "--action=change", "--settle", f"/sys/block/{v.kname()}"])
+        nxdvm.udev_settle()
+        assert os.path.realpath(f"/dev/nxd/{v.name}") == real
+        assert os.path.realpath(f"/dev/disk/by-nxd-uuid/{uuid}") == real
+        # Rename: the link follows the name.
+        run(["dmsetup", "rename", v.name, "nxdudev2"])
+        v.dm.created[v.dm.created.index(v.name)] = "nxdudev2"
+        v.name = "nxdudev2"
+        nxdvm.udev_settle()
+        assert os.path.realpath("/dev/nxd/nxdudev2") == real
+        assert not os.path.lexists("/dev/nxd/nxdudev")
+        # A reload keeps them (10-dm.rules' suspend/resume events).
+        v.dm.reload(v.name, v.table())
+        nxdvm.udev_settle()
+        assert os.path.realpath("/dev/nxd/nxdudev2") == real
+        assert os.path.realpath(f"/dev/disk/by-nxd-uuid/{uuid}") == real
+        # The control node's permissions.
+        run(["udevadm", "trigger", "--action=add", "--settle", "/sys/class/misc/nxd-control"])
+        st = os.stat(X.CONTROL)
+        assert oct(st.st_mode & 0o777) == oct(0o640) and st.st_gid == 6, st   # group disk
+        v.remove()
+        nxdvm.udev_settle()
+        assert not os.path.lexists("/dev/nxd/nxdudev2")
+        assert not os.path.lexists(f"/dev/disk/by-nxd-uuid/{uuid}")
+    finally:
+        for pth in installed:
+            os.unlink(pth)
+        if udevd:
+            run(["udevadm", "control", "--reload"], check=False)
+        os.chown(X.CONTROL, ctl0.st_uid, ctl0.st_gid)
+        os.chmod(X.CONTROL, ctl0.st_mode & 0o7777)
