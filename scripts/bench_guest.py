@@ -52,8 +52,11 @@ SSD = "/dev/ram0"
 UDEV_RULE = "/etc/udev/rules.d/99-nxd-bench-nowatch.rules"
 
 
+T0 = time.time()
+
+
 def log(msg):
-    print("bench: %s" % msg, flush=True)
+    print("bench: [%5.0fs] %s" % (time.time() - T0, msg), flush=True)
 
 
 def sh(cmd, check=True, timeout=300, env=None, quiet=False):
@@ -104,16 +107,20 @@ def base_setup():
         sh("insmod %s" % HDDSIM_KO)
 
 
-def ssd_up():
+def ssd_up(prefill):
     if "brd " not in modules_loaded():
         sh("modprobe brd rd_nr=1 rd_size=%d" % (SSD_MB * 1024))
     settle()
-    zero(SSD, SSD_MB)  # allocate every brd page now, not mid-benchmark
+    if prefill:
+        zero(SSD, SSD_MB)  # allocate every brd page now, not mid-benchmark
+    log("SSD %s ready" % SSD)
     return SSD
 
 
-def raid_up():
-    md = sh("%s up" % MKRAID, timeout=600)
+def raid_up(prefill):
+    env = dict(os.environ, PREFILL="1" if prefill else "0")
+    md = sh("%s up" % MKRAID, timeout=1200, env=env)
+    log("array ready")
     settle()
     return md.splitlines()[-1]
 
@@ -138,6 +145,9 @@ class System:
     def down(self):
         pass
 
+    def state(self):
+        return ""
+
 
 class MdOnly(System):
     name, desc = "md", "md RAID6 of 6 emulated HDDs, no cache"
@@ -154,12 +164,12 @@ class RawSsd(System):
 
 
 class Bcache(System):
-    name, desc = "bcache", "bcache writeback, sequential_cutoff 64K, congestion thresholds off"
+    name, desc = "bcache", "bcache writeback, 512 B blocks, sequential_cutoff 64K, congestion thresholds off"
 
     def up(self):
         zero(self.ssd, 16)
         zero(self.md, 1)
-        sh("make-bcache --wipe-bcache --writeback -B %s -C %s" % (self.md, self.ssd))
+        sh("make-bcache --wipe-bcache --writeback --block 512 -B %s -C %s" % (self.md, self.ssd))
         settle()
         for d in (self.ssd, self.md):  # udev usually did it already
             sh("echo %s > /sys/fs/bcache/register" % d, check=False, quiet=True)
@@ -188,6 +198,12 @@ class Bcache(System):
                 sh("echo 0 > %s/congested_write_threshold_us" % p, check=False)
         settle()
         return dev
+
+    def state(self):
+        d = "/sys/block/%s/bcache/" % os.path.basename(self.dev)
+        return sh("cd %s && grep -H . state cache_mode dirty_data sequential_cutoff "
+                  "stats_total/cache_hits stats_total/cache_misses stats_total/bypassed" % d,
+                  check=False, quiet=True)
 
     def down(self):
         for b in os.listdir("/sys/block"):
@@ -220,6 +236,9 @@ class WriteCache(System):
         settle()
         return "/dev/mapper/bench_wc"
 
+    def state(self):
+        return sh("dmsetup status bench_wc", check=False, quiet=True)
+
     def down(self):
         sh("dmsetup remove --retry bench_wc", check=False, timeout=900)
         settle()
@@ -240,6 +259,9 @@ class DmCache(System):
            "/dev/mapper/bench_cdata %s 128 1 writeback smq 0'" % (sectors(self.md), self.md))
         settle()
         return "/dev/mapper/bench_cache"
+
+    def state(self):
+        return sh("dmsetup status bench_cache", check=False, quiet=True)
 
     def down(self):
         for d in ("bench_cache", "bench_cdata", "bench_cmeta"):
@@ -266,6 +288,9 @@ class Nxd(System):
         sh("dmsetup create bench_nxd --table '0 %d nxd %s %s 1 format'" % (vol, self.md, self.ssd))
         settle()
         return "/dev/mapper/bench_nxd"
+
+    def state(self):
+        return sh("dmsetup status bench_nxd", check=False, quiet=True)
 
     def down(self):
         sh("dmsetup remove --retry bench_nxd", check=False, timeout=900)
@@ -400,8 +425,12 @@ def cmd_run(args):
 
     try:
         base_setup()
-        ssd = ssd_up()
-        md = raid_up()
+        log("modules loaded")
+        # Writing every backing page once (brd/null_blk allocate on first
+        # write) costs minutes under a loaded TCG host: full runs only.
+        prefill = os.environ.get("BENCH_PREFILL", "0" if args.smoke else "1") == "1"
+        ssd = ssd_up(prefill)
+        md = raid_up(prefill)
         summary["md"] = md
         summary["md_sectors"] = sectors(md)
         summary["md_detail"] = sh("mdadm --detail %s" % md, check=False)
@@ -436,8 +465,7 @@ def cmd_run(args):
                     rec = run_job(name, target, j, args)
                     summary["results"].append(rec)
                     save()
-                if name == "nxd":
-                    st["dm_status"] = sh("dmsetup status bench_nxd", check=False)
+                st["state_after"] = sysobj.state()
             finally:
                 try:
                     sysobj.down()
