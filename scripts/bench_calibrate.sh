@@ -9,6 +9,7 @@
 #                 "4 seek_us 5000 settle_us 400" (default: module defaults)
 #   CAL_RUNTIME   seconds per fio run (default 10)
 #   CAL_SIZE_MB   size of the emulated drive (default 256)
+#   CAL_UPDATE_DOCS=1  write the table into docs/performance.md
 # Output also lands in build/calibration/<timestamp>/calibration.json.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,3 +26,19 @@ PATH=$here/.venv/bin:$PATH timeout ${CAL_TIMEOUT:-1200} vng --run "/boot/vmlinuz
 	--exec "cd $here && env $guest_env python3 scripts/bench_guest.py calibrate --out $out" \
 	2>&1 | tee "$out/console.log" | grep -v '^\s*$'
 test -s "$out/calibration.json"
+# CAL_UPDATE_DOCS=1: put the table between the calibration markers of
+# docs/performance.md.
+if [ "${CAL_UPDATE_DOCS:-0}" = 1 ]; then
+	python3 - "$out/calibration.json" "$here/docs/performance.md" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+rows = ["Drive table: `%s` (kernel %s, %d MiB)." % (c["table"], c["kernel"], c["size_mb"]), "",
+        "| test | IOPS | MB/s | mean completion latency (us) |", "|---|---:|---:|---:|"]
+rows += ["| %s | %.0f | %.1f | %.0f |" % (r["test"], r["iops"], r["mbps"], r["lat_us"]) for r in c["rows"]]
+doc = open(sys.argv[2]).read()
+b, e = "<!-- calibration:begin -->", "<!-- calibration:end -->"
+i, j = doc.index(b) + len(b), doc.index(e)
+open(sys.argv[2], "w").write(doc[:i] + "\n" + "\n".join(rows) + "\n" + doc[j:])
+print("calibration table written to docs/performance.md")
+PY
+fi

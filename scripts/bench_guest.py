@@ -466,6 +466,8 @@ def cmd_run(args):
                     summary["results"].append(rec)
                     save()
                 st["state_after"] = sysobj.state()
+                # Per-drive counters (cumulative over the run): bios batches seeks busy_us
+                st["hddsim_after"] = sh("dmsetup status | grep '^nxdhdd'", check=False, quiet=True)
             finally:
                 try:
                     sysobj.down()

@@ -26,6 +26,7 @@ IMGDIR = os.path.join(REPO, "docs", "bench")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 ORDER = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
 PATTERNS = ["randwrite", "randrewrite", "randread"]
+NOMINAL = [5000, 10000, 20000, 40000, 80000, 160000]
 
 
 def systems_of(s):
@@ -127,10 +128,17 @@ def plots(s, outdirs):
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
             ax.set_title("%s, %s" % (pat, "unaligned (+512 B)" if mis else "4 KiB aligned"))
             ax.set_xscale("log")
-            ax.set_yscale("log")
+            ax.set_xlim(4000, 200000)
+            ax.set_xticks(NOMINAL)
+            ax.set_xticklabels([str(n) for n in NOMINAL], fontsize=8)
+            ax.minorticks_off()
+            if ax.lines:
+                ax.set_yscale("log")
+            else:
+                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
             ax.set_xlabel("transfer size (bytes, NytroXD nominal)")
             ax.set_ylabel("IOPS")
-            ax.grid(True, which="both", alpha=0.3)
+            ax.grid(True, alpha=0.3)
             if ax.lines:
                 ax.legend(fontsize=8)
     fig.suptitle("IOPS by transfer size (QD %d%s)" % (s["iodepth"], ", SMOKE run" if s["smoke"] else ""))
