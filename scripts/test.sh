@@ -11,12 +11,18 @@
 #   TEST_FILTER  pytest -k expression
 #   PYTEST_ARGS  extra pytest arguments (e.g. "-x -v")
 #   SKIP_UNIT=1  do not run `make unit`
+#   NXD_LOGS     log dir under build/ (default build/logs; use your own
+#                when others test in the same work tree at the same time)
 #   VM_TIMEOUT, VM_MEMORY, VM_CPUS, NXD_KVM: see scripts/vm-run.sh
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
-logs=$here/build/logs
+logs=${NXD_LOGS:-$here/build/logs}
+case $logs in /*) ;; *) logs=$here/$logs ;; esac
+case $logs in "$here"/build/*) ;; *) echo "test: NXD_LOGS must be under build/" >&2; exit 2 ;; esac
+export NXD_LOGS=$logs
+rel=${logs#"$here"/}
 MAKE=${MAKE:-make}
 say() { echo "test: $*"; }
 t0=$(date +%s)
@@ -70,7 +76,7 @@ tot_pass=0
 tot_fail=0
 for kv in "${kvers[@]}"; do
 	rm -f "$logs/$kv"-*
-	junit=build/logs/$kv-junit.xml
+	junit=$rel/$kv-junit.xml
 	pycmd="python3 -m pytest -q tests/vm -p no:cacheprovider --junitxml=$junit"
 	for a in "${filter[@]}" ${PYTEST_ARGS:-}; do pycmd+=" $(printf '%q' "$a")"; done
 	say "$kv: $pycmd"
@@ -95,8 +101,8 @@ for kv in "${kvers[@]}"; do
 		done
 	fi
 	if [ "$rc" != 0 ]; then
-		say "$kv FAILED (exit $rc); logs: build/logs/$kv-console.log," \
-			"build/logs/$kv-dmesg.txt, build/logs/$kv-pytest.log, $junit"
+		say "$kv FAILED (exit $rc); logs: $rel/$kv-console.log," \
+			"$rel/$kv-dmesg.txt, $rel/$kv-pytest.log, $junit"
 	fi
 done
 

@@ -13,6 +13,7 @@
 # repository is read-only there.  The full serial console goes to
 # build/logs/KVER-console.log, the guest's dmesg at the end to
 # build/logs/KVER-dmesg.txt; CMD's stdout comes out on our stdout.
+# CMD sees NXD_IN_VM=1, NXD_KVER and NXD_LOGS in its environment.
 #
 # Environment:
 #   VM_TIMEOUT   seconds before the guest is killed (default 2400; exit 124)
@@ -22,6 +23,9 @@
 #                NXD_KVM by callers that export it)
 #   VNG          vng binary (default .venv/bin/vng)
 #   VNG_ARGS     extra vng arguments
+#   VM_APPEND    extra kernel command line (default log_buf_len=16M, so that
+#                the tests' dmesg markers do not scroll away)
+#   NXD_LOGS     log directory under build/ (default build/logs)
 #   VM_CONSOLE   console log (default build/logs/KVER-console.log); the
 #                guest's dmesg is saved next to it as ...-dmesg.txt
 set -uo pipefail
@@ -44,7 +48,10 @@ VM_MEMORY=${VM_MEMORY:-3G}
 VM_CPUS=${VM_CPUS:-2}
 VNG=${VNG:-$here/.venv/bin/vng}
 build=$here/build
-logs=$build/logs
+# NXD_LOGS: where logs go (must be under build/, the guest's writable dir);
+# set it to a private dir when several people test in one work tree.
+logs=${NXD_LOGS:-$build/logs}
+case $logs in /*) ;; *) logs=$here/$logs ;; esac
 vmdir=$build/vm
 
 say() { echo "vm-run[$kver]: $*" >&2; }
@@ -96,7 +103,7 @@ trap 'exit 143' TERM
 cat >"$run/cmd.sh" <<EOS
 #!/bin/bash
 export PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
-export PYTHONDONTWRITEBYTECODE=1 NXD_KVER='$kver' NXD_IN_VM=1
+export PYTHONDONTWRITEBYTECODE=1 NXD_KVER='$kver' NXD_IN_VM=1 NXD_LOGS='$logs'
 cd '$here' || exit 125
 bash -c $(printf '%q' "$cmd")
 rc=\$?
@@ -108,6 +115,7 @@ EOS
 
 args=(--run "$kernel" "${kvm_args[@]}" --cpus "$VM_CPUS" --memory "$VM_MEMORY"
       --force-9p --verbose --name "nxd-vm" --rwdir "$build"
+      --append "${VM_APPEND:-log_buf_len=16M}"
       --exec "bash $run/cmd.sh")
 # shellcheck disable=SC2206
 [ -n "${VNG_ARGS:-}" ] && args+=($VNG_ARGS)

@@ -16,7 +16,7 @@ import uuid
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(REPO, "build")
-LOGS = os.path.join(BUILD, "logs")
+LOGS = os.environ.get("NXD_LOGS") or os.path.join(BUILD, "logs")
 KVER = os.uname().release
 MODULE_KO = os.environ.get("NXD_MODULE_KO", os.path.join(BUILD, KVER, "dm-nxd.ko"))
 SECTOR = 512
