@@ -188,10 +188,14 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 enum { NXD_D_COPY, NXD_D_DEAD, NXD_D_CUT };
 
 /*
- * What to do with a live block that HDD writes or discards in flight may
- * cover: wait (cut the round here) while one is on its way; a finished one
- * that covered the whole block made the logged copy stale; a failed one
- * left it the newest.
+ * What to do with a live block that HDD writes or discards in flight cover
+ * wholly: wait (cut the round here) while one is on its way, so the older
+ * copy cannot land after it; a finished one made the logged copy stale; a
+ * failed one left it the newest.  Partly covered blocks are discard edges
+ * (HDD writes over logged data are whole blocks): copying them is safe, the
+ * discard leaves their other sectors alone and the discarded ones get the
+ * zeros logged for them.  Never waiting on those, or on anything the
+ * writer must do, keeps a full log from deadlocking.
  */
 static int nxd_op_decision(struct nxd_c *nc, u64 block)
 {
@@ -201,16 +205,13 @@ static int nxd_op_decision(struct nxd_c *nc, u64 block)
 	list_for_each_entry(op, &nc->invals, node) {
 		int st;
 
-		if (block < op->first || block > op->last)
+		if (block < op->full_first || block > op->full_last)
 			continue;
 		st = READ_ONCE(op->hdd_state);
 		if (st == NXD_HDD_INFLIGHT)
 			return NXD_D_CUT;
-		if (st == NXD_HDD_OK) {
-			if (block < op->full_first || block > op->full_last)
-				return NXD_D_CUT;
+		if (st == NXD_HDD_OK)
 			d = NXD_D_DEAD;
-		}
 	}
 	return d;
 }
