@@ -72,6 +72,19 @@ backing_up() { # prints the N backing devices
 	esac
 }
 
+# The md device whose members are our drives (does not rely on udev having
+# made the /dev/md/NAME link: under a loaded TCG host mdadm may time out
+# waiting for it).
+find_md() {
+	local first m
+	[ -e /dev/mapper/nxdhdd0 ] || return 0
+	first=$(basename "$(readlink -f /dev/mapper/nxdhdd0)")
+	for m in /sys/block/md*; do
+		[ -e "$m/slaves/$first" ] && { echo "/dev/$(basename "$m")"; return 0; }
+	done
+	return 0
+}
+
 up() {
 	load_hddsim
 	modprobe raid456
@@ -94,7 +107,9 @@ up() {
 		--metadata=1.2 --bitmap=none --homehost=any "${devs[@]}" >&2
 	udevadm settle 2>/dev/null || true
 	local md
-	md=$(readlink -f "/dev/md/$RAID_NAME")
+	md=$(find_md)
+	[ -n "$md" ] || { log "md array not found after create"; exit 1; }
+	[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
 	# A bigger stripe cache lets raid6 batch full-stripe writes.
 	echo 1024 > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
 	log "RAID6 $md: $N x ${HDD_SIZE_MB} MiB hddsim drives, chunk ${RAID_CHUNK_KB}K"
@@ -102,10 +117,11 @@ up() {
 }
 
 down() {
-	local md i
-	md=$(readlink -f "/dev/md/$RAID_NAME" 2>/dev/null || true)
-	if [ -n "$md" ] && [ -b "$md" ]; then
-		mdadm --stop "$md" >&2 || mdadm --stop "/dev/md/$RAID_NAME" >&2 || true
+	local md
+	md=$(find_md)
+	if [ -n "$md" ]; then
+		[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
+		mdadm --stop "$md" >&2 || true
 	fi
 	for d in /dev/mapper/nxdhdd*; do
 		[ -e "$d" ] || continue
