@@ -153,8 +153,12 @@ check:
 kbuild-check:
 	$(call kbuild,$(BUILD)/check/$(CHECK_KVER),$(CHECK_KVER),$(call kdir_of,$(CHECK_KVER)),$(CHECK_ARGS))
 
+# Userspace unit tests (ASan/UBSan) and a bounded run of the libFuzzer
+# target over the on-disk parsers (FUZZ_SECONDS, 30 in make test).
+FUZZ_SECONDS ?= 30
 unit:
-	@if [ -f tests/unit/Makefile ]; then $(MAKE) -C tests/unit run; \
+	@if [ -f tests/unit/Makefile ]; then $(MAKE) -C tests/unit run && \
+		$(MAKE) -C tests/unit fuzz FUZZ_SECONDS=$(FUZZ_SECONDS); \
 	else echo "unit: tests/unit/Makefile not present, skipped"; fi
 
 test:
