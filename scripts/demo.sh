@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make demo`: dm-nxd in one guest, in a few minutes.
+#
+# On the host: builds dm-nxd.ko, nxdctl and the dm-hddsim HDD emulator for
+# the newest kernel that has headers, then boots ONE QEMU guest of that
+# kernel (scripts/vm-run.sh) that:
+#   1. builds an emulated SSD (null_blk, memory-backed) and an emulated HDD
+#      RAID6 (6 dm-hddsim drives over null_blk, md raid6, chunk 64K:
+#      scripts/mkraid.sh),
+#   2. formats XFS on the array alone and runs a mixed fio workload on it:
+#      4 small 8 KiB random writers beside one 1 MiB sequential writer,
+#   3. creates the hybrid volume with dmsetup (nxd <array> <ssd>), formats
+#      XFS on it and runs the same workload,
+#   4. prints the comparison table (MB/s and IOPS of both groups) and
+#      `nxdctl histogram` of the workload on dm-nxd.
+#
+# Environment:
+#   DEMO_KVER      guest kernel (default: newest /boot/vmlinuz-* with headers)
+#   DEMO_RUNTIME   seconds of each fio run (default 20)
+#   DEMO_SSD_MB    SSD log size in MiB (default 256)
+#   HDD_SIZE_MB    size of each emulated drive (default 128), HDDSIM_OPTS:
+#                  see scripts/mkraid.sh
+#   VM_TIMEOUT     guest time limit in seconds (default 900)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+RUNTIME=${DEMO_RUNTIME:-20}
+SSD_MB=${DEMO_SSD_MB:-256}
+MNT=/tmp/nxd-demo
+VOL=nxddemo
+
+# ----------------------------------------------------------------- guest ---
+if [ "${1:-}" = --guest ]; then
+	say() { echo "demo: $*"; }
+	out=build/demo
+	mkdir -p "$out"
+	t0=$(date +%s)
+	cleanup() {
+		umount "$MNT" 2>/dev/null || true
+		dmsetup remove --retry "$VOL" >/dev/null 2>&1 || true
+		scripts/mkraid.sh down >/dev/null 2>&1 || true
+		if [ -n "${ssdcfg:-}" ] && [ -d "$ssdcfg" ]; then
+			echo 0 >"$ssdcfg/power" 2>/dev/null || true
+			rmdir "$ssdcfg" 2>/dev/null || true
+		fi
+	}
+	trap cleanup EXIT
+
+	modprobe dm-mod
+	modprobe libcrc32c 2>/dev/null || true
+	grep -qw dm_nxd /proc/modules || insmod "build/$(uname -r)/dm-nxd.ko"
+	modprobe raid456
+	# No udev re-probe of the devices each time fio closes them.
+	mkdir -p /run/udev/rules.d
+	echo 'ACTION=="add|change", SUBSYSTEM=="block", OPTIONS+="nowatch"' \
+		>/run/udev/rules.d/90-nxd-demo-nowatch.rules
+	udevadm control --reload 2>/dev/null || true
+
+	# 1. Devices.  The SSD: a memory-backed null_blk (configfs).
+	modprobe configfs 2>/dev/null || true
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	grep -qw null_blk /proc/modules || modprobe null_blk nr_devices=0
+	ssdcfg=/sys/kernel/config/nullb/nxddemossd
+	mkdir "$ssdcfg"
+	for kv in size=$SSD_MB memory_backed=1 blocksize=512 discard=1 irqmode=0; do
+		echo "${kv#*=}" >"$ssdcfg/${kv%%=*}"
+	done
+	echo 1 >"$ssdcfg/power"
+	ssd=/dev/nullb$(cat "$ssdcfg/index")
+	for _ in $(seq 50); do [ -b "$ssd" ] && break; sleep 0.1; done
+	dd if=/dev/zero of="$ssd" bs=1M count="$SSD_MB" oflag=direct status=none
+	say "SSD: $ssd, null_blk memory-backed, $SSD_MB MiB"
+	md=$(scripts/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
+		cat "$out/mkraid.log" >&2; say "RAID6 setup failed"; exit 1; }
+	mdn=$(basename "$md")
+	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB:-128} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \
+		"io_min $(cat /sys/block/$mdn/queue/minimum_io_size) io_opt $(cat /sys/block/$mdn/queue/optimal_io_size)"
+	mkdir -p "$MNT"
+
+	# fio: group 0 = 4 x 8 KiB random writers, group 1 = 1 MiB streamer.
+	cat >"$out/mixed.fio" <<-EOF
+	[global]
+	directory=$MNT
+	ioengine=libaio
+	direct=1
+	time_based=1
+	runtime=$RUNTIME
+	group_reporting=1
+	randrepeat=1
+	randseed=20240601
+
+	[small]
+	rw=randwrite
+	bs=8k
+	iodepth=8
+	numjobs=4
+	size=40m
+
+	[stream]
+	new_group
+	rw=write
+	bs=1M
+	iodepth=4
+	numjobs=1
+	size=160m
+	EOF
+
+	# run_fio LABEL DEV: fio in the background, one progress line every 5 s.
+	run_fio() {
+		local label=$1 dev=$2 t=0 line
+		local dn
+		dn=$(basename "$(readlink -f "$dev")")
+		fio --output-format=json --output="$out/$label.json" "$out/mixed.fio" &
+		local pid=$!
+		while kill -0 "$pid" 2>/dev/null; do
+			sleep 5
+			t=$((t + 5))
+			kill -0 "$pid" 2>/dev/null || break
+			line=$(awk '{printf "HDD side wrote %d MiB", $7/2048}' "/sys/block/$mdn/stat")
+			if [ -d "/sys/block/$dn/nxd" ]; then
+				line+=$(dmsetup status "$VOL" | awk '{printf ", log %d%% used, %d writes logged, %d MiB destaged",
+					$6 * 100 / $5, $9, $19 / 1048576}')
+			fi
+			printf 'demo:   [%-4s %3d/%d s] %s\n' "$label" "$t" "$RUNTIME" "$line"
+		done
+		wait "$pid"
+	}
+
+	# 2. The array alone.
+	say "XFS on $md alone; fio ${RUNTIME}s: 4 x 8 KiB random writers + 1 x 1 MiB sequential writer"
+	mkfs.xfs -q -f "$md"
+	mount "$md" "$MNT"
+	run_fio md "$md"
+	umount "$MNT"
+
+	# 3. The hybrid volume: nxd <hdd> <ssd>, as long as the array less 1 MiB.
+	len=$(( $(blockdev --getsz "$md") / 2048 * 2048 - 2048 ))
+	table="0 $len nxd $md $ssd 1 format"
+	say "dmsetup create $VOL --table '$table'"
+	dmsetup create "$VOL" --table "$table"
+	udevadm settle 2>/dev/null || true
+	dn=$(basename "$(readlink -f /dev/mapper/$VOL)")
+	say "/dev/mapper/$VOL ($dn): io_min $(cat /sys/block/$dn/queue/minimum_io_size)" \
+		"io_opt $(cat /sys/block/$dn/queue/optimal_io_size), write_threshold $(cat /sys/block/$dn/nxd/write_threshold)"
+	say "XFS on /dev/mapper/$VOL; same fio workload"
+	mkfs.xfs -q -f "/dev/mapper/$VOL"
+	mount "/dev/mapper/$VOL" "$MNT"
+	tools/nxdctl histogram "$VOL" --reset >/dev/null   # count the workload only
+	run_fio nxd "/dev/mapper/$VOL"
+	tools/nxdctl histogram "$VOL" >"$out/histogram.txt"
+	tools/nxdctl stats "$VOL" >"$out/stats.txt"
+	umount "$MNT"
+
+	# 4. Results.
+	python3 - "$out/md.json" "$out/nxd.json" <<-'PY'
+	import json, sys
+	def groups(path):
+	    text = open(path).read()
+	    jobs = json.loads(text[text.find("{"):])["jobs"]
+	    g = {}
+	    for j in jobs:
+	        w = j["write"]
+	        g[j["groupid"]] = (w["bw"] * 1024 / 1e6, w["iops"],
+	                           w.get("clat_ns", {}).get("mean", 0) / 1e6, j.get("error", 0))
+	    return g
+	md, nxd = groups(sys.argv[1]), groups(sys.argv[2])
+	print()
+	print("%-22s | %-33s | %-33s" % ("", "4 x 8 KiB random writers", "1 MiB sequential writer"))
+	print("%-22s | %9s %10s %11s | %9s %10s %11s" % ("system", "MB/s", "IOPS", "lat ms", "MB/s", "IOPS", "lat ms"))
+	print("-" * 94)
+	for name, g in (("md RAID6 alone", md), ("dm-nxd (SSD log)", nxd)):
+	    print("%-22s | %9.1f %10.0f %11.2f | %9.1f %10.0f %11.2f" % (name, *g[0][:3], *g[1][:3]))
+	def ratio(a, b):
+	    return "x%.1f" % (a / b) if b else "-"
+	print("%-22s | %9s %10s %11s | %9s %10s %11s" % (
+	    "dm-nxd / md", ratio(nxd[0][0], md[0][0]), ratio(nxd[0][1], md[0][1]), "",
+	    ratio(nxd[1][0], md[1][0]), ratio(nxd[1][1], md[1][1]), ""))
+	errs = sum(v[3] for g in (md, nxd) for v in g.values())
+	if errs:
+	    print("fio reported %d errors" % errs)
+	    sys.exit(1)
+	PY
+	echo
+	say "nxdctl histogram $VOL (the fio run on dm-nxd):"
+	cat "$out/histogram.txt"
+	echo
+	say "dmsetup status $VOL: $(dmsetup status "$VOL" | cut -d' ' -f4-9) ..." \
+		"(state log_blocks log_used index_entries index_bytes writes_logged)"
+	dmsetup remove --retry "$VOL"
+	say "guest part done in $(($(date +%s) - t0)) s (results in $out/)"
+	exit 0
+fi
+
+# ------------------------------------------------------------------ host ---
+t0=$(date +%s)
+say() { echo "demo: $*" >&2; }
+kver=${DEMO_KVER:-}
+if [ -z "$kver" ]; then
+	for v in $(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V); do
+		[ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ] && kver=$v
+	done
+fi
+[ -n "$kver" ] || { say "no kernel with headers in /boot: run 'make deps'"; exit 1; }
+[ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
+command -v fio >/dev/null || { say "fio missing: run 'make deps'"; exit 1; }
+kdir=/lib/modules/$kver/build
+[ -f "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
+say "building dm-nxd, nxdctl and dm-hddsim for $kver"
+make -s --no-print-directory KVER="$kver" module tools >/dev/null
+make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" >/dev/null
+mkdir -p build/logs
+export VM_TIMEOUT=${VM_TIMEOUT:-900}
+export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
+envs="DEMO_RUNTIME=$RUNTIME DEMO_SSD_MB=$SSD_MB"
+for v in HDD_SIZE_MB HDDSIM_OPTS; do
+	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
+done
+rc=0
+scripts/vm-run.sh "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
+say "finished in $(($(date +%s) - t0)) s (exit $rc); guest console: ${VM_CONSOLE#"$here"/}"
+exit $rc
