@@ -173,7 +173,7 @@ bench:
 	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
 
 bench-smoke:
-	@if [ -x scripts/bench.sh ]; then scripts/bench.sh --smoke $(BENCH_ARGS); \
+	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi
 
 MODDIR := $(DESTDIR)/lib/modules/$(KVER)/extra
