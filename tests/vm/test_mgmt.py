@@ -153,6 +153,8 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
             # land in "> 32M".  Without hugepages, direct I/O builds bios of
             # at most 256 pages (1 MiB), so what arrives is 40 x 1 MiB.
             off = 96 * MiB
+            nxdvm.kmsg_write(f"{nxdvm.MARK_PREFIX} 40 MiB request from "
+                             f"{'hugepages' if huge is not None else '4 KiB pages'}")
             if huge is not None:
                 data = os.urandom(big)
                 huge[:big] = data
