@@ -813,3 +813,32 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     st = v3.status()
     assert st["recovered_segments"] == fresh["seq"] - sb3["tail_seq"] + 1, (st, sb3)
     check(v3, _expect(base, writes[:CUT] + [new]))
+
+
+def test_inactive_table_and_clear(dm, pair):
+    """A table that is loaded but never resumed: the volume is known to the
+    control device, holds its devices against other volumes, has no sysfs
+    directory yet; `dmsetup clear` and remove drop it without a trace."""
+    hdd, ssd = pair
+    n0 = X.list_vols()[1]
+    run(["dmsetup", "create", "nxdinact", "--notable"])
+    dm.created.append("nxdinact")
+    nxdvm.wait_for(lambda: os.path.exists("/dev/mapper/nxdinact"), what="/dev/mapper/nxdinact")
+    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    run(["dmsetup", "load", "nxdinact"], input=f"0 {L} nxd {hdd} {ssd} 2 write_threshold 8K\n")
+    count, total, vols = X.list_vols()
+    assert total == n0 + 1 and any(x["name"] == "nxdinact" for x in vols), vols
+    st = X.get_stats("nxdinact")
+    assert st["counters"]["log_blocks"] == 0      # no active table: no gauges
+    kname = nxdvm.blk_name("/dev/mapper/nxdinact")
+    assert not os.path.exists(f"/sys/block/{kname}/nxd")
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}", "HDD or SSD already used by another nxd volume")
+    run(["dmsetup", "clear", "nxdinact"])
+    assert X.list_vols()[1] == n0
+    run(["dmsetup", "load", "nxdinact"], input=f"0 {L} nxd {hdd} {ssd}\n")
+    run(["dmsetup", "remove", "nxdinact"])
+    dm.created.remove("nxdinact")
+    assert X.list_vols()[1] == n0
+    # The devices are free again and hold a volume.
+    v = Vol(dm, "nxdafter", hdd, ssd)
+    assert v.status()["state"] == "ok"
