@@ -44,7 +44,7 @@ for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_IODEPTH BENCH_SYSTEMS BENCH_
 	BENCH_DRAIN_SIZE HDDSIM_OPTS HDD_SIZE_MB HDD_COUNT RAID_CHUNK_KB SSD_MB; do
 	[ -n "${!v:-}" ] && vars+="$v='${!v}' "
 done
-if [ -n "$SMOKE" ]; then limit=${BENCH_TIMEOUT:-1200}; else limit=${BENCH_TIMEOUT:-14400}; fi
+if [ -n "$SMOKE" ]; then limit=${BENCH_TIMEOUT:-2400}; else limit=${BENCH_TIMEOUT:-14400}; fi
 say "guest $KVER, results in $out${SMOKE:+ (smoke)}"
 set +e
 PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \

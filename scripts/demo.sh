@@ -113,13 +113,15 @@ if [ "${1:-}" = --guest ]; then
 		local label=$1 dev=$2 t=0 line
 		local dn
 		dn=$(basename "$(readlink -f "$dev")")
+		local w0
+		w0=$(awk '{print $7}' "/sys/block/$mdn/stat")
 		fio --output-format=json --output="$out/$label.json" "$out/mixed.fio" &
 		local pid=$!
 		while kill -0 "$pid" 2>/dev/null; do
 			sleep 5
 			t=$((t + 5))
 			kill -0 "$pid" 2>/dev/null || break
-			line=$(awk '{printf "HDD side wrote %d MiB", $7/2048}' "/sys/block/$mdn/stat")
+			line=$(awk -v w0="$w0" '{printf "array written %d MiB", ($7 - w0) / 2048}' "/sys/block/$mdn/stat")
 			if [ -d "/sys/block/$dn/nxd" ]; then
 				line+=$(dmsetup status "$VOL" | awk '{printf ", log %d%% used, %d writes logged, %d MiB destaged",
 					$6 * 100 / $5, $9, $19 / 1048576}')
