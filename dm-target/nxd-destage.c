@@ -22,7 +22,7 @@
 
 #define DM_MSG_PREFIX "nxd destage"
 
-#define NXD_ROUND_SEGS		2048	/* small segments (queue depth 1) too */
+#define NXD_ROUND_SEGS		64
 #define NXD_DESTAGE_MAX_BIO	SZ_1M
 #define NXD_IDLE_MS		100
 #define NXD_YIELD_MS		20
