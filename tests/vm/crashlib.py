@@ -328,6 +328,7 @@ class Workload:
         self.counts = {"w": 0, "s": 0, "d": 0, "f": 0, "r": 0, "m": 0}
         self.bytes_verified = 0
         self.nop = 0
+        self.recent = []        # last ops, for hang reports
 
     def close(self):
         os.close(self.fd)
@@ -342,6 +343,8 @@ class Workload:
         op = next(self.ops)
         k = op[0]
         self.nop += 1
+        self.recent = self.recent[-15:] + [
+            (self.nop, k) + tuple(len(x) if isinstance(x, bytes) else x for x in op[1:])]
         self.counts[k] += 1
         if k == "w":
             self.dio.pwrite(self.fd, op[1], op[2])

@@ -84,13 +84,21 @@ class Watchdog:
     """If a step takes longer than @secs: dump the Python stacks and the
     kernel's blocked tasks (sysrq-w) so that a hang leaves evidence."""
 
-    def __init__(self, secs=float(os.environ.get("NXD_CRASH_WATCHDOG", "240"))):
+    def __init__(self, secs=float(os.environ.get("NXD_CRASH_WATCHDOG", "240")), info=None):
         self.secs = secs
         self.timer = None
+        self.info = info
 
     def _fire(self):
         print(f"WATCHDOG: step still running after {self.secs}s", file=sys.stderr, flush=True)
         faulthandler.dump_traceback(file=sys.stderr)
+        if self.info:
+            try:
+                msg = self.info()
+            except Exception as e:  # noqa: BLE001 - best effort
+                msg = repr(e)
+            print(f"WATCHDOG: {msg}", file=sys.stderr, flush=True)
+            progress(f"WATCHDOG: {msg}")
         try:
             with open("/proc/sysrq-trigger", "w") as f:
                 f.write("w")
@@ -164,16 +172,23 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
         raise AssertionError(f"nxd create failed: {e}\n{dmesg_tail()}") from None
     wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx,
                   on_durable=lambda k: dm.message(lw, f"mark m{k}"))
+    wd = Watchdog(info=lambda: f"seed {seed} op {wl.nop} recent {wl.recent} "
+                               f"nxd: {dm.status(nx)}")
     try:
         os.fsync(wl.fd)
         dm.message(lw, "mark m0")
         t0 = time.monotonic()
-        wl.run(nops)
+        for _ in range(nops):
+            wd.arm()
+            wl.step()
+        wd.arm()
         wl.final_sync()
+        wd.disarm()
         st = parse_nxd_status(dm.status(nx))
         wl.verify_all()
         wtime = time.monotonic() - t0
     finally:
+        wd.disarm()
         wl.close()
     dm.remove(nx)       # clean shutdown: the end of the log tests it too
     dm.remove(sv)
@@ -435,16 +450,22 @@ def _flakey_once(dm, devs, seed, where):
 
     th = threading.Thread(target=dropper)
     t_start = time.monotonic()
+    wd = Watchdog(info=lambda: f"flakey seed {seed} op {wl.nop} dropped {bool(drop_at)} "
+                               f"recent {wl.recent} nxd: {dm.status(nx)}")
     th.start()
     try:
         while th.is_alive() or wl.nop < 40:
+            wd.arm()
             wl.step()
             if wl.nop > 20000:
                 break
         for _ in range(30):         # more I/O into the dropping device(s)
+            wd.arm()
             wl.step()
+        wd.arm()
         wl.final_sync()
     finally:
+        wd.disarm()
         th.join()
         wl.close()
     before = [i for i, (_, t) in enumerate(wl.durable) if t < drop_at["t"]]
