@@ -84,10 +84,13 @@ class Watchdog:
     """If a step takes longer than @secs: dump the Python stacks and the
     kernel's blocked tasks (sysrq-w) so that a hang leaves evidence."""
 
-    def __init__(self, secs=float(os.environ.get("NXD_CRASH_WATCHDOG", "240")), info=None):
+    def __init__(self, secs=float(os.environ.get("NXD_CRASH_WATCHDOG", "240")), info=None,
+                 unstick=None):
         self.secs = secs
         self.timer = None
         self.info = info
+        self.unstick = unstick
+        self.fired = None
 
     def _fire(self):
         print(f"WATCHDOG: step still running after {self.secs}s", file=sys.stderr, flush=True)
@@ -99,6 +102,9 @@ class Watchdog:
                 msg = repr(e)
             print(f"WATCHDOG: {msg}", file=sys.stderr, flush=True)
             progress(f"WATCHDOG: {msg}")
+            self.fired = msg
+        if self.unstick:
+            threading.Thread(target=self.unstick, daemon=True).start()
         try:
             with open("/proc/sysrq-trigger", "w") as f:
                 f.write("w")
@@ -107,6 +113,9 @@ class Watchdog:
 
     def arm(self):
         self.disarm()
+        if self.fired:
+            raise AssertionError(f"hang: an I/O did not complete within {self.secs}s "
+                                 f"(unstuck by another write): {self.fired}")
         self.timer = threading.Timer(self.secs, self._fire)
         self.timer.daemon = True
         self.timer.start()
@@ -115,6 +124,18 @@ class Watchdog:
         if self.timer:
             self.timer.cancel()
             self.timer = None
+
+
+def unstick(wl):
+    """Rewrite the last 4 KiB of the volume with its current model contents:
+    a logged write that commits a segment (and so acknowledges whatever
+    waited for one) without changing the data."""
+    off = wl.size - 4096
+    fd = os.open(wl.dev, os.O_RDWR | os.O_DIRECT)
+    try:
+        DirectIO().pwrite(fd, off, bytes(wl.model.latest[off:off + 4096]))
+    finally:
+        os.close(fd)
 
 
 def progress(line):
@@ -173,7 +194,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx,
                   on_durable=lambda k: dm.message(lw, f"mark m{k}"))
     wd = Watchdog(info=lambda: f"seed {seed} op {wl.nop} recent {wl.recent} "
-                               f"nxd: {dm.status(nx)}")
+                               f"nxd: {dm.status(nx)}", unstick=lambda: unstick(wl))
     try:
         os.fsync(wl.fd)
         dm.message(lw, "mark m0")
@@ -183,6 +204,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
             wl.step()
         wd.arm()
         wl.final_sync()
+        wd.arm()
         wd.disarm()
         st = parse_nxd_status(dm.status(nx))
         wl.verify_all()
@@ -451,7 +473,8 @@ def _flakey_once(dm, devs, seed, where):
     th = threading.Thread(target=dropper)
     t_start = time.monotonic()
     wd = Watchdog(info=lambda: f"flakey seed {seed} op {wl.nop} dropped {bool(drop_at)} "
-                               f"recent {wl.recent} nxd: {dm.status(nx)}")
+                               f"recent {wl.recent} nxd: {dm.status(nx)}",
+                  unstick=lambda: unstick(wl))
     th.start()
     try:
         while th.is_alive() or wl.nop < 40:
@@ -464,6 +487,7 @@ def _flakey_once(dm, devs, seed, where):
             wl.step()
         wd.arm()
         wl.final_sync()
+        wd.arm()
     finally:
         wd.disarm()
         th.join()
@@ -493,3 +517,52 @@ def _flakey_once(dm, devs, seed, where):
             f"last good point {k} of {len(wl.durable)}; verified {vol * 512} B "
             f"(+{wl.bytes_verified} B live), {relaxed} sectors held post-point values; "
             f"recovered {st['recovered_segments']} segments")
+
+
+# --------------------------------------------------- found by the above ---
+
+def test_discard_of_logged_partial_blocks_completes(dm, devs):
+    """Found by test_logwrites_replay (seed 11, op 55): a discard that covers
+    no whole block, only the logged parts of two blocks (4608 B at sector
+    2739 over logged blocks 342 and 343), must complete by itself.  If it
+    does not, a write elsewhere (which commits a segment) is used to unstick
+    it so that the failure is reported instead of hanging the suite."""
+    hdd = devs(Loop(HDD_MIB, "crash-dh"))
+    ssd = devs(NullBlk(6, discard=True))
+    vol = crashlib.data_sectors(HDD_MIB * 2048)
+    dm.create("crdnx", nxd_table(vol, hdd.dev, ssd.dev))
+    dm.message("crdnx", "pause_destage")
+    dev = dm.node("crdnx")
+    dio = DirectIO()
+    fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
+    try:
+        dio.pwrite(fd, 342 * 4096, os.urandom(8192))         # blocks 342, 343 logged
+        os.fsync(fd)
+        done = threading.Event()
+        err = []
+
+        def do_discard():
+            try:
+                crashlib.discard(fd, 2739 * 512, 4608)
+            except OSError as e:
+                err.append(e)
+            done.set()
+        th = threading.Thread(target=do_discard, daemon=True)
+        th.start()
+        hung = not done.wait(20)
+        if hung:
+            dio2 = DirectIO()
+            dio2.pwrite(fd, 1000 * 4096, os.urandom(4096))   # commits a segment
+            unstuck = done.wait(20)
+        th.join(30)
+        assert not err, err
+        assert not hung, ("discard of 4608 B at sector 2739 (partial blocks 342/343, both "
+                          "logged) did not complete within 20 s; "
+                          + ("it completed after an unrelated write committed a segment: "
+                             "the inval op (no whole block, recs 0) waits in batch.invals "
+                             "until the next non-empty nxd_batch_commit()"
+                             if unstuck else "still stuck after another write"))
+        got = dio.pread(fd, 342 * 4096, 8192)
+        assert got[3 * 512:12 * 512] == bytes(9 * 512)
+    finally:
+        os.close(fd)
