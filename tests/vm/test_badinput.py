@@ -823,14 +823,16 @@ def test_inactive_table_and_clear(dm, pair):
     n0 = X.list_vols()[1]
     run(["dmsetup", "create", "nxdinact", "--notable"])
     dm.created.append("nxdinact")
-    nxdvm.wait_for(lambda: os.path.exists("/dev/mapper/nxdinact"), what="/dev/mapper/nxdinact")
+    # No table yet: udev makes no /dev/mapper link; find dm-N from the minor.
+    minor = int(run(["dmsetup", "info", "-c", "--noheadings", "-o", "minor", "nxdinact"]).stdout)
+    kname = f"dm-{minor}"
     L = X.data_sectors(nxdvm.dev_sectors(hdd))
     run(["dmsetup", "load", "nxdinact"], input=f"0 {L} nxd {hdd} {ssd} 2 write_threshold 8K\n")
     count, total, vols = X.list_vols()
     assert total == n0 + 1 and any(x["name"] == "nxdinact" for x in vols), vols
     st = X.get_stats("nxdinact")
     assert st["counters"]["log_blocks"] == 0      # no active table: no gauges
-    kname = nxdvm.blk_name("/dev/mapper/nxdinact")
+    assert os.path.isdir(f"/sys/block/{kname}/dm")
     assert not os.path.exists(f"/sys/block/{kname}/nxd")
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", "HDD or SSD already used by another nxd volume")
     run(["dmsetup", "clear", "nxdinact"])
