@@ -102,7 +102,9 @@ up() {
 	done
 	udevadm settle 2>/dev/null || true
 	echo "$HDD_BACKING $N" > $STATE
-	mdadm --create "/dev/md/$RAID_NAME" --run --quiet --level=6 \
+	# MDADM_NO_UDEV: mdadm makes the nodes itself instead of waiting (up to
+	# minutes on a loaded TCG host) for udev.
+	MDADM_NO_UDEV=1 mdadm --create "/dev/md/$RAID_NAME" --run --quiet --level=6 \
 		--raid-devices="$N" --chunk="$RAID_CHUNK_KB" --assume-clean \
 		--metadata=1.2 --bitmap=none --homehost=any "${devs[@]}" >&2
 	udevadm settle 2>/dev/null || true
