@@ -189,6 +189,16 @@ class Bcache(System):
             if os.path.exists(sysd + "/cache"):
                 break
             time.sleep(0.2)
+        csets = [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
+        if not csets:
+            raise RuntimeError("no bcache cache set registered")
+        # make-bcache -B -C does not always leave the backing device attached
+        # (registration order under udev): attach it explicitly.
+        if "no cache" in sh("cat %s/state" % sysd, check=False, quiet=True):
+            sh("echo %s > %s/attach" % (csets[0], sysd), check=False)
+        state = sh("cat %s/state" % sysd, check=False, quiet=True)
+        if "no cache" in state:
+            raise RuntimeError("bcache backing device not attached to the cache set (%s)" % state)
         sh("echo writeback > %s/cache_mode" % sysd)
         sh("echo 65536 > %s/sequential_cutoff" % sysd)
         for cset in os.listdir("/sys/fs/bcache"):
