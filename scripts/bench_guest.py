@@ -189,9 +189,18 @@ class Bcache(System):
             if os.path.exists(sysd + "/cache"):
                 break
             time.sleep(0.2)
-        csets = [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
+        # Registration may complete asynchronously (BCACHE_ASYNC_REGISTRATION).
+        csets = []
+        for i in range(150):
+            csets = [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
+            if csets:
+                break
+            if i % 25 == 24:
+                sh("echo %s > /sys/fs/bcache/register" % self.ssd, check=False)
+            time.sleep(0.2)
         if not csets:
-            raise RuntimeError("no bcache cache set registered")
+            raise RuntimeError("no bcache cache set registered (%s)"
+                               % sh("dmesg | grep -i bcache | tail -3", check=False, quiet=True))
         # make-bcache -B -C does not always leave the backing device attached
         # (registration order under udev): attach it explicitly.
         if "no cache" in sh("cat %s/state" % sysd, check=False, quiet=True):
