@@ -596,7 +596,18 @@ class Replayer:
     """Applies log entries to an in-memory image of the log-writes device
     and keeps two image files (HDD part, SSD part) equal to it.  Entries
     since the last FLUSH are remembered with the contents they replaced, so
-    that crash variants can drop or tear them."""
+    that crash variants can drop or tear them.
+
+    Ordering fix-up: dm-log-writes logs a FUA write when it completes, but
+    a plain write or discard only at the next flush, so an older plain write
+    (completed before the FUA write was issued) can follow a newer FUA write
+    to the same sectors in the log; replaying it as is would put the old
+    data back (e.g. a discard, then an O_DSYNC write of the same range).  A
+    plain entry in a flush batch completed before that flush was issued, and
+    in nxd a FUA write without PREFLUSH is always followed by a flush before
+    anything overlapping is written (O_DSYNC: generic_write_sync; HDD writes
+    over logged blocks: the INVAL segment's PREFLUSH), so a plain entry never
+    overwrites the sectors of a FUA entry logged since the previous flush."""
 
     def __init__(self, logpath, entries, hdd_file, hdd_bytes, ssd_file, ssd_bytes):
         self.log = os.open(logpath, os.O_RDONLY)
@@ -609,7 +620,9 @@ class Replayer:
             os.ftruncate(fd, 0)
             os.ftruncate(fd, n)
         self.pos = -1               # last applied entry
-        self.unflushed = []         # [(entry, replaced bytes)] since the last flush
+        self.unflushed = []         # [(entry, replaced bytes, data)] since the last flush
+        self.fua = []               # (start, end) sectors of FUA entries since then
+        self.masked = 0             # plain-entry sectors kept under a FUA entry
         self.bytes_written = 0
 
     def close(self):
@@ -641,13 +654,26 @@ class Replayer:
             e = self.entries[self.pos]
             if e.flags & F_FLUSH:
                 self.unflushed = []
+                self.fua = []
             if not e.is_data:
                 continue
             off, n = e.sector * SECTOR, e.nr * SECTOR
             if off + n > len(self.img):
                 raise ValueError(f"log entry {e} beyond the device")
-            self.unflushed.append((e, bytes(self.img[off:off + n])))
-            self.img[off:off + n] = self.data(e)
+            d = self.data(e)
+            if e.flags & F_FUA:
+                self.fua.append((e.sector, e.sector + e.nr))
+            else:
+                for a, b in self.fua:
+                    lo, hi = max(a, e.sector), min(b, e.sector + e.nr)
+                    if lo < hi:
+                        if not isinstance(d, bytearray):
+                            d = bytearray(d)
+                        d[(lo - e.sector) * SECTOR:(hi - e.sector) * SECTOR] = \
+                            self.img[lo * SECTOR:hi * SECTOR]
+                        self.masked += hi - lo
+            self.unflushed.append((e, bytes(self.img[off:off + n]), bytes(d)))
+            self.img[off:off + n] = d
             self._sync_range(off, n)
 
     def variant(self, rng):
@@ -659,12 +685,11 @@ class Replayer:
         for e in [u[0] for u in self.unflushed]:
             off = e.sector * SECTOR
             saved[off, e.nr] = bytes(self.img[off:off + e.nr * SECTOR])
-        for e, old in reversed(self.unflushed):
+        for e, old, _ in reversed(self.unflushed):
             off = e.sector * SECTOR
             self.img[off:off + len(old)] = old
         desc = []
-        for e, _ in self.unflushed:
-            d = self.data(e)
+        for e, _, d in self.unflushed:
             off = e.sector * SECTOR
             x = rng.random()
             if e.flags & F_FUA or x < 0.4:

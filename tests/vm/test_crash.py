@@ -393,6 +393,7 @@ def replay_and_check(dm, devs, logpath, wl, layout, rng, nprefix, nvariant,
         rep.close()
     secs = time.monotonic() - t0
     return {"cuts": sum(n.values()), **n, "entries": len(entries), "marks": len(marks),
+            "masked": rep.masked,
             "bytes_verified": loader.stats["bytes_read"], "relaxed_sectors": relaxed,
             "replay_s": round(secs, 1),
             "times": {k: round(v, 1) for k, v in loader.times.items()}, **{k: v for k, v in loader.stats.items()
@@ -408,7 +409,8 @@ def test_logwrites_replay(dm, devs, seed, opts, ssd_mib):
     summary(f"crash-replay {KVER} seed {seed} opts '{opts}' ssd {ssd_mib}MiB: "
             f"{NOPS} ops {dict(wl.counts)} in {layout['workload_s']}s, live-verified "
             f"{wl.bytes_verified + layout['vol_sectors'] * 512} B; log {res['entries']} entries, "
-            f"{res['marks']} marks; cut points checked {res['cuts']} (mark {res['mark']}, "
+            f"{res['marks']} marks, {res['masked']} sectors of plain writes kept under FUA writes; "
+            f"cut points checked {res['cuts']} (mark {res['mark']}, "
             f"prefix {res['prefix']}, variant {res['variant']}, end {res['end']}), "
             f"bytes verified {res['bytes_verified']}, sectors matched a post-mark value "
             f"{res['relaxed_sectors']}; recovered segments {res['recovered_segments']}, "
