@@ -19,8 +19,8 @@
 # Environment:
 #   DEMO_KVER      guest kernel (default: newest /boot/vmlinuz-* with headers)
 #   DEMO_RUNTIME   seconds of each fio run (default 20)
-#   DEMO_SSD_MB    SSD log size in MiB (default 256)
-#   HDD_SIZE_MB    size of each emulated drive (default 128), HDDSIM_OPTS:
+#   DEMO_SSD_MB    SSD log size in MiB (default 128)
+#   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
 #                  see scripts/mkraid.sh
 #   VM_TIMEOUT     guest time limit in seconds (default 900)
 set -euo pipefail
@@ -28,7 +28,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
 RUNTIME=${DEMO_RUNTIME:-20}
-SSD_MB=${DEMO_SSD_MB:-256}
+SSD_MB=${DEMO_SSD_MB:-128}
+export HDD_SIZE_MB=${HDD_SIZE_MB:-96}
 MNT=/tmp/nxd-demo
 VOL=nxddemo
 
@@ -69,14 +70,21 @@ if [ "${1:-}" = --guest ]; then
 		echo "${kv#*=}" >"$ssdcfg/${kv%%=*}"
 	done
 	echo 1 >"$ssdcfg/power"
-	ssd=/dev/nullb$(cat "$ssdcfg/index")
-	for _ in $(seq 50); do [ -b "$ssd" ] && break; sleep 0.1; done
-	dd if=/dev/zero of="$ssd" bs=1M count="$SSD_MB" oflag=direct status=none
+	# The disk is named after the configfs folder on newer kernels, by its
+	# index on older ones.
+	ssd=
+	for _ in $(seq 100); do
+		for c in "/dev/$(basename "$ssdcfg")" "/dev/nullb$(cat "$ssdcfg/index")"; do
+			[ -b "$c" ] && { ssd=$c; break 2; }
+		done
+		sleep 0.1
+	done
+	[ -n "$ssd" ] || { say "null_blk SSD did not appear"; exit 1; }
 	say "SSD: $ssd, null_blk memory-backed, $SSD_MB MiB"
 	md=$(scripts/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
 		cat "$out/mkraid.log" >&2; say "RAID6 setup failed"; exit 1; }
 	mdn=$(basename "$md")
-	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB:-128} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \
+	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \
 		"io_min $(cat /sys/block/$mdn/queue/minimum_io_size) io_opt $(cat /sys/block/$mdn/queue/optimal_io_size)"
 	mkdir -p "$MNT"
 
@@ -97,7 +105,7 @@ if [ "${1:-}" = --guest ]; then
 	bs=8k
 	iodepth=8
 	numjobs=4
-	size=40m
+	size=24m
 
 	[stream]
 	new_group
@@ -105,7 +113,7 @@ if [ "${1:-}" = --guest ]; then
 	bs=1M
 	iodepth=4
 	numjobs=1
-	size=160m
+	size=128m
 	EOF
 
 	# run_fio LABEL DEV: fio in the background, one progress line every 5 s.
@@ -133,7 +141,12 @@ if [ "${1:-}" = --guest ]; then
 
 	# 2. The array alone.
 	say "XFS on $md alone; fio ${RUNTIME}s: 4 x 8 KiB random writers + 1 x 1 MiB sequential writer"
-	mkfs.xfs -q -f "$md"
+	# mkfs.xfs ignores the device's stripe geometry below 1 GiB: give it the
+	# exported hints explicitly (the same on the array and on dm-nxd).
+	io_min=$(cat /sys/block/$mdn/queue/minimum_io_size)
+	io_opt=$(cat /sys/block/$mdn/queue/optimal_io_size)
+	xfs_opts=(-q -f -d su=$io_min,sw=$((io_opt / io_min)))
+	mkfs.xfs "${xfs_opts[@]}" "$md"
 	mount "$md" "$MNT"
 	run_fio md "$md"
 	umount "$MNT"
@@ -148,7 +161,8 @@ if [ "${1:-}" = --guest ]; then
 	say "/dev/mapper/$VOL ($dn): io_min $(cat /sys/block/$dn/queue/minimum_io_size)" \
 		"io_opt $(cat /sys/block/$dn/queue/optimal_io_size), write_threshold $(cat /sys/block/$dn/nxd/write_threshold)"
 	say "XFS on /dev/mapper/$VOL; same fio workload"
-	mkfs.xfs -q -f "/dev/mapper/$VOL"
+	mkfs.xfs "${xfs_opts[@]}" "/dev/mapper/$VOL"
+	say "xfs_info: $(xfs_info "/dev/mapper/$VOL" | grep -o 'sunit=[0-9]* *swidth=[0-9]* blks' | head -1)"
 	mount "/dev/mapper/$VOL" "$MNT"
 	tools/nxdctl histogram "$VOL" --reset >/dev/null   # count the workload only
 	run_fio nxd "/dev/mapper/$VOL"
