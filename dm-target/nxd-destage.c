@@ -22,7 +22,12 @@
 
 #define DM_MSG_PREFIX "nxd destage"
 
-#define NXD_ROUND_SEGS		64
+/*
+ * A round takes up to 2048 segments (16 MiB of log): at queue depth 1 each
+ * small write is its own segment, and sorting needs many blocks to merge.
+ */
+#define NXD_ROUND_SEGS		2048
+#define NXD_READ_MAX_BLOCKS	256
 #define NXD_DESTAGE_MAX_BIO	SZ_1M
 #define NXD_IDLE_MS		100
 #define NXD_YIELD_MS		20
@@ -39,6 +44,7 @@ struct nxd_round {
 	u32 nsegs;
 	struct nxd_segd segs[NXD_ROUND_SEGS];
 	u32 nblk;
+	bool sorted;		/* @blk sorted by block: bsearch in busy_locked */
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
 };
 
@@ -174,11 +180,27 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 {
 	struct nxd_round *rd = nc->dround;
-	u32 i;
+	u32 i = 0;
 
 	if (!rd)
 		return false;
-	for (i = 0; i < rd->nblk; i++)
+	if (rd->sorted) {
+		u32 hi = rd->nblk;
+
+		while (i < hi) {
+			u32 mid = i + (hi - i) / 2;
+
+			if (rd->blk[mid].block < first)
+				i = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; i < rd->nblk && rd->blk[i].block <= last; i++)
+			if (rd->blk[i].copy)
+				return true;
+		return false;
+	}
+	for (; i < rd->nblk; i++)
 		if (rd->blk[i].copy && rd->blk[i].block >= first &&
 		    rd->blk[i].block <= last)
 			return true;
@@ -222,12 +244,48 @@ static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
 		nc->dround = NULL;
 }
 
+/* Read the live segments into dbuf, adjacent ones in one I/O. */
+static int nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd)
+{
+	u32 i = 0, off = 0;
+	int r;
+
+	while (i < rd->nsegs) {
+		struct nxd_segd *sd = &rd->segs[i];
+		u32 j, len;
+
+		if (!sd->live) {
+			i++;
+			continue;
+		}
+		len = 1 + sd->nr_data;
+		for (j = i + 1; j < rd->nsegs; j++) {
+			struct nxd_segd *p = &rd->segs[j - 1], *n = &rd->segs[j];
+
+			if (!n->live || n->pos != p->pos + 1 + p->nr_data ||
+			    len + 1 + n->nr_data > NXD_READ_MAX_BLOCKS)
+				break;
+			len += 1 + n->nr_data;
+		}
+		r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + sd->pos, len,
+			       nc->dbuf + (size_t)off * NXD_BLOCK_SIZE);
+		if (r)
+			return r;
+		off += len;
+		i = j;
+	}
+	return 0;
+}
+
 /* Read the chosen segments and pick their live blocks.  Returns segments kept. */
 static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 {
 	u32 i, off = 0;
 	int r;
 
+	r = nxd_destage_read(nc, rd);
+	if (r)
+		return r;
 	for (i = 0; i < rd->nsegs; i++) {
 		struct nxd_segd *sd = &rd->segs[i];
 		void *hdr = nc->dbuf + (size_t)off * NXD_BLOCK_SIZE;
@@ -237,10 +295,6 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 
 		if (!sd->live)
 			continue;
-		r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + sd->pos,
-			       1 + sd->nr_data, hdr);
-		if (r)
-			return r;
 		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
 				   nc->sb.data_sectors >> 3, &si);
 		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
@@ -322,6 +376,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 
 	rd->nsegs = 0;
 	rd->nblk = 0;
+	rd->sorted = false;
 	spin_lock(&nc->lock);
 	first_seq = nc->ring.first_seq;
 	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS; i++) {
@@ -348,6 +403,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
 		spin_lock(&nc->lock);
 		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+		rd->sorted = true;
 		spin_unlock(&nc->lock);
 		r = nxd_destage_write(nc, rd, &bytes);
 		if (!r)
@@ -409,6 +465,7 @@ unmark:
 	spin_lock(&nc->lock);
 	nxd_round_end_locked(nc, rd);
 	rd->nblk = 0;
+	rd->sorted = false;
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
 	return kept;

@@ -211,6 +211,8 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 	}
 	/* HDD copies of these are durable (FUA); only the INVAL is missing. */
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
+		if (!op->error)
+			op->error = nxd_log_abandon(nc);
 		spin_lock(&nc->lock);
 		nxd_inval_range_locked(nc, op->full_first, op->full_last);
 		spin_unlock(&nc->lock);
@@ -242,8 +244,17 @@ void nxd_batch_commit(struct nxd_c *nc)
 	u32 i;
 	int r;
 
-	if (!bt->nr_data && !bt->nr_inval)
+	if (!bt->nr_data && !bt->nr_inval) {
+		/*
+		 * Discards of logged partial blocks only: nothing to record
+		 * (their zeros went into an earlier segment), but they must be
+		 * acknowledged.
+		 */
+		list_for_each_entry_safe(op, tmp, &bt->invals, bnode)
+			nxd_inval_ack(nc, op);
+		INIT_LIST_HEAD(&bt->invals);
 		return;
+	}
 	while (!nxd_ring_has_room(nc, bt->nr_data, &pos)) {
 		if (atomic_read(&nc->degraded)) {
 			nxd_batch_fail(nc, -ENOSPC);
@@ -624,6 +635,8 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 	u32 recs;
 
 	if (op->error || atomic_read(&nc->degraded)) {
+		if (!op->error)
+			op->error = nxd_log_abandon(nc);
 		if (!op->error) {
 			spin_lock(&nc->lock);
 			nxd_inval_range_locked(nc, op->full_first, op->full_last);

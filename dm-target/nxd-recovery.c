@@ -25,6 +25,8 @@
 	"HDD belongs to an nxd volume but the SSD has no log: add 'format'"
 #define NXD_ERR_SB_CORRUPT \
 	"SSD superblock corrupt in both copies: 'format' reinitialises it"
+#define NXD_ERR_LOG_ABANDONED \
+	"SSD log abandoned after an SSD failure (HDD label): add 'format' to start a new log"
 
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
@@ -83,6 +85,39 @@ static int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *bu
 	unsigned long err_bits = 0;
 
 	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+}
+
+/*
+ * Degraded: an HDD write replaced logged blocks and no INVAL record can be
+ * logged, so the older logged copies would come back at the next load.
+ * Mark the HDD label before that write is acknowledged: the next load
+ * refuses the log instead (format starts a new one).
+ */
+int nxd_log_abandon(struct nxd_c *nc)
+{
+	struct nxd_label_info l = { };
+	int r = 0;
+
+	if (READ_ONCE(nc->log_abandoned))
+		return 0;
+	mutex_lock(&nc->sb_lock);
+	if (!nc->log_abandoned) {
+		memcpy(l.vol_uuid, nc->sb.vol_uuid, 16);
+		memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
+		l.hdd_sectors = nc->sb.hdd_sectors;
+		l.flags = NXD_LABEL_LOG_ABANDONED;
+		l.abandoned_gen = nc->sb.gen;
+		nxd_label_encode(&l, nc->sb_buf);
+		r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
+			       nc->sb.hdd_label_sector, nc->sb_buf);
+		if (!r) {
+			WRITE_ONCE(nc->log_abandoned, true);
+			DMERR("%s: SSD log abandoned (HDD label marked): reassembly needs 'format'",
+			      dm_table_device_name(nc->ti->table));
+		}
+	}
+	mutex_unlock(&nc->sb_lock);
+	return r;
 }
 
 static int nxd_read_sbs(struct nxd_c *nc, struct nxd_sb_info sbs[2], int res[2],
@@ -210,6 +245,13 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		ti->error = "SSD log and HDD label belong to different volumes";
 		DMERR("SSD log is volume %pU, HDD label is volume %pU",
 		      nc->sb.vol_uuid, l.vol_uuid);
+		return -EINVAL;
+	}
+	if (l.flags & NXD_LABEL_LOG_ABANDONED) {
+		ti->error = NXD_ERR_LOG_ABANDONED;
+		DMERR("volume %pU: log of generation %llu abandoned after an SSD failure; "
+		      "the HDD holds newer data for some logged blocks", l.vol_uuid,
+		      l.abandoned_gen);
 		return -EINVAL;
 	}
 	if (ti->len > nc->sb.data_sectors) {

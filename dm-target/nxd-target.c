@@ -341,7 +341,8 @@ static void nxd_dtr(struct dm_target *ti)
 	ti->private = NULL;
 }
 
-#define NXD_DBUF_BLOCKS	(8 * NXD_SEG_MAX_BLOCKS)
+/* Destage read buffer: 16 MiB, a round of 2048 one-block segments. */
+#define NXD_DBUF_BLOCKS	(32 * NXD_SEG_MAX_BLOCKS)
 
 /*
  * nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]

@@ -159,6 +159,7 @@ struct nxd_c {
 	atomic_t kick;			/* retry held bios */
 	struct bio_list held;		/* writer only */
 	bool log_full;
+	bool log_abandoned;		/* HDD label marked, under @sb_lock */
 	struct nxd_batch batch;
 	void *rmw_buf;
 
@@ -227,6 +228,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active);
 int nxd_meta_load(struct nxd_c *nc);
 int nxd_sb_write(struct nxd_c *nc, bool clean);
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
+int nxd_log_abandon(struct nxd_c *nc);
 
 /* nxd-sysfs.c */
 int nxd_sysfs_add(struct nxd_vol *vol);

@@ -134,11 +134,15 @@ int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 		return NXD_ENOTNXD;
 	if (!nxd_crc_ok(blk, d->crc))
 		return -EBADMSG;
-	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION)
+	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION ||
+	    (le32_to_cpu(d->flags) & ~NXD_LABEL_LOG_ABANDONED))
 		return -EPROTONOSUPPORT;
+	memset(l, 0, sizeof(*l));
 	memcpy(l->vol_uuid, d->vol_uuid, sizeof(l->vol_uuid));
 	memcpy(l->hdd_uuid, d->hdd_uuid, sizeof(l->hdd_uuid));
 	l->hdd_sectors = le64_to_cpu(d->hdd_sectors);
+	l->flags = le32_to_cpu(d->flags);
+	l->abandoned_gen = le64_to_cpu(d->abandoned_gen);
 	return 0;
 }
 
@@ -152,6 +156,8 @@ void nxd_label_encode(const struct nxd_label_info *l, void *blk)
 	memcpy(d->vol_uuid, l->vol_uuid, sizeof(d->vol_uuid));
 	memcpy(d->hdd_uuid, l->hdd_uuid, sizeof(d->hdd_uuid));
 	d->hdd_sectors = cpu_to_le64(l->hdd_sectors);
+	d->flags = cpu_to_le32(l->flags);
+	d->abandoned_gen = cpu_to_le64(l->abandoned_gen);
 	d->crc = cpu_to_le32(nxd_crc_block(blk));
 }
 

@@ -49,6 +49,8 @@ struct nxd_label_info {
 	u8 vol_uuid[16];
 	u8 hdd_uuid[16];
 	u64 hdd_sectors;
+	u64 abandoned_gen;
+	u32 flags;
 };
 
 int nxd_label_decode(const void *blk, struct nxd_label_info *l);

@@ -90,6 +90,12 @@ struct nxd_seg_hdr {
 	struct nxd_seg_rec recs[NXD_SEG_MAX_RECS];
 } __packed;
 
+/*
+ * Label flag: while the SSD failed, HDD writes replaced logged blocks
+ * without an INVAL record in the log; the log must not be replayed.
+ */
+#define NXD_LABEL_LOG_ABANDONED	BIT(0)
+
 struct nxd_hdd_label {
 	__le64 magic;
 	__le32 crc;
@@ -97,7 +103,10 @@ struct nxd_hdd_label {
 	u8 vol_uuid[16];
 	u8 hdd_uuid[16];
 	__le64 hdd_sectors;	/* HDD size when labelled */
-	u8 reserved[4040];
+	__le32 flags;		/* NXD_LABEL_LOG_ABANDONED */
+	__le32 reserved0;
+	__le64 abandoned_gen;	/* generation whose log was abandoned */
+	u8 reserved[4024];
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");

@@ -327,6 +327,7 @@ static void test_label(void)
 	size_t i;
 	int b, bad;
 
+	memset(&l, 0, sizeof(l));
 	memcpy(l.vol_uuid, uuid_a, 16);
 	memcpy(l.hdd_uuid, uuid_b, 16);
 	l.hdd_sectors = 123456789;
@@ -342,6 +343,20 @@ static void test_label(void)
 	memset(&out, 0, sizeof(out));
 	CHECK_EQ(nxd_label_decode(blk, &out), 0);
 	CHECK(!memcmp(&out, &l, sizeof(l)));
+	CHECK_EQ(out.flags, 0);
+
+	/* The abandoned-log mark round-trips; unknown flags are refused. */
+	l.flags = NXD_LABEL_LOG_ABANDONED;
+	l.abandoned_gen = 77;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	CHECK_EQ(out.flags, NXD_LABEL_LOG_ABANDONED);
+	CHECK_EQ(out.abandoned_gen, 77);
+	l.flags = 2;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EPROTONOSUPPORT);
+	l.flags = 0;
+	l.abandoned_gen = 0;
 
 	memset(blk2, 0, BS);
 	CHECK_EQ(nxd_label_decode(blk2, &out), NXD_ENOTNXD);

@@ -25,6 +25,8 @@ devices before the devices under them.
 """
 
 import os
+import sys
+import threading
 import time
 
 import pytest
@@ -84,6 +86,12 @@ def guest_setup():
     nxdvm.modprobe("loop", "max_loop=16", check=False)
     nxdvm.modprobe("null_blk", "nr_devices=0", check=False)
     nxdvm.ensure_configfs()
+    # Report tasks blocked in D state within a minute, not two.
+    try:
+        with open("/proc/sys/kernel/hung_task_timeout_secs", "w") as f:
+            f.write("60")
+    except OSError:
+        pass
     yield
 
 
@@ -117,10 +125,40 @@ def nxd_module(guest_setup):
 
 # ----------------------------------------------------------------- dmesg ---
 
+WATCHDOG_S = int(os.environ.get("NXD_TEST_WATCHDOG", "900"))
+
+
+def _watchdog_fire(nodeid):
+    """A test ran for WATCHDOG_S: dump every task's stack to the kernel log
+    (it goes to the console the host keeps) and end the guest's pytest, so
+    that one hang costs minutes of CI, not the whole time limit."""
+    sys.stderr.write(f"\nWATCHDOG: {nodeid} still running after {WATCHDOG_S}s: "
+                     "task stacks go to the console log; exiting\n")
+    for c in "wt":
+        try:
+            with open("/proc/sysrq-trigger", "w") as f:
+                f.write(c)
+        except OSError:
+            pass
+        time.sleep(2)
+    try:
+        nxdvm.save_log(f"dmesg-{nodeid}-watchdog.txt",
+                       run(["dmesg"], check=False).stdout)
+    finally:
+        sys.stderr.flush()
+        os._exit(3)
+
+
 @pytest.fixture(autouse=True)
 def dmesg_check(request):
     marker = nxdvm.kmsg_mark(f"begin {request.node.nodeid}")
-    yield
+    dog = threading.Timer(WATCHDOG_S, _watchdog_fire, (request.node.nodeid,))
+    dog.daemon = True
+    dog.start()
+    try:
+        yield
+    finally:
+        dog.cancel()
     lines = nxdvm.dmesg_since(marker)
     allow = [a for m in request.node.iter_markers("dmesg_allow") for a in m.args]
     bad = nxdvm.find_kernel_problems(lines, allow)

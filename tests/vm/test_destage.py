@@ -79,10 +79,6 @@ def test_overwrite_and_discard_while_destaging(devs):
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
-@pytest.mark.xfail(reason="known defect: a destage round takes at most 64 segments; at queue "
-                   "depth 1 each segment holds one block, so a round sorts only 64 random "
-                   "blocks and merges little (larger rounds were tried but not verified "
-                   "in time)", strict=False)
 def test_destage_merges_dense_region():
     """A dense region of random 4 KiB writes destages in merged bios:
     mean destage bio size well above 4 KiB (a bench-style check).  The log
