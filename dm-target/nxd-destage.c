@@ -480,6 +480,14 @@ static void nxd_destage_sleep(struct nxd_c *nc, unsigned int ms)
 					 msecs_to_jiffies(ms));
 }
 
+/* After a failed round: a drain or a full log must not turn it into a busy loop. */
+static void nxd_destage_backoff(struct nxd_c *nc, unsigned int ms)
+{
+	nxd_count(nc, NXD_CTR(destage_throttled_ms), ms);
+	wait_event_interruptible_timeout(nc->dwq, kthread_should_stop(),
+					 msecs_to_jiffies(ms));
+}
+
 static int nxd_destager_fn(void *data)
 {
 	struct nxd_c *nc = data;
@@ -520,7 +528,7 @@ static int nxd_destager_fn(void *data)
 			nc->destage_errors++;
 			DMERR_LIMIT("%s: destage failed (%d), will retry",
 				    dm_table_device_name(nc->ti->table), r);
-			nxd_destage_sleep(nc, 1000);
+			nxd_destage_backoff(nc, 1000);
 			continue;
 		}
 		if (!r) {
@@ -574,20 +582,28 @@ void nxd_destager_stop(struct nxd_c *nc)
 	}
 }
 
-/* Destage everything and wait; for detaching the SSD or maintenance. */
+/*
+ * Destage everything logged before the call and wait; for detaching the
+ * SSD or maintenance.  Newer writes may stay in the log, so that a drain
+ * under a continuous write load still ends.
+ */
 int nxd_drain(struct nxd_c *nc)
 {
+	u64 target;
 	int r = 0;
 
+	spin_lock(&nc->lock);
+	target = nc->ring.next_seq;
+	spin_unlock(&nc->lock);
 	atomic_inc(&nc->drain_req);
 	nxd_destager_wake(nc);
 	for (;;) {
-		bool empty;
+		bool done;
 
 		spin_lock(&nc->lock);
-		empty = !nc->ring.count;
+		done = !nc->ring.count || nc->ring.first_seq >= target;
 		spin_unlock(&nc->lock);
-		if (empty)
+		if (done)
 			break;
 		if (!READ_ONCE(nc->running)) {
 			r = -EBUSY;

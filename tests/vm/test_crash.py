@@ -401,7 +401,7 @@ def replay_and_check(dm, devs, logpath, wl, layout, rng, nprefix, nvariant,
 
 
 @pytest.mark.parametrize("seed,opts,ssd_mib", CASES, ids=[f"seed{c[0]}" for c in CASES])
-def test_logwrites_replay(dm, devs, seed, opts, ssd_mib):
+def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
     logpath, wl, layout = record_workload(dm, devs, seed, opts, ssd_mib, NOPS)
     rng = random.Random(seed * 7919)
     res = replay_and_check(dm, devs, logpath, wl, layout, rng, PREFIX_CUTS, VARIANT_CUTS)
@@ -435,7 +435,7 @@ def _drop(dev_size_sectors, dev):
 
 @pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early)")
 @pytest.mark.parametrize("where", ["ssd", "hdd+ssd"])
-def test_flakey_drop(dm, devs, where):
+def test_flakey_drop(devs, dm, where):
     """drop_writes at a random moment; then everything acknowledged before
     the last fsync that completed before the drop reads back exactly."""
     seeds = [21, 22, 23] if LONG else [21]
@@ -523,7 +523,7 @@ def _flakey_once(dm, devs, seed, where):
 
 # --------------------------------------------------- found by the above ---
 
-def test_discard_of_logged_partial_blocks_completes(dm, devs):
+def test_discard_of_logged_partial_blocks_completes(devs, dm):
     """Found by test_logwrites_replay (seed 11, op 55): a discard that covers
     no whole block, only the logged parts of two blocks (4608 B at sector
     2739 over logged blocks 342 and 343), must complete by itself.  If it
