@@ -346,7 +346,7 @@ static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
 	u64 start = 0, len = 0;
 	u32 i;
 
-	if (!READ_ONCE(nc->vol->tun.ssd_discard) ||
+	if (!READ_ONCE(nc->vol->tun.ssd_discard) || atomic_read(&nc->degraded) ||
 	    !bdev_max_discard_sectors(nc->ssd->bdev))
 		return;
 	for (i = 0; i <= rd->nsegs; i++) {
@@ -430,7 +430,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		tail_seq = nc->ring.next_seq;
 	}
 	spin_unlock(&nc->lock);
-	r = nxd_sb_commit(nc, 0, tail_pos, tail_seq);
+	/*
+	 * Degraded, the log is abandoned (refused at the next load) and the
+	 * SSD cannot take a superblock: freeing the space in memory only is
+	 * enough, and lets a drain copy everything readable to the HDD.
+	 */
+	if (atomic_read(&nc->degraded))
+		r = nxd_log_abandon(nc);
+	else
+		r = nxd_sb_commit(nc, 0, tail_pos, tail_seq);
 	if (r) {
 		kept = r;
 		goto unmark;

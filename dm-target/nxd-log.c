@@ -189,8 +189,15 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 	struct nxd_batch *bt = &nc->batch;
 	struct nxd_inval *op, *tmp;
 	struct bio *bio;
+	int abandon;
 
 	nxd_ssd_failed(nc, err, "log write");
+	/*
+	 * The segment may have reached the SSD all the same, and HDD writes
+	 * over its blocks would not be ordered against it: abandon the log
+	 * before anything is acknowledged.  If even that fails, fail all.
+	 */
+	abandon = nxd_log_abandon(nc);
 	while ((bio = bio_list_pop(&bt->bios))) {
 		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 		sector_t s = bio->bi_iter.bi_sector;
@@ -199,7 +206,7 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 		spin_lock(&nc->lock);
 		logged = nxd_range_logged(nc, s >> 3, (bio_end_sector(bio) - 1) >> 3);
 		spin_unlock(&nc->lock);
-		if (!logged && atomic_read(&pb->pending) == 1) {
+		if (!abandon && !logged && atomic_read(&pb->pending) == 1) {
 			/* Whole bio in this batch and nothing logged under it. */
 			pb->route = NXD_H_HDD;
 			nxd_count(nc, NXD_CTR(writes_around_full), 1);
@@ -212,7 +219,7 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 	/* HDD copies of these are durable (FUA); only the INVAL is missing. */
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
 		if (!op->error)
-			op->error = nxd_log_abandon(nc);
+			op->error = abandon;
 		spin_lock(&nc->lock);
 		nxd_inval_range_locked(nc, op->full_first, op->full_last);
 		spin_unlock(&nc->lock);
@@ -579,8 +586,8 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 			nxd_log_write(nc, bio);
 			return;
 		}
-		if (!discard) {
-			/* Degraded: the merge cannot be done anywhere. */
+		if (!discard || atomic_read(&nc->degraded)) {
+			/* Degraded: no merge, no zeros can be logged. */
 			kfree(op);
 			bio_io_error(bio);
 			return;

@@ -12,7 +12,8 @@
 #   make bench-smoke    BENCH_SMOKE=1: ~3 s per job, reduced matrix; checks
 #                       only that every system ran
 #
-# Environment: BENCH_SMOKE, BENCH_KVER (guest kernel, default
+# Environment: BENCH_SMOKE, BENCH_JOBS (comma list of job-id prefixes,
+# e.g. drain,streaming), BENCH_KVER (guest kernel, default
 # 6.1.0-56-amd64), BENCH_RUNTIME, BENCH_RAMP, BENCH_IODEPTH, BENCH_SYSTEMS
 # (comma list), HDDSIM_OPTS, HDD_SIZE_MB, RAID_CHUNK_KB, SSD_MB,
 # BENCH_TIMEOUT (seconds for the guest), BENCH_NO_DOCS=1 (leave
@@ -40,7 +41,7 @@ ts=$(date -u +%Y%m%dT%H%M%SZ)
 out=results/$ts
 mkdir -p "$out"
 vars=""
-for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_IODEPTH BENCH_SYSTEMS BENCH_REWRITE_SIZE \
+for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_IODEPTH BENCH_SYSTEMS BENCH_JOBS BENCH_REWRITE_SIZE \
 	BENCH_DRAIN_SIZE HDDSIM_OPTS HDD_SIZE_MB HDD_COUNT RAID_CHUNK_KB SSD_MB; do
 	[ -n "${!v:-}" ] && vars+="$v='${!v}' "
 done

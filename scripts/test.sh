@@ -11,6 +11,10 @@
 #   TEST_FILTER  pytest -k expression
 #   PYTEST_ARGS  extra pytest arguments (e.g. "-x -v")
 #   SKIP_UNIT=1  do not run `make unit`
+#   NXD_TESTS    guest test files (default: the CI suite below)
+#   NXD_POWERCUT=0  skip the whole-guest power-cut check (scripts/powercut.sh,
+#                two more boots per kernel; NXD_POWERCUT_SEED, default
+#                101 for the first kernel, 102 for the second)
 #   NXD_LOGS     log dir under build/ (default build/logs; use your own
 #                when others test in the same work tree at the same time)
 #   VM_TIMEOUT, VM_MEMORY, VM_CPUS, NXD_KVM: see scripts/vm-run.sh
@@ -75,7 +79,7 @@ filter=()
 # bad input, management, file systems): `make test NXD_TESTS=tests/vm`.
 NXD_TESTS=${NXD_TESTS:-tests/vm/test_harness.py tests/vm/test_datapath.py tests/vm/test_destage.py}
 
-declare -A summary rcs
+declare -A summary rcs extra
 fail=0
 tot_pass=0
 tot_fail=0
@@ -109,6 +113,25 @@ for kv in "${kvers[@]}"; do
 		say "$kv FAILED (exit $rc); logs: $rel/$kv-console.log," \
 			"$rel/$kv-dmesg.txt, $rel/$kv-pytest.log, $junit"
 	fi
+	# Counts the crash tests report (cut points, bytes verified).
+	if [ -s "$logs/$kv-crash-summary.txt" ]; then
+		extra[$kv]=$(cut -d' ' -f3- "$logs/$kv-crash-summary.txt")
+	fi
+	# Whole-guest power cut: two more boots (scripts/powercut.sh).
+	if [ "${NXD_POWERCUT:-1}" = 1 ]; then
+		seed=${NXD_POWERCUT_SEED:-$((100 + ${#summary[@]}))}
+		pline=$(scripts/powercut.sh "$kv" "$seed" 2>"$logs/$kv-powercut.err" | tail -n1)
+		prc=$?
+		[ -n "$pline" ] || pline="powercut $kv seed $seed: FAIL: no verdict (see $rel/$kv-powercut.err)"
+		say "$pline"
+		extra[$kv]+=${extra[$kv]:+$'\n'}$pline
+		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then
+			tot_pass=$((tot_pass + 1))
+		else
+			tot_fail=$((tot_fail + 1))
+			fail=1
+		fi
+	fi
 done
 
 echo
@@ -116,6 +139,7 @@ echo "==== dm-nxd test summary ($(($(date +%s) - t0))s) ===="
 [ -n "$unit_line" ] && echo "$unit_line"
 for kv in "${kvers[@]}"; do
 	echo "$kv: ${summary[$kv]}"
+	[ -n "${extra[$kv]:-}" ] && sed 's/^/    /' <<<"${extra[$kv]}"
 done
 if [ $fail = 0 ]; then
 	echo "total: $tot_pass passed, $tot_fail failed"

@@ -302,6 +302,31 @@ def test_ssd_write_errors_then_reassembly(rig):
     assert X.pread_dev(v.dev, 0, m.size) == hdd
 
 
+def test_degraded_drain_copies_the_log_to_the_hdd(rig):
+    """Degraded (SSD writes failing, reads working): a drain still copies
+    every logged block to the HDD and frees the log in memory, the log is
+    abandoned (the next load refuses it), and the HDD alone then holds the
+    volume's data, so 'format' or a linear table over it loses nothing."""
+    v, m = _setup(rig, "nxddd", seed=9, nfull=40, npart=8)
+    _degrade(v, m, rig)
+    v.drain()
+    st = v.status()
+    assert st["state"] == "degraded" and st["index_entries"] == 0, st
+    assert st["destaged_blocks"] >= 48, st
+    m.verify()                                  # now all from the HDD
+    m.f.fsync()
+    m.close()
+    v.remove()
+    rig.ssdi.set("ok")
+    marker = nxdvm.kmsg_mark("reassemble after degraded drain")
+    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
+    if p.returncode == 0:
+        v.dm.created.append(v.name)
+    assert p.returncode != 0, "a log abandoned while degraded was replayed"
+    assert X.wait_kmsg(marker, X.table_error_re("SSD log abandoned after an SSD failure"))
+    m.verify(dev=rig.hdd)                       # the HDD alone
+
+
 # --------------------------------------------------------- HDD faults ---
 
 @pytest.mark.parametrize("mode", ["error", "error_writes"])
