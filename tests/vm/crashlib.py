@@ -234,10 +234,27 @@ class DirectIO:
 
 
 BLKDISCARD = 0x1277
+BLKZEROOUT = 0x127F          # _IO(0x12, 127)
 
 
 def discard(fd, off, n):
     fcntl.ioctl(fd, BLKDISCARD, struct.pack("QQ", off, n))
+
+
+def zeroout(fd, off, n):
+    fcntl.ioctl(fd, BLKZEROOUT, struct.pack("QQ", off, n))
+
+
+def discard_zeroes(dev):
+    """Whether a discard of @dev (e.g. /dev/loop0) leaves zeros: only if it
+    takes discards at all (a loop file on 9p does not; then a discard is a
+    no-op that the block layer allows, and the model's zeros would not hold)."""
+    name = os.path.basename(os.path.realpath(dev))
+    try:
+        with open(f"/sys/block/{name}/queue/discard_max_bytes") as f:
+            return int(f.read()) > 0
+    except OSError:
+        return False
 
 
 # ------------------------------------------------------------- workload ---
@@ -313,8 +330,9 @@ class Workload:
     Set `stop_verify` (a threading.Event) to stop verifying reads."""
 
     def __init__(self, dev, size, seed, dm=None, nxd_name=None, hot=2 << 20,
-                 on_durable=None, stop_verify=None, model=None):
+                 on_durable=None, stop_verify=None, model=None, zero_discards=False):
         self.dev, self.size, self.seed = dev, size, seed
+        self.zero_discards = zero_discards   # "d" ops as BLKZEROOUT
         self.ops = gen_ops(seed, size, hot, dm_msgs=dm is not None)
         self.dm, self.nxd_name = dm, nxd_name
         self.on_durable = on_durable
@@ -351,7 +369,7 @@ class Workload:
         elif k == "s":
             self.dio.pwrite(self.fds, op[1], op[2])
         elif k == "d":
-            discard(self.fd, op[1], op[2])
+            (zeroout if self.zero_discards else discard)(self.fd, op[1], op[2])
         elif k == "f":
             os.fsync(self.fd)
         elif k == "r":
@@ -789,9 +807,11 @@ def powercut1(d, seed):
         jf.write(f"{k} {len(wl.events)} {wl.nop}\n")
         jf.flush()
         os.fsync(jf.fileno())
+    zd = not discard_zeroes(hdd)
     wl = Workload(dm.node("pcnxd"), vol * 512, seed, dm=dm, nxd_name="pcnxd",
-                  hot=p["hot"], on_durable=durable)
-    print(f"powercut1: seed {seed} opts '{p['opts']}': sysrq-b in {p['delay']}s", flush=True)
+                  hot=p["hot"], on_durable=durable, zero_discards=zd)
+    print(f"powercut1: seed {seed} opts '{p['opts']}': sysrq-b in {p['delay']}s"
+          + (" (HDD takes no discards: discards sent as BLKZEROOUT)" if zd else ""), flush=True)
     _fsync_write(f"{d}/armed", f"{time.time()}\n")
     subprocess.Popen(["sh", "-c", f"sleep {p['delay']}; echo b > /proc/sysrq-trigger"])
     t0 = time.monotonic()
