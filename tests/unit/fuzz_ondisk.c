@@ -120,8 +120,13 @@ static void fuzz_label(const u8 *in, u8 ctl)
 	ASSERT(nxd_label_decode(b2, &l2) == 0);
 	ASSERT(!memcmp(&l, &l2, sizeof(l)));
 	ASSERT(!memcmp(b2, b, 8));
+	/* Everything decoded is re-encoded; reserved0 is not checked. */
 	ASSERT(!memcmp(b2 + 12, b + 12,
-		       offsetof(struct nxd_hdd_label, reserved) - 12));
+		       offsetof(struct nxd_hdd_label, reserved0) - 12));
+	ASSERT(!memcmp(b2 + offsetof(struct nxd_hdd_label, abandoned_gen),
+		       b + offsetof(struct nxd_hdd_label, abandoned_gen),
+		       offsetof(struct nxd_hdd_label, reserved) -
+		       offsetof(struct nxd_hdd_label, abandoned_gen)));
 }
 
 static void fuzz_seg(const u8 *in, u8 ctl, u64 ring, u64 max_block)
