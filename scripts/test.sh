@@ -82,13 +82,14 @@ filter=()
 NXD_TESTS=${NXD_TESTS:-tests/vm/test_harness.py tests/vm/test_datapath.py tests/vm/test_destage.py tests/vm/test_faults.py tests/vm/test_badinput.py tests/vm/test_mgmt.py tests/vm/test_crash.py}
 
 declare -A summary rcs extra
+kidx=0
 fail=0
 tot_pass=0
 tot_fail=0
 for kv in "${kvers[@]}"; do
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
-	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + ${#summary[@]}))}
+	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
 	pycmd="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0}"
 	pycmd+=" python3 -m pytest -q $NXD_TESTS -p no:cacheprovider --junitxml=$junit --durations=15"
 	for a in "${filter[@]}" ${PYTEST_ARGS:-}; do pycmd+=" $(printf '%q' "$a")"; done
@@ -123,7 +124,7 @@ for kv in "${kvers[@]}"; do
 	fi
 	# Whole-guest power cut: two more boots (scripts/powercut.sh).
 	if [ "${NXD_POWERCUT:-1}" = 1 ]; then
-		seed=${NXD_POWERCUT_SEED:-$((100 + ${#summary[@]}))}
+		seed=${NXD_POWERCUT_SEED:-$((101 + kidx))}
 		pline=$(scripts/powercut.sh "$kv" "$seed" 2>"$logs/$kv-powercut.err" | tail -n1)
 		prc=$?
 		[ -n "$pline" ] || pline="powercut $kv seed $seed: FAIL: no verdict (see $rel/$kv-powercut.err)"
@@ -136,6 +137,7 @@ for kv in "${kvers[@]}"; do
 			fail=1
 		fi
 	fi
+	kidx=$((kidx + 1))
 done
 
 echo
