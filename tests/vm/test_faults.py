@@ -264,6 +264,23 @@ def test_ssd_write_errors_degrade(rig):
     m.close()
 
 
+def _reassembly_refused(v, m, rig):
+    """Verify, take the degraded volume down, heal the SSD: the next load
+    must refuse the abandoned log, with its reason."""
+    m.verify()
+    m.f.fsync()
+    m.close()
+    v.remove()
+    rig.ssdi.set("ok")
+    marker = nxdvm.kmsg_mark("reassemble after degraded")
+    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
+    if p.returncode == 0:
+        v.dm.created.append(v.name)
+    assert p.returncode != 0, "a log abandoned while degraded was replayed"
+    assert X.wait_kmsg(marker, X.table_error_re("SSD log abandoned after an SSD failure")), \
+        "refused without the reason"
+
+
 def test_ssd_write_errors_then_reassembly(rig):
     """After an SSD outage the volume is taken down, the SSD repaired and
     the volume assembled again.  Blocks overwritten on the HDD while
@@ -277,18 +294,7 @@ def test_ssd_write_errors_then_reassembly(rig):
     for b in over:                             # whole blocks: to the HDD
         m.write(b * BLOCK, BLOCK, False)
         m.unlog([b])
-    m.verify()
-    m.f.fsync()
-    m.close()
-    v.remove()
-    rig.ssdi.set("ok")
-    marker = nxdvm.kmsg_mark("reassemble after degraded")
-    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
-    if p.returncode == 0:
-        v.dm.created.append(v.name)
-    assert p.returncode != 0, "a log abandoned while degraded was replayed"
-    assert X.wait_kmsg(marker, X.table_error_re("SSD log abandoned after an SSD failure")), \
-        "refused without the reason"
+    _reassembly_refused(v, m, rig)
     # The HDD alone has what was written while degraded.
     hdd = X.pread_dev(rig.hdd, 0, m.size)
     stale = [b for b in over if hdd[b * BLOCK:(b + 1) * BLOCK] != m.data[b * BLOCK:(b + 1) * BLOCK]]
@@ -313,17 +319,7 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     st = v.status()
     assert st["state"] == "degraded" and st["index_entries"] == 0, st
     assert st["destaged_blocks"] >= 48, st
-    m.verify()                                  # now all from the HDD
-    m.f.fsync()
-    m.close()
-    v.remove()
-    rig.ssdi.set("ok")
-    marker = nxdvm.kmsg_mark("reassemble after degraded drain")
-    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
-    if p.returncode == 0:
-        v.dm.created.append(v.name)
-    assert p.returncode != 0, "a log abandoned while degraded was replayed"
-    assert X.wait_kmsg(marker, X.table_error_re("SSD log abandoned after an SSD failure"))
+    _reassembly_refused(v, m, rig)              # verified first: all from the HDD
     m.verify(dev=rig.hdd)                       # the HDD alone
 
 
