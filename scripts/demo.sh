@@ -145,7 +145,7 @@ if [ "${1:-}" = --guest ]; then
 	# exported hints explicitly (the same on the array and on dm-nxd).
 	io_min=$(cat /sys/block/$mdn/queue/minimum_io_size)
 	io_opt=$(cat /sys/block/$mdn/queue/optimal_io_size)
-	xfs_opts=(-q -f -d su=$io_min,sw=$((io_opt / io_min)))
+	xfs_opts=(-q -f -d agcount=2,su=$io_min,sw=$((io_opt / io_min)) -l size=64m)
 	mkfs.xfs "${xfs_opts[@]}" "$md"
 	mount "$md" "$MNT"
 	run_fio md "$md"
