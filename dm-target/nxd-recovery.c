@@ -87,29 +87,38 @@ static int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *bu
 	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
 }
 
+/* Write the HDD label of the volume in nc->sb.  Under sb_lock or in ctr. */
+static int nxd_label_write(struct nxd_c *nc, u32 flags)
+{
+	struct nxd_label_info l = { };
+
+	memcpy(l.vol_uuid, nc->sb.vol_uuid, 16);
+	memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
+	l.hdd_sectors = nc->sb.hdd_sectors;
+	l.flags = flags;
+	if (flags & NXD_LABEL_LOG_ABANDONED)
+		l.abandoned_gen = nc->sb.gen;
+	nxd_label_encode(&l, nc->sb_buf);
+	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
+			  nc->sb.hdd_label_sector, nc->sb_buf);
+}
+
 /*
- * Degraded: an HDD write replaced logged blocks and no INVAL record can be
- * logged, so the older logged copies would come back at the next load.
- * Mark the HDD label before that write is acknowledged: the next load
- * refuses the log instead (format starts a new one).
+ * Degraded: the log can no longer record what the HDD overwrites (and a
+ * failed segment may have landed all the same), so its older copies would
+ * come back at the next load.  Mark the HDD label before anything that
+ * depends on it is acknowledged: the next load refuses the log instead
+ * ('format' starts a new one).
  */
 int nxd_log_abandon(struct nxd_c *nc)
 {
-	struct nxd_label_info l = { };
 	int r = 0;
 
 	if (READ_ONCE(nc->log_abandoned))
 		return 0;
 	mutex_lock(&nc->sb_lock);
 	if (!nc->log_abandoned) {
-		memcpy(l.vol_uuid, nc->sb.vol_uuid, 16);
-		memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
-		l.hdd_sectors = nc->sb.hdd_sectors;
-		l.flags = NXD_LABEL_LOG_ABANDONED;
-		l.abandoned_gen = nc->sb.gen;
-		nxd_label_encode(&l, nc->sb_buf);
-		r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
-			       nc->sb.hdd_label_sector, nc->sb_buf);
+		r = nxd_label_write(nc, NXD_LABEL_LOG_ABANDONED);
 		if (!r) {
 			WRITE_ONCE(nc->log_abandoned, true);
 			DMERR("%s: SSD log abandoned (HDD label marked): reassembly needs 'format'",
@@ -139,7 +148,6 @@ static int nxd_read_sbs(struct nxd_c *nc, struct nxd_sb_info sbs[2], int res[2],
 
 static int nxd_format(struct nxd_c *nc)
 {
-	struct nxd_label_info l = { };
 	struct nxd_sb_info *sb = &nc->sb;
 	int r;
 
@@ -158,12 +166,7 @@ static int nxd_format(struct nxd_c *nc)
 	sb->head_pos = 0;
 	sb->head_seq = 1;
 
-	memcpy(l.vol_uuid, sb->vol_uuid, 16);
-	memcpy(l.hdd_uuid, sb->hdd_uuid, 16);
-	l.hdd_sectors = nc->hdd_sectors;
-	nxd_label_encode(&l, nc->sb_buf);
-	r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, sb->hdd_label_sector,
-		       nc->sb_buf);
+	r = nxd_label_write(nc, 0);
 	if (r)
 		return r;
 	/* Both copies, so neither holds a previous volume's superblock. */
