@@ -34,6 +34,13 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       libclang-rt-14-dev rsync)
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
+# A previous install cut short (machine restart, killed job) leaves dpkg
+# half-configured and every later apt-get refuses to run; finish it first.
+if [ -n "$(dpkg --audit 2>/dev/null)" ] || ls /var/lib/dpkg/updates/0* >/dev/null 2>&1; then
+	say "dpkg was interrupted earlier: dpkg --configure -a"
+	dpkg --configure -a
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -117,6 +117,14 @@ for kv in "${kvers[@]}"; do
 	if [ "$rc" != 0 ]; then
 		say "$kv FAILED (exit $rc); logs: $rel/$kv-console.log," \
 			"$rel/$kv-dmesg.txt, $rel/$kv-pytest.log, $junit"
+		# CI keeps only stdout: say which test hung or what the kernel
+		# reported, so a failure is diagnosable from the CI log alone.
+		if [ -z "$line" ]; then
+			say "$kv: last pytest lines:"
+			tail -n 8 "$logs/$kv-pytest.log" | sed 's/^/  | /'
+		fi
+		grep -aE 'WATCHDOG|nxd watchdog|blocked for more than|Oops|BUG:|WARNING:|Call Trace|nxd_|dm_nxd' \
+			"$logs/$kv-console.log" 2>/dev/null | head -n 40 | sed 's/^/  console| /'
 	fi
 	# Counts the crash tests report (cut points, bytes verified).
 	if [ -s "$logs/$kv-crash-summary.txt" ]; then

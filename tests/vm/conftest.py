@@ -25,6 +25,7 @@ devices before the devices under them.
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -134,6 +135,23 @@ def _watchdog_fire(nodeid):
     that one hang costs minutes of CI, not the whole time limit."""
     sys.stderr.write(f"\nWATCHDOG: {nodeid} still running after {WATCHDOG_S}s: "
                      "task stacks go to the console log; exiting\n")
+    sys.stderr.flush()
+    # A thread stuck in the kernel (D state) keeps the process from
+    # exiting, and then the guest from powering off until the host's
+    # timeout.  A detached helper powers the guest off if we are not gone
+    # in time; a normal exit shuts the guest down before it fires.
+    try:
+        subprocess.Popen(["sh", "-c", "sleep 90; echo 'nxd watchdog: forcing power-off'"
+                          " > /dev/kmsg; echo o > /proc/sysrq-trigger"],
+                         start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        pass
+    try:
+        with open("/dev/kmsg", "w") as f:
+            f.write(f"nxd watchdog: {nodeid} hung for {WATCHDOG_S}s\n")
+    except OSError:
+        pass
     for c in "wt":
         try:
             with open("/proc/sysrq-trigger", "w") as f:
