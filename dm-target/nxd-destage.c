@@ -284,8 +284,11 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 	int r;
 
 	r = nxd_destage_read(nc, rd);
-	if (r)
+	if (r) {
+		/* The log cannot drain past it; writes must not wait for room. */
+		nxd_ssd_failed(nc, r, "destage read");
 		return r;
+	}
 	for (i = 0; i < rd->nsegs; i++) {
 		struct nxd_segd *sd = &rd->segs[i];
 		void *hdr = nc->dbuf + (size_t)off * NXD_BLOCK_SIZE;
@@ -298,8 +301,17 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
 				   nc->sb.data_sectors >> 3, &si);
 		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
-			DMERR_LIMIT("%s: log segment at %u unreadable (%d)",
-				    dm_table_device_name(nc->ti->table), sd->pos, r);
+			DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d)",
+				    dm_table_device_name(nc->ti->table),
+				    first_seq + i, sd->pos, r);
+			if (i)
+				return i;	/* destage the good ones before it */
+			/*
+			 * The SSD lost a committed segment: the tail can never
+			 * move past it, so stop logging rather than let writers
+			 * wait forever for room.
+			 */
+			nxd_ssd_failed(nc, -EIO, "log segment read-back");
 			return -EIO;
 		}
 		spin_lock(&nc->lock);

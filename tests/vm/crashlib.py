@@ -327,7 +327,8 @@ class Workload:
     on_durable(k) is called after every completed fsync and O_DSYNC write
     (durability point k, counting from 1); `events` records every op that
     changes data, `durable` the index in `events` at each durability point.
-    Set `stop_verify` (a threading.Event) to stop verifying reads."""
+    Set `stop_verify` (a threading.Event) to stop verifying reads and
+    sending dm messages."""
 
     def __init__(self, dev, size, seed, dm=None, nxd_name=None, hot=2 << 20,
                  on_durable=None, stop_verify=None, model=None, zero_discards=False):
@@ -347,6 +348,7 @@ class Workload:
         self.bytes_verified = 0
         self.nop = 0
         self.recent = []        # last ops, for hang reports
+        self.tolerate_eio = False   # EIO from writes and fsyncs is counted, not raised
 
     def close(self):
         os.close(self.fd)
@@ -364,15 +366,25 @@ class Workload:
         self.recent = self.recent[-15:] + [
             (self.nop, k) + tuple(len(x) if isinstance(x, bytes) else x for x in op[1:])]
         self.counts[k] += 1
-        if k == "w":
-            self.dio.pwrite(self.fd, op[1], op[2])
-        elif k == "s":
-            self.dio.pwrite(self.fds, op[1], op[2])
-        elif k == "d":
-            (zeroout if self.zero_discards else discard)(self.fd, op[1], op[2])
-        elif k == "f":
-            os.fsync(self.fd)
-        elif k == "r":
+        try:
+            if k == "w":
+                self.dio.pwrite(self.fd, op[1], op[2])
+            elif k == "s":
+                self.dio.pwrite(self.fds, op[1], op[2])
+            elif k == "d":
+                (zeroout if self.zero_discards else discard)(self.fd, op[1], op[2])
+            elif k == "f":
+                os.fsync(self.fd)
+        except OSError as e:
+            if e.errno != errno.EIO or not self.tolerate_eio:
+                raise
+            # Failed, so not durable; it may still have landed in part.
+            self.counts["eio"] = self.counts.get("eio", 0) + 1
+            if op_is_write(op):
+                self.model.apply(op)
+                self.events.append(op)
+            return op
+        if k == "r":
             if self.stop_verify is not None and self.stop_verify.is_set():
                 return op
             got = self.dio.pread(self.fd, op[1], op[2])
@@ -384,7 +396,7 @@ class Workload:
                     f"differs at byte {op[1] + bad} (sector {(op[1] + bad) // 512})")
             self.bytes_verified += op[2]
         elif k == "m":
-            if self.dm and self.nxd_name:
+            if self.dm and self.nxd_name and not (self.stop_verify and self.stop_verify.is_set()):
                 self.dm.message(self.nxd_name, op[1])
         if op_is_write(op):
             self.model.apply(op)

@@ -323,6 +323,36 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     m.verify(dev=rig.hdd)                       # the HDD alone
 
 
+def test_lost_log_segment_degrades_instead_of_hanging(rig):
+    """The SSD loses a committed segment (here: its header is zeroed behind
+    the volume's back).  The destager can never move the log's tail past
+    it, so it must say so and degrade the volume; writes then bypass the
+    log instead of waiting for room that never comes, and every block
+    still reads back right (the lost segment's data blocks are intact)."""
+    v, m = _setup(rig, "nxdls", seed=12, nfull=32, npart=0)
+    first_hdr = 8 * 4096                      # NXD_RING_START: ring slot 0
+    hdr = X.pread_dev(rig.ssd_base, first_hdr, BLOCK)
+    assert hdr[:8] == b"\0NXDSEG1", "ring slot 0 holds no segment header"
+    X.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
+    marker = nxdvm.kmsg_mark("lost segment")
+    v.message("resume_destage")
+    nxdvm.wait_for(lambda: v.status()["state"] == "degraded", timeout=60,
+                   what="degraded after the destager met the lost segment")
+    assert X.wait_kmsg(marker, r"log segment \d+ at 0 unreadable"), "no message naming the segment"
+    assert X.wait_kmsg(marker, r"SSD log segment read-back failed.*degraded")
+    st1 = v.status()
+    rng = random.Random(121)
+    for i in range(200):
+        # Whole blocks, half of them over logged ones: all go to the HDD.
+        b = rng.choice(sorted(m.logged)) if i % 2 and m.logged else rng.randrange(m.size // BLOCK)
+        m.write(b * BLOCK, BLOCK, False)
+        m.unlog([b])
+    st = v.status()
+    assert st["segments_written"] == st1["segments_written"], (st1, st)
+    assert st["writes_logged"] == st1["writes_logged"], (st1, st)
+    _reassembly_refused(v, m, rig)              # verified first, then refused
+
+
 # --------------------------------------------------------- HDD faults ---
 
 @pytest.mark.parametrize("mode", ["error", "error_writes"])
