@@ -257,11 +257,49 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		      l.abandoned_gen);
 		return -EINVAL;
 	}
-	if (ti->len > nc->sb.data_sectors) {
-		ti->error = "Volume larger than the data area the HDD was labelled with";
-		return -EINVAL;
-	}
+	/* Longer than formatted: ctr checked that the HDD now has the room. */
+	if (ti->len > nc->sb.data_sectors)
+		nc->grow_to = nxd_hdd_data_sectors(nc->hdd_sectors);
 	return 0;
+}
+
+/*
+ * The HDD grew and the table asks for more: write the label at the HDD's
+ * new end, then the superblock that points at it.  A crash in between
+ * leaves the old superblock and the old label, both intact; the next load
+ * of the longer table grows again.  Runs at preresume, after the previous
+ * table's last superblock write; its failure fails the resume.
+ */
+static int nxd_grow(struct nxd_c *nc)
+{
+	const char *name = dm_table_device_name(nc->ti->table);
+	sector_t old_label = nc->sb.hdd_label_sector;
+	u64 old_data = nc->sb.data_sectors;
+	int r;
+
+	mutex_lock(&nc->sb_lock);
+	nc->sb.hdd_sectors = nc->hdd_sectors;
+	nc->sb.data_sectors = nc->grow_to;
+	nc->sb.hdd_label_sector = nc->grow_to;
+	r = nxd_label_write(nc, 0);
+	if (r) {
+		DMERR("%s: grow: cannot write the HDD label at %llu: %d", name,
+		      (u64)nc->grow_to, r);
+		goto out;
+	}
+	r = nxd_sb_write_locked(nc);
+	if (r)
+		goto out;
+	/* Now data: a stale copy there would confuse label probes. */
+	memset(nc->sb_buf, 0, NXD_BLOCK_SIZE);
+	if (nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC, old_label, nc->sb_buf))
+		DMWARN("%s: grow: cannot clear the old HDD label at %llu", name,
+		       (u64)old_label);
+	DMINFO("%s: grew volume %pU from %llu to %llu data sectors", name,
+	       nc->sb.vol_uuid, old_data, nc->sb.data_sectors);
+out:
+	mutex_unlock(&nc->sb_lock);
+	return r;
 }
 
 /* Check every data block of a segment against its record checksum. */
@@ -387,6 +425,11 @@ int nxd_meta_load(struct nxd_c *nc)
 		       dm_table_device_name(nc->ti->table), seq, nc->sb.head_seq);
 	nc->rec_clean = clean;
 	nc->rec_us = div_u64(ktime_get_ns() - t0, 1000);
+	if (nc->grow_to > nc->sb.data_sectors) {
+		r = nxd_grow(nc);
+		if (r)
+			return r;
+	}
 
 	/* New generation: segments after ours from earlier runs are now stale. */
 	mutex_lock(&nc->sb_lock);

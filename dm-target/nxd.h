@@ -124,6 +124,7 @@ struct nxd_c {
 
 	u64 ssd_blocks;
 	sector_t hdd_sectors;
+	sector_t grow_to;		/* new data_sectors, set at preresume */
 	u32 hdd_io_min;
 	u32 hdd_io_opt;
 	u64 max_block;			/* logical blocks of the volume */

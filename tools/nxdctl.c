@@ -914,6 +914,7 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 
 struct create_opts {
 	const char *uuid;
+	uint64_t len;		/* sectors; 0: all the HDD has room for */
 	char extra[512];	/* key value pairs, space separated */
 	unsigned int nargs;
 	bool dry_run;
@@ -1118,6 +1119,8 @@ static int create_volume(const char *name, const char *hdd, const char *ssd,
 	if (!len)
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
 			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);
+	if (co->len && co->len < len)
+		len = co->len;
 	if (co->nargs)
 		n = snprintf(params, sizeof(params), "%s %s %u%s", hdd, ssd,
 			     co->nargs, co->extra);
@@ -1571,9 +1574,12 @@ static int open_dev(const char *path)
 
 enum role { ROLE_NONE, ROLE_SSD, ROLE_HDD };
 
-/* What nxd metadata block device @path carries. */
-static enum role probe_role(const char *path, struct nxdctl_ondisk *od,
-			    uint64_t *bytes, int *err)
+/*
+ * What nxd metadata block device @path carries.  @hint: where an HDD label
+ * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
+ */
+static enum role probe_role(const char *path, uint64_t hint,
+			    struct nxdctl_ondisk *od, uint64_t *bytes, int *err)
 {
 	enum role r = ROLE_NONE;
 	int fd, rc;
@@ -1600,7 +1606,7 @@ static enum role probe_role(const char *path, struct nxdctl_ondisk *od,
 	} else {
 		if (rc < 0)
 			*err = rc;
-		rc = nxdctl_read_label(fd, *bytes, od);
+		rc = nxdctl_read_label(fd, *bytes, hint, od);
 		if (!rc)
 			r = ROLE_HDD;
 		else if (rc < 0 && !*err)
@@ -1660,7 +1666,8 @@ static int find_peer(const struct nxdctl_ondisk *od, enum role want,
 		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
 		if (!realpath(path, real) || !strcmp(real, self_real))
 			continue;
-		if (probe_role(path, &p, &bytes, &e) != want ||
+		if (probe_role(path, want == ROLE_HDD ? od->hdd_label_sector : 0,
+			       &p, &bytes, &e) != want ||
 		    !uuid_eq(p.vol_uuid, od->vol_uuid) ||
 		    !uuid_eq(p.hdd_uuid, od->hdd_uuid))
 			continue;
@@ -1716,7 +1723,7 @@ static int assemble_one(const char *dev, const char *name,
 	uint64_t bytes;
 	int e, rc;
 
-	r = probe_role(dev, &od, &bytes, &e);
+	r = probe_role(dev, 0, &od, &bytes, &e);
 	if (r == ROLE_NONE) {
 		if (e == -ENOSYS)
 			return fail(NXDCTL_EXIT_KERNEL, "this nxdctl was "
@@ -1741,6 +1748,10 @@ static int assemble_one(const char *dev, const char *name,
 		return rc;
 	ssd = r == ROLE_SSD ? dev : other;
 	hdd = r == ROLE_SSD ? other : dev;
+	/* The volume's length, not the HDD's: growing is a separate step. */
+	if (r == ROLE_HDD && probe_role(ssd, 0, &od, &bytes, &e) != ROLE_SSD)
+		return fail(NXDCTL_EXIT_NOVOL, "%s: superblock vanished", ssd);
+	co->len = od.data_sectors;
 	if (name)
 		snprintf(vname, sizeof(vname), "%s", name);
 	else
@@ -1812,7 +1823,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		if (de->d_name[0] == '.' || !candidate(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		if (probe_role(path, &od, &bytes, &e) != ROLE_SSD)
+		if (probe_role(path, 0, &od, &bytes, &e) != ROLE_SSD)
 			continue;
 		n++;
 		rc = assemble_one(path, NULL, &co);
@@ -1875,7 +1886,7 @@ static int do_udev_info(const struct cmd *c, int argc, char **argv)
 	}
 
 	snprintf(path, sizeof(path), "/dev/%s", kn);
-	switch (probe_role(path, &od, &bytes, &e)) {
+	switch (probe_role(path, 0, &od, &bytes, &e)) {
 	case ROLE_SSD:
 		puts("NXD_ROLE=ssd");
 		break;

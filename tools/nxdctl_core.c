@@ -105,22 +105,35 @@ int nxdctl_read_sb(int fd, uint64_t bytes, struct nxdctl_ondisk *out)
 	return 0;
 }
 
-int nxdctl_read_label(int fd, uint64_t bytes, struct nxdctl_ondisk *out)
+static int label_at(int fd, uint64_t sec, struct nxd_label_info *l)
+{
+	void *blk;
+	int rc;
+
+	rc = read_blk(fd, sec << 9, &blk);
+	if (rc)
+		return rc;
+	rc = nxd_label_decode(blk, l);
+	free(blk);
+	return rc == NXD_ENOTNXD ? 1 : rc;
+}
+
+int nxdctl_read_label(int fd, uint64_t bytes, uint64_t hint,
+		      struct nxdctl_ondisk *out)
 {
 	struct nxd_label_info l;
 	uint64_t sec = nxd_hdd_data_sectors(bytes >> 9);
-	void *blk;
 	int rc;
 
 	if (!sec)
 		return 1;
-	rc = read_blk(fd, sec << 9, &blk);
+	rc = label_at(fd, sec, &l);
+	/* The HDD grew since its volume was last grown: label not at the end. */
+	if (rc == 1 && hint && hint != sec &&
+	    hint + NXD_SECTORS_PER_BLOCK <= bytes >> 9)
+		rc = label_at(fd, hint, &l);
 	if (rc)
 		return rc;
-	rc = nxd_label_decode(blk, &l);
-	free(blk);
-	if (rc)
-		return rc == NXD_ENOTNXD ? 1 : rc;
 	memset(out, 0, sizeof(*out));
 	memcpy(out->vol_uuid, l.vol_uuid, 16);
 	memcpy(out->hdd_uuid, l.hdd_uuid, 16);
@@ -211,9 +224,10 @@ int nxdctl_read_sb(int fd, uint64_t bytes, struct nxdctl_ondisk *out)
 	return -ENOSYS;
 }
 
-int nxdctl_read_label(int fd, uint64_t bytes, struct nxdctl_ondisk *out)
+int nxdctl_read_label(int fd, uint64_t bytes, uint64_t hint,
+		      struct nxdctl_ondisk *out)
 {
-	(void)fd; (void)bytes; (void)out;
+	(void)fd; (void)bytes; (void)hint; (void)out;
 	return -ENOSYS;
 }
 

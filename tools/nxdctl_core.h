@@ -38,7 +38,11 @@ struct nxdctl_ondisk {
  * 1: no nxd superblock, < 0: -errno (damaged, I/O error, unsupported).
  */
 int nxdctl_read_sb(int fd, uint64_t bytes, struct nxdctl_ondisk *out);
-/* The same for the HDD label at nxdctl_hdd_data_sectors(). */
-int nxdctl_read_label(int fd, uint64_t bytes, struct nxdctl_ondisk *out);
+/*
+ * The same for the HDD label at nxdctl_hdd_data_sectors(), or else at
+ * sector @hint (the superblock's hdd_label_sector; 0: none).
+ */
+int nxdctl_read_label(int fd, uint64_t bytes, uint64_t hint,
+		      struct nxdctl_ondisk *out);
 
 #endif /* NXDCTL_CORE_H */

@@ -11,8 +11,8 @@ an ext4 with OST options, on a RAID6).
     `drain` messages in the background and write_threshold changed midway,
     checked against a sha256 manifest built from the sources, after which
     xfs_repair -n / e2fsck -fn are clean and a remount verifies again;
-  - online operations: growing the HDD (refused by dm-nxd: the data area is
-    fixed at format time; the drain/linear/format workaround is tested),
+  - online operations: growing the HDD, then the volume (a longer table,
+    which moves the HDD label at resume) and XFS under a live mount,
     detaching the SSD (drain, table switched to linear) and attaching a new
     one (format);
   - a power cut: writes to the HDD and the SSD dropped at one instant
@@ -686,10 +686,11 @@ def to_linear(dm, st, fs, length):
 
 
 def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
-    """Growing the RAID under a live volume: a longer nxd table is refused
-    (sb.data_sectors is fixed at format time), so is `format` on the active
-    volume.  Workaround: freeze, drain, switch to linear, load nxd with
-    `format` at the new length, grow the file system."""
+    """Growing the RAID under a mounted file system: `format` of the active
+    volume stays refused; a longer nxd table, loaded and resumed with the
+    file system live and the log holding blocks, moves the HDD label to the
+    new end; xfs_growfs then grows the file system, and everything written
+    before and after verifies, fsck is clean."""
     st = Stack(dm, md_raid6, nullb, SMALL_DISKS, SMALL_DISK_MB)
     fs = fsmount("xfs", st.dev)
     fs.mkfs(discard=False)
@@ -703,28 +704,22 @@ def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
     new_len = data_sectors(new_md)
     assert new_len > old_len
 
-    # 1. In place: refused, with a clear reason; the old table stays live.
-    k = Kmsg("grow: longer table")
-    with pytest.raises(CmdError):
-        dm.load(st.NAME, nxd_line(st.md, st.ssd, new_len))
-    assert k.grep(r"Volume larger than the data area the HDD was labelled with"), k.lines()
     k = Kmsg("grow: format active")
     with pytest.raises(CmdError):
         dm.load(st.NAME, nxd_line(st.md, st.ssd, new_len, "format"))
     assert k.grep(r"Refusing to format the log of an active volume"), k.lines()
     run(["dmsetup", "clear", st.NAME])
     assert nxdvm.dev_sectors(st.dev) == old_len
+    dm.message(st.NAME, "pause_destage")
     tree.new_small(100)
-    assert st.status()["state"] == "ok"
+    os.sync()
+    assert st.status()["log_used_blocks"] > 0
 
-    # 2. Workaround.
-    to_linear(dm, st, fs, old_len)
-    k = Kmsg("grow: format at the new length")
-    dm.load(st.NAME, nxd_line(st.md, st.ssd, new_len, "format"))
-    dm.suspend(st.NAME)
-    dm.resume(st.NAME)
-    assert k.grep(r"formatted volume"), k.lines()
+    k = Kmsg("grow: longer table")
+    dm.reload(st.NAME, nxd_line(st.md, st.ssd, new_len))
+    assert k.grep(rf"grew volume .* from {old_len} to {new_len} data sectors"), k.lines()
     assert nxdvm.dev_sectors(st.dev) == new_len
+    assert st.status()["state"] == "ok"
     fs.grow()
     assert os.statvfs(MNT).f_blocks * os.statvfs(MNT).f_frsize > old_len * 512
     tree.new_small(200, into="after-grow")
@@ -1012,9 +1007,6 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
 NXDCTL = os.path.join(nxdvm.REPO, "tools", "nxdctl")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "nxdctl assemble looks for the HDD label at the end of the HDD's current "
-    "size; after the array grew, the label is still at sb.hdd_label_sector"))
 def test_assemble_after_hdd_grew(dm, md_raid6, nullb):
     """`nxdctl assemble` finds a volume by its SSD before and after the md
     array under it grew (the kernel itself still accepts the volume at its

@@ -10,8 +10,10 @@ routing rules (dm-nxd(4)) and the bucket definition in nxd_ioctl.h.
 import json
 import multiprocessing as mp
 import os
+import random
 import re
 import shutil
+import struct
 import time
 
 import pytest
@@ -499,3 +501,107 @@ def test_udev_links(dm, loopdev, nullb):
             run(["udevadm", "control", "--reload"], check=False)
         os.chown(X.CONTROL, ctl0.st_uid, ctl0.st_gid)
         os.chmod(X.CONTROL, ctl0.st_mode & 0o7777)
+
+
+# --------------------------------------------------------------- growth ---
+
+def grow_loop(dev, new_mb):
+    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
+        path = f.read().strip()
+    before = nxdvm.dev_sectors(dev)
+    os.truncate(path, new_mb * MiB)
+    run(["losetup", "-c", dev])
+    nxdvm.wait_for(lambda: nxdvm.dev_sectors(dev) > before, what=f"{dev} to grow")
+
+
+def test_grow_online(dm, loopdev, nullb):
+    """The HDD grows under a live volume: nxdctl assemble still finds the
+    pair (label not at the HDD's end yet) at the volume's length; a longer
+    table moves the label to the new end at resume; logged and HDD data
+    survive, the new area works, and a fresh load replays at the new size.
+    Checked against a model of every byte written."""
+    rng = random.Random(7)
+    hdd, ssd = loopdev(64), nullb(16)
+    v = Vol(dm, "nxdgrow", hdd, ssd)
+    old_len = v.length
+    model = bytearray(old_len * 512)
+
+    def write(off, n):
+        data = rng.randbytes(n)
+        X.pwrite_dev(v.dev, off, data)
+        model[off:off + n] = data
+
+    def verify(nbytes):
+        got = X.pread_dev(v.dev, 0, nbytes)
+        bad = next((i for i in range(0, nbytes, BLOCK)
+                    if got[i:i + BLOCK] != model[i:i + BLOCK]), None)
+        assert bad is None, f"data differs at byte {bad}"
+
+    for i in range(0, old_len * 512, 4 * MiB):       # large: to the HDD
+        write(i, MiB)
+    v.drain()
+    v.pause()                                       # small: stay logged
+    for _ in range(300):
+        write(rng.randrange(old_len * 512 // BLOCK) * BLOCK, BLOCK)
+    write(old_len * 512 - BLOCK, BLOCK)             # the last block, too
+    assert v.status()["log_used_blocks"] > 0
+
+    grow_loop(hdd, 96)
+    new_len = X.data_sectors(nxdvm.dev_sectors(hdd))
+    assert new_len > old_len
+    _, sb = X.newest_sb(ssd)
+    assert (sb["data_sectors"], sb["label_sector"]) == (old_len, old_len)
+
+    # Assembly after the HDD grew: the label is found where the SSD says.
+    v.remove()
+    p = nxdctl("assemble", ssd, "--name", v.name, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    dm.created.append(v.name)
+    assert nxdvm.dev_sectors(v.dev) == old_len
+    verify(old_len * 512)
+
+    # Longer than the HDD can hold: refused, the volume carries on.
+    k = nxdvm.kmsg_mark("grow: too long")
+    with pytest.raises(nxdvm.CmdError):
+        dm.load(v.name, X.nxd_line(hdd, ssd, new_len + 2048))
+    assert X.wait_kmsg(k, r"Volume larger than the HDD less its 1 MiB label area")
+    run(["dmsetup", "clear", v.name])
+
+    # Grow: the label moves at resume, the old one is cleared.
+    k = nxdvm.kmsg_mark("grow: longer table")
+    dm.reload(v.name, X.nxd_line(hdd, ssd, new_len))
+    assert X.wait_kmsg(k, rf"grew volume .* from {old_len} to {new_len} data sectors")
+    v.length = new_len
+    assert nxdvm.dev_sectors(v.dev) == new_len
+    _, sb = X.newest_sb(ssd)
+    assert (sb["data_sectors"], sb["label_sector"]) == (new_len, new_len)
+    assert sb["hdd_sectors"] == nxdvm.dev_sectors(hdd)
+    label = X.pread_dev(hdd, new_len * 512, BLOCK)
+    assert struct.unpack_from("<Q", label)[0] == X.LABEL_MAGIC
+    assert sb["vol_uuid"] in label
+    model += bytes(X.pread_dev(hdd, old_len * 512, (new_len - old_len) * 512))
+    assert model[old_len * 512:old_len * 512 + BLOCK] == bytes(BLOCK), \
+        "old label block not cleared"
+    verify(new_len * 512)
+
+    # The new area, the old label's block included, small and large.
+    write(old_len * 512, BLOCK)
+    write(old_len * 512 + 8 * MiB, 2 * MiB)
+    for _ in range(100):
+        write(rng.randrange(old_len * 512 // BLOCK, new_len * 512 // BLOCK) * BLOCK,
+              BLOCK)
+    v.message("resume_destage")
+    verify(new_len * 512)
+
+    # A fresh load replays the log at the new size; so does assemble.
+    v.pause()
+    write(new_len * 512 - BLOCK, BLOCK)
+    v.remove()
+    p = nxdctl("assemble", ssd, "--name", v.name, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    dm.created.append(v.name)
+    assert nxdvm.dev_sectors(v.dev) == new_len
+    verify(new_len * 512)
+    v.drain()
+    verify(new_len * 512)
+    assert v.status()["state"] == "ok"
