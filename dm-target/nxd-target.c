@@ -711,6 +711,10 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 
 /* ---- suspend / resume ---- */
 
+/*
+ * drain_on_suspend drains twice: here, while I/O still flows, for the bulk,
+ * and in postsuspend for what came after, e.g. the writes of dm's lockfs.
+ */
 static void nxd_presuspend(struct dm_target *ti)
 {
 	struct nxd_c *nc = ti->private;
@@ -725,7 +729,13 @@ static void nxd_postsuspend(struct dm_target *ti)
 
 	if (!nc->running)
 		return;
-	/* dm core waited for our bios: the writer holds nothing now. */
+	/*
+	 * dm core waited for our bios: the writer holds nothing now, and the
+	 * file system, if any, is frozen.  The destager writes to the HDD
+	 * directly, so it can still empty the log before a switch to linear.
+	 */
+	if (READ_ONCE(nc->vol->tun.drain_on_suspend) && !atomic_read(&nc->degraded))
+		nxd_drain(nc);
 	WRITE_ONCE(nc->running, false);
 	/* Wait for a destage round in progress to finish. */
 	wait_event(nc->dwq, !READ_ONCE(nc->destage_busy));

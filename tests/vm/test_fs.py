@@ -878,16 +878,13 @@ class CrashWriters:
             return dict(self.committed), dict(self.seq)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dm-nxd bug: drain_on_suspend drains in presuspend, before dm's lockfs "
-    "freezes the file system; the freeze's writes stay in the log, so a "
-    "suspend leaves the log non-empty and a switch to linear loses them"))
 def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     """drain_on_suspend=1 is documented to leave "the HDD alone up to date"
     once the volume is suspended (dm-nxd(4)).  With a mounted file system the
     plain way to take the SSD out is then one table reload to linear: its
-    suspend drains (presuspend), freezes the file system (dm lockfs) and
-    swaps.  The file system must then be complete on the HDD alone."""
+    suspend drains (presuspend), freezes the file system (dm lockfs), drains
+    the freeze's writes (postsuspend) and swaps.  The file system must then
+    be complete on the HDD alone."""
     st = Stack(dm, md_raid6, nullb, SMALL_DISKS, SMALL_DISK_MB)
     fs = fsmount("xfs", st.dev)
     fs.mkfs(discard=False)
@@ -896,7 +893,7 @@ def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     tree = Tree(MNT, seed=51)
     tree.extract(300)
     tree.new_small(300)                     # the last ones still dirty in the cache
-    dm.suspend(st.NAME)                     # presuspend drain, then lockfs
+    dm.suspend(st.NAME)                     # drain, lockfs, drain again
     after = st.status()
     dm.load(st.NAME, f"0 {st.length} linear {st.md} 0")
     dm.resume(st.NAME)
