@@ -226,7 +226,8 @@ kdir=/lib/modules/$kver/build
 [ -f "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
 say "building dm-nxd, nxdctl and dm-hddsim for $kver"
 make -s --no-print-directory KVER="$kver" module tools >/dev/null
-make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" >/dev/null
+# KVER too: the fixture names its output after KDIR, and /lib/modules/V/build would give "build".
+make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" KVER="$kver" >/dev/null
 mkdir -p build/logs
 export VM_TIMEOUT=${VM_TIMEOUT:-900}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
