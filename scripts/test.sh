@@ -77,7 +77,7 @@ filter=()
 # The CI suite: every guest test file (about 20 minutes a kernel under TCG),
 # with one crash-replay seed per kernel (11, 12; NXD_CRASH_SEEDS overrides),
 # to stay well inside CI's 90 minutes.
-# `make test NXD_TESTS=tests/vm` runs everything; NXD_CRASH_LONG=1 the long
+# `make test NXD_TESTS=tests/vm/test_fs.py` runs one file; NXD_CRASH_LONG=1 the long
 # crash mode.
 NXD_TESTS=${NXD_TESTS:-tests/vm/test_harness.py tests/vm/test_datapath.py tests/vm/test_destage.py tests/vm/test_faults.py tests/vm/test_badinput.py tests/vm/test_mgmt.py tests/vm/test_crash.py tests/vm/test_fs.py}
 
