@@ -10,6 +10,12 @@
  * space.  An HDD write over any block of the round's copies waits until
  * they have landed (nxd_destage_busy_locked), so an older copy never lands
  * after it, even if the block was rewritten in the log meanwhile.
+ *
+ * SSD read errors never degrade the volume: the round stops before the
+ * segment that cannot be read and is retried.  A segment whose header
+ * reads back bad is destaged from the in-memory index.  Degraded (the log
+ * frozen), the destager empties the log whatever the watermarks, and the
+ * tail is recorded in the HDD label instead of the SSD superblock.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -41,6 +47,7 @@ struct nxd_dblk {
 };
 
 struct nxd_round {
+	u64 first_seq;		/* of segs[0] */
 	u32 nsegs;
 	struct nxd_segd segs[NXD_ROUND_SEGS];
 	u32 nblk;
@@ -82,6 +89,9 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 		return true;
 	if (atomic_read(&nc->destage_paused))
 		return false;
+	/* Degraded, writes over logged blocks wait for the log to empty. */
+	if (atomic_read(&nc->degraded))
+		return true;
 	pct = nxd_log_used_pct(nc);
 	if (pct >= READ_ONCE(t->low_wm))
 		return true;
@@ -244,15 +254,29 @@ static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
 		nc->dround = NULL;
 }
 
-/* Read the live segments into dbuf, adjacent ones in one I/O. */
-static int nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd)
+/* Read segments [i, j) of the round, adjacent in the ring, into dbuf. */
+static int nxd_destage_read_run(struct nxd_c *nc, struct nxd_round *rd, u32 i,
+				u32 j, u32 off)
+{
+	u32 len = rd->segs[j - 1].pos + 1 + rd->segs[j - 1].nr_data - rd->segs[i].pos;
+
+	return nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + rd->segs[i].pos,
+			  len, nc->dbuf + (size_t)off * NXD_BLOCK_SIZE);
+}
+
+/*
+ * Read the live segments into dbuf, adjacent ones in one I/O.  Returns how
+ * many segments from the first were read; a run that fails is retried one
+ * segment at a time, so a bad block costs only the segments from its own.
+ */
+static u32 nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd, int *err)
 {
 	u32 i = 0, off = 0;
-	int r;
 
+	*err = 0;
 	while (i < rd->nsegs) {
 		struct nxd_segd *sd = &rd->segs[i];
-		u32 j, len;
+		u32 j, k, len, o;
 
 		if (!sd->live) {
 			i++;
@@ -267,29 +291,66 @@ static int nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd)
 				break;
 			len += 1 + n->nr_data;
 		}
-		r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + sd->pos, len,
-			       nc->dbuf + (size_t)off * NXD_BLOCK_SIZE);
-		if (r)
-			return r;
+		if (nxd_destage_read_run(nc, rd, i, j, off)) {
+			for (k = i, o = off; k < j; k++) {
+				*err = nxd_destage_read_run(nc, rd, k, k + 1, o);
+				if (*err) {
+					nxd_count(nc, NXD_CTR(ssd_errors), 1);
+					DMERR_LIMIT("%s: SSD read of seg %llu at %u failed (%d)",
+						    dm_table_device_name(nc->ti->table),
+						    rd->first_seq + k, rd->segs[k].pos, *err);
+					return k;
+				}
+				o += 1 + rd->segs[k].nr_data;
+			}
+		}
 		off += len;
 		i = j;
 	}
-	return 0;
+	return rd->nsegs;
+}
+
+/*
+ * A committed segment whose header no longer decodes: its live blocks are
+ * the index entries pointing into it (a walk of the whole index, on this
+ * rare path only); its data blocks were read with it.
+ */
+static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
+				 const struct nxd_segd *sd, void *hdr)
+{
+	struct nxd_index *ix = &nc->ix;
+	u32 i, lo = sd->pos + 1, hi = sd->pos + 1 + sd->nr_data;
+
+	for (i = 0; i < ix->cap; i++) {
+		struct nxd_ient *e = &ix->tab[i];
+		struct nxd_dblk *db;
+		int dec;
+
+		if (e->block == NXD_IE_EMPTY || e->slot < lo || e->slot >= hi)
+			continue;
+		dec = nxd_op_decision(nc, e->block);
+		if (dec == NXD_D_CUT)
+			return false;
+		db = &rd->blk[rd->nblk++];
+		db->block = e->block;
+		db->slot = e->slot;
+		db->mask = e->mask;
+		db->copy = dec == NXD_D_COPY;
+		db->data = hdr + (size_t)(e->slot - sd->pos) * NXD_BLOCK_SIZE;
+	}
+	return true;
 }
 
 /* Read the chosen segments and pick their live blocks.  Returns segments kept. */
 static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 {
-	u32 i, off = 0;
+	u32 i, off = 0, nread;
 	int r;
 
-	r = nxd_destage_read(nc, rd);
-	if (r) {
-		/* The log cannot drain past it; writes must not wait for room. */
-		nxd_ssd_failed(nc, r, "destage read");
+	nread = nxd_destage_read(nc, rd, &r);
+	if (!nread)
 		return r;
-	}
-	for (i = 0; i < rd->nsegs; i++) {
+	for (i = 0; i < nread; i++) {
 		struct nxd_segd *sd = &rd->segs[i];
 		void *hdr = nc->dbuf + (size_t)off * NXD_BLOCK_SIZE;
 		struct nxd_seg_info si;
@@ -301,18 +362,20 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
 				   nc->sb.data_sectors >> 3, &si);
 		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
-			DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d)",
+			nxd_count(nc, NXD_CTR(ssd_errors), 1);
+			DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d), use index",
 				    dm_table_device_name(nc->ti->table),
 				    first_seq + i, sd->pos, r);
-			if (i)
-				return i;	/* destage the good ones before it */
-			/*
-			 * The SSD lost a committed segment: the tail can never
-			 * move past it, so stop logging rather than let writers
-			 * wait forever for room.
-			 */
-			nxd_ssd_failed(nc, -EIO, "log segment read-back");
-			return -EIO;
+			spin_lock(&nc->lock);
+			nc->dround = rd;
+			cut = !nxd_collect_by_index(nc, rd, sd, hdr);
+			if (cut)
+				rd->nblk = start;
+			spin_unlock(&nc->lock);
+			if (cut)
+				return i;
+			off += 1 + sd->nr_data;
+			continue;
 		}
 		spin_lock(&nc->lock);
 		nc->dround = rd;
@@ -350,7 +413,7 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			return i;
 		off += 1 + sd->nr_data;
 	}
-	return rd->nsegs;
+	return nread;
 }
 
 static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
@@ -391,6 +454,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	rd->sorted = false;
 	spin_lock(&nc->lock);
 	first_seq = nc->ring.first_seq;
+	rd->first_seq = first_seq;
 	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS; i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 
@@ -442,13 +506,9 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		tail_seq = nc->ring.next_seq;
 	}
 	spin_unlock(&nc->lock);
-	/*
-	 * Degraded, the log is abandoned (refused at the next load) and the
-	 * SSD cannot take a superblock: freeing the space in memory only is
-	 * enough, and lets a drain copy everything readable to the HDD.
-	 */
+	/* Degraded, the SSD takes no superblock: the HDD label keeps the tail. */
 	if (atomic_read(&nc->degraded))
-		r = nxd_log_abandon(nc);
+		r = nxd_log_frozen_tail(nc, tail_pos, tail_seq);
 	else
 		r = nxd_sb_commit(nc, 0, tail_pos, tail_seq);
 	if (r) {
@@ -508,18 +568,31 @@ static void nxd_destage_backoff(struct nxd_c *nc, unsigned int ms)
 					 msecs_to_jiffies(ms));
 }
 
+int nxd_destage_alloc(struct nxd_c *nc)
+{
+	nc->drd = kvzalloc(sizeof(*nc->drd), GFP_KERNEL);
+	if (!nc->drd)
+		return -ENOMEM;
+	nc->drd->blk = kvcalloc(nc->dbuf_blocks, sizeof(*nc->drd->blk), GFP_KERNEL);
+	return nc->drd->blk ? 0 : -ENOMEM;
+}
+
+void nxd_destage_free(struct nxd_c *nc)
+{
+	if (nc->drd)
+		kvfree(nc->drd->blk);
+	kvfree(nc->drd);
+	nc->drd = NULL;
+}
+
 static int nxd_destager_fn(void *data)
 {
 	struct nxd_c *nc = data;
 	struct nxd_tun *t = &nc->vol->tun;
-	struct nxd_round *rd;
+	struct nxd_round *rd = nc->drd;
 
-	rd = kvzalloc(sizeof(*rd), GFP_KERNEL);
-	if (rd)
-		rd->blk = kvcalloc(nc->dbuf_blocks, sizeof(*rd->blk), GFP_KERNEL);
 	while (!kthread_should_stop()) {
 		unsigned long t0;
-		u64 before;
 		int r;
 
 		wait_event_interruptible_timeout(nc->dwq, kthread_should_stop() ||
@@ -527,21 +600,17 @@ static int nxd_destager_fn(void *data)
 						 msecs_to_jiffies(NXD_IDLE_MS));
 		if (kthread_should_stop())
 			break;
-		if (!rd || !rd->blk || !nxd_destage_wanted(nc))
+		if (!nxd_destage_wanted(nc))
 			continue;
-		WRITE_ONCE(nc->destage_busy, true);
-		/* Pairs with postsuspend: it clears running, then waits for !busy. */
-		smp_mb();
+		/* postsuspend clears running, then takes the lock: no round after. */
+		mutex_lock(&nc->round_lock);
 		if (!READ_ONCE(nc->running)) {
-			WRITE_ONCE(nc->destage_busy, false);
-			wake_up_all(&nc->dwq);
+			mutex_unlock(&nc->round_lock);
 			continue;
 		}
 		t0 = jiffies;
-		before = nc->ring.next_seq;
 		r = nxd_destage_round(nc, rd);
-		WRITE_ONCE(nc->destage_busy, false);
-		wake_up_all(&nc->dwq);
+		mutex_unlock(&nc->round_lock);
 		wake_up_all(&nc->drain_wait);
 		nxd_writer_wake(nc);
 		if (r < 0) {
@@ -556,7 +625,8 @@ static int nxd_destager_fn(void *data)
 			nxd_destage_sleep(nc, 5);
 			continue;
 		}
-		if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full))
+		if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full) ||
+		    atomic_read(&nc->degraded))
 			continue;
 		if (READ_ONCE(t->destage_rate)) {
 			u64 bytes = (u64)rd->nblk * NXD_BLOCK_SIZE;
@@ -569,11 +639,7 @@ static int nxd_destager_fn(void *data)
 		/* Between the watermarks, foreground HDD I/O goes first. */
 		if (nxd_log_used_pct(nc) < READ_ONCE(t->high_wm) && !nxd_hdd_idle(nc))
 			nxd_destage_sleep(nc, NXD_YIELD_MS);
-		(void)before;
 	}
-	if (rd)
-		kvfree(rd->blk);
-	kvfree(rd);
 	return 0;
 }
 

@@ -13,6 +13,12 @@
  *   see the logged copy, which was the newest acknowledged data.
  * - Small writes overlapping such an in-flight HDD write are held until it
  *   is acknowledged, so an INVAL never kills a newer logged copy.
+ * - Degraded (an SSD write failed, the log is frozen): nothing is logged.
+ *   A write over logged blocks goes to the HDD with FUA and is parked
+ *   until the destager has moved the log's tail past every logged copy
+ *   of its blocks (those copies are dead, never copied over it); one that
+ *   only partly covers a logged block is held until that block is
+ *   destaged.  A flush is held until the log is empty.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -84,10 +90,10 @@ static void nxd_batch_reset(struct nxd_batch *b)
 	memset(b->hkeys, 0xff, sizeof(b->hkeys));
 }
 
-static bool nxd_batch_full(struct nxd_batch *b, u32 recs)
+/* Room in the open segment for @data more blocks and @recs more records? */
+static bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs)
 {
-	return b->nr_data >= NXD_SEG_MAX_DATA ||
-	       b->nr_data + b->nr_inval + recs > NXD_SEG_MAX_RECS;
+	return nxd_seg_fits(b->nr_data, b->nr_data + b->nr_inval, data, recs);
 }
 
 /* ---- index helpers, all under nc->lock ---- */
@@ -159,15 +165,22 @@ bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
 
 /* ---- segment commit ---- */
 
-static void nxd_bio_done(struct bio *bio)
+/* Writer only.  A bio whose segment failed is redone, degraded. */
+static void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
-	if (atomic_dec_and_test(&pb->pending)) {
-		if (pb->error)
-			bio->bi_status = errno_to_blk_status(pb->error);
-		bio_endio(bio);
+	if (!atomic_dec_and_test(&pb->pending))
+		return;
+	if (pb->error == NXD_PB_RETRY) {
+		pb->error = 0;
+		bio_list_add(&nc->held, bio);
+		atomic_set(&nc->kick, 1);
+		return;
 	}
+	if (pb->error)
+		bio->bi_status = errno_to_blk_status(pb->error);
+	bio_endio(bio);
 }
 
 static void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op)
@@ -183,49 +196,76 @@ static void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op)
 	wake_up_all(&nc->ewq);
 }
 
-/* The SSD write of a batch failed: fail over to the HDD what we can. */
+/*
+ * Degraded: the HDD copy of @op is durable (FUA) but no INVAL can be
+ * logged.  Acknowledge it once the destager has moved the log's tail past
+ * every logged copy of its blocks; until then @op stays on nc->invals, so
+ * the destager treats those copies as dead and never copies them over it.
+ */
+static void nxd_inval_park(struct nxd_c *nc, struct nxd_inval *op)
+{
+	list_add_tail(&op->bnode, &nc->parked);
+	atomic_set(&nc->kick, 1);
+}
+
+static void nxd_parked_check(struct nxd_c *nc)
+{
+	struct nxd_inval *op, *tmp;
+
+	list_for_each_entry_safe(op, tmp, &nc->parked, bnode) {
+		bool logged = false;
+
+		spin_lock(&nc->lock);
+		if (op->full_first <= op->full_last)
+			logged = nxd_range_logged(nc, op->full_first, op->full_last);
+		spin_unlock(&nc->lock);
+		if (logged)
+			continue;
+		list_del(&op->bnode);
+		nxd_inval_ack(nc, op);
+	}
+}
+
+/*
+ * The SSD write of a batch failed (@err), or the volume is degraded
+ * already (@err 0): freeze the log before anything is acknowledged, so
+ * the segment, should it have landed all the same, is never replayed over
+ * newer HDD data.  Then every bio of the batch is redone on the degraded
+ * path and every INVAL op is parked.  If the HDD label cannot be written
+ * either, nothing is safe: fail all.
+ */
 static void nxd_batch_fail(struct nxd_c *nc, int err)
 {
 	struct nxd_batch *bt = &nc->batch;
 	struct nxd_inval *op, *tmp;
 	struct bio *bio;
-	int abandon;
+	int frz;
 
-	nxd_ssd_failed(nc, err, "log write");
-	/*
-	 * The segment may have reached the SSD all the same, and HDD writes
-	 * over its blocks would not be ordered against it: abandon the log
-	 * before anything is acknowledged.  If even that fails, fail all.
-	 */
-	abandon = nxd_log_abandon(nc);
+	if (err)
+		nxd_ssd_failed(nc, err, "log write");
+	frz = nxd_log_freeze(nc);
 	while ((bio = bio_list_pop(&bt->bios))) {
 		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
-		sector_t s = bio->bi_iter.bi_sector;
-		bool logged;
 
-		spin_lock(&nc->lock);
-		logged = nxd_range_logged(nc, s >> 3, (bio_end_sector(bio) - 1) >> 3);
-		spin_unlock(&nc->lock);
-		if (!abandon && !logged && atomic_read(&pb->pending) == 1) {
-			/* Whole bio in this batch and nothing logged under it. */
-			pb->route = NXD_H_HDD;
-			nxd_count(nc, NXD_CTR(writes_around_full), 1);
-			submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+		if (frz)
+			pb->error = -EIO;
+		else if (!pb->error)
+			pb->error = NXD_PB_RETRY;
+		nxd_bio_done(nc, bio);
+	}
+	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
+		list_del(&op->bnode);
+		if (!frz) {
+			nxd_inval_park(nc, op);
 			continue;
 		}
-		pb->error = -EIO;
-		nxd_bio_done(bio);
-	}
-	/* HDD copies of these are durable (FUA); only the INVAL is missing. */
-	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
-		if (!op->error)
-			op->error = abandon;
+		/* The HDD has the newer data; the log cannot say so. */
+		op->error = frz;
 		spin_lock(&nc->lock);
 		nxd_inval_range_locked(nc, op->full_first, op->full_last);
 		spin_unlock(&nc->lock);
 		nxd_inval_ack(nc, op);
 	}
-	INIT_LIST_HEAD(&bt->invals);
 	nxd_batch_reset(bt);
 }
 
@@ -264,7 +304,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	}
 	while (!nxd_ring_has_room(nc, bt->nr_data, &pos)) {
 		if (atomic_read(&nc->degraded)) {
-			nxd_batch_fail(nc, -ENOSPC);
+			nxd_batch_fail(nc, 0);
 			return;
 		}
 		/* INVAL-only segments, or a bio bigger than a segment. */
@@ -273,23 +313,29 @@ void nxd_batch_commit(struct nxd_c *nc)
 		wait_event_timeout(nc->ewq, false, HZ / 20);
 	}
 	if (atomic_read(&nc->degraded)) {
-		nxd_batch_fail(nc, -EIO);
+		nxd_batch_fail(nc, 0);
 		return;
 	}
 
 	nxd_seg_init(hdr, nc->sb.vol_uuid, nc->ring.next_seq, nc->sb.gen, pos);
-	for (i = 0; i < bt->nr_data; i++)
-		nxd_seg_add_data(hdr, bt->blocks[i], bt->masks[i],
-				 nxd_block_crc(nxd_batch_data(bt, i)));
+	r = 0;
+	for (i = 0; i < bt->nr_data && r >= 0; i++)
+		r = nxd_seg_add_data(hdr, bt->blocks[i], bt->masks[i],
+				     nxd_block_crc(nxd_batch_data(bt, i)));
 	list_for_each_entry(op, &bt->invals, bnode) {
 		u64 b = op->full_first;
 
-		while (b <= op->full_last) {
+		while (b <= op->full_last && r >= 0) {
 			u32 n = min_t(u64, op->full_last - b + 1, U32_MAX);
 
-			nxd_seg_add_inval(hdr, b, n);
+			r = nxd_seg_add_inval(hdr, b, n);
 			b += n;
 		}
+	}
+	/* The accounting (nxd_batch_fits) never lets this happen. */
+	if (WARN_ON_ONCE(r < 0)) {
+		nxd_batch_fail(nc, -EINVAL);
+		return;
 	}
 	nxd_seg_seal(hdr);
 	if (bt->fua || bt->nr_inval)
@@ -301,6 +347,12 @@ void nxd_batch_commit(struct nxd_c *nc)
 	}
 
 	spin_lock(&nc->lock);
+	if (nc->frozen_end && nc->ring.next_seq >= nc->frozen_end) {
+		/* Frozen while it was in flight: it is past the log's end. */
+		spin_unlock(&nc->lock);
+		nxd_batch_fail(nc, 0);
+		return;
+	}
 	/* Same order as recovery: INVALs kill older copies, then new data. */
 	list_for_each_entry(op, &bt->invals, bnode)
 		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
@@ -319,7 +371,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	if (dropped)
 		nxd_count(nc, NXD_CTR(invalidations), dropped);
 	while ((bio = bio_list_pop(&bt->bios)))
-		nxd_bio_done(bio);
+		nxd_bio_done(nc, bio);
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode)
 		nxd_inval_ack(nc, op);
 	INIT_LIST_HEAD(&bt->invals);
@@ -353,6 +405,7 @@ static bool nxd_log_room(struct nxd_c *nc, u64 k)
 /*
  * The batch slot for logical block @blk, merging with its logged copy if
  * the new sectors @mask do not cover it.  @bio (may be NULL) waits for it.
+ * NULL if the logged copy cannot be read: nothing was added for @blk.
  */
 static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 {
@@ -365,13 +418,9 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 
 	idx = nxd_batch_lookup(bt, blk);
 	if (idx < 0) {
-		if (nxd_batch_full(bt, 0))
+		if (!nxd_batch_fits(bt, 1, 1))
 			nxd_batch_commit(nc);
-		idx = bt->nr_data++;
-		nxd_batch_insert(bt, blk, idx);
-		bt->blocks[idx] = blk;
-		bt->masks[idx] = 0;
-		data = nxd_batch_data(bt, idx);
+		data = nxd_batch_data(bt, bt->nr_data);
 
 		spin_lock(&nc->lock);
 		e = nxd_index_find(&nc->ix, blk);
@@ -387,21 +436,19 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 				       1, data);
 			nxd_read_epoch_put(nc, epoch);
 			if (r) {
-				/* Cannot merge: log only what can be, fail the bio. */
-				nxd_ssd_failed(nc, r, "log read");
-				if (bio) {
-					struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
-
-					pb->error = -EIO;
-				}
-				memset(data, 0, NXD_BLOCK_SIZE);
-				old_mask = 0;
-			} else {
-				nxd_count(nc, NXD_CTR(rmw_reads), 1);
+				/* Only this write fails; the log keeps its copy. */
+				nxd_count(nc, NXD_CTR(ssd_errors), 1);
+				DMERR_LIMIT("%s: SSD read of logged block %llu failed (%d)",
+					    dm_table_device_name(nc->ti->table), blk, r);
+				return NULL;
 			}
-		} else {
+			nxd_count(nc, NXD_CTR(rmw_reads), 1);
+		} else if (mask != 0xff) {
 			memset(data, 0, NXD_BLOCK_SIZE);
 		}
+		idx = bt->nr_data++;
+		nxd_batch_insert(bt, blk, idx);
+		bt->blocks[idx] = blk;
 		bt->masks[idx] = old_mask;
 	}
 	bt->masks[idx] |= mask;
@@ -512,13 +559,17 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 		sector_t hi = min_t(sector_t, e, (b + 1) << 3);
 		void *data = nxd_batch_block(nc, bio, b, nxd_sector_mask(lo, hi));
 
+		if (!data) {
+			pb->error = -EIO;
+			break;
+		}
 		nxd_copy_from_bio(bio, &iter, data + ((lo & 7) << 9),
 				  (hi - lo) << 9);
 	}
 	if (bio->bi_opf & REQ_FUA)
 		bt->fua = true;
 	nxd_count(nc, NXD_CTR(writes_logged), 1);
-	nxd_bio_done(bio);	/* drops the initial reference */
+	nxd_bio_done(nc, bio);	/* drops the initial reference */
 }
 
 /* Zero sectors [lo, hi) of a logged block (edges of a discard). */
@@ -526,7 +577,9 @@ static void nxd_log_zero(struct nxd_c *nc, sector_t lo, sector_t hi)
 {
 	void *data = nxd_batch_block(nc, NULL, lo >> 3, nxd_sector_mask(lo, hi));
 
-	memset(data + ((lo & 7) << 9), 0, (hi - lo) << 9);
+	/* Unreadable: the sectors keep their logged data, as discard allows. */
+	if (data)
+		memset(data + ((lo & 7) << 9), 0, (hi - lo) << 9);
 }
 
 /* ---- HDD writes and discards over logged blocks ---- */
@@ -578,18 +631,19 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		edge_logged |= !!nxd_index_find(&nc->ix, e >> 3);
 	spin_unlock(&nc->lock);
 	if (edge_logged) {
-		if (!discard && !atomic_read(&nc->degraded)) {
+		if (atomic_read(&nc->degraded)) {
+			/* No merge, no zeros can be logged: wait for the destager. */
+			kfree(op);
+			pb->inval = NULL;
+			bio_list_add(&nc->held, bio);
+			return;
+		}
+		if (!discard) {
 			/* Partial blocks over logged data must merge in the log. */
 			kfree(op);
 			pb->inval = NULL;
 			pb->route = NXD_H_SSD;
 			nxd_log_write(nc, bio);
-			return;
-		}
-		if (!discard || atomic_read(&nc->degraded)) {
-			/* Degraded: no merge, no zeros can be logged. */
-			kfree(op);
-			bio_io_error(bio);
 			return;
 		}
 		/* Discarded sectors of partially covered logged blocks read as zeros. */
@@ -641,20 +695,18 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 	struct nxd_batch *bt = &nc->batch;
 	u32 recs;
 
-	if (op->error || atomic_read(&nc->degraded)) {
-		if (!op->error)
-			op->error = nxd_log_abandon(nc);
-		if (!op->error) {
-			spin_lock(&nc->lock);
-			nxd_inval_range_locked(nc, op->full_first, op->full_last);
-			spin_unlock(&nc->lock);
-		}
+	if (op->error) {
+		/* The HDD write failed: the logged copy is still the newest. */
 		nxd_inval_ack(nc, op);
+		return;
+	}
+	if (atomic_read(&nc->degraded)) {
+		nxd_inval_park(nc, op);
 		return;
 	}
 	recs = op->full_first <= op->full_last ?
 	       DIV_ROUND_UP_ULL(op->full_last - op->full_first + 1, U32_MAX) : 0;
-	if (nxd_batch_full(bt, recs))
+	if (!nxd_batch_fits(bt, 0, recs))
 		nxd_batch_commit(nc);
 	bt->nr_inval += recs;
 	list_add_tail(&op->bnode, &bt->invals);
@@ -669,14 +721,49 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	spin_lock_irq(&nc->qlock);
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
-	return r || (!bio_list_empty(&nc->held) && atomic_read(&nc->kick));
+	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked)) &&
+		     atomic_read(&nc->kick));
+}
+
+/* Degraded: nothing is logged; see the ordering rules at the top. */
+static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
+{
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	bool logged;
+
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		/* Logged writes are durable once the HDD has them all. */
+		spin_lock(&nc->lock);
+		logged = nc->ring.count;
+		spin_unlock(&nc->lock);
+		if (logged)
+			bio_list_add(&nc->held, bio);
+		else
+			bio_endio(bio);
+		return;
+	}
+	spin_lock(&nc->lock);
+	logged = nxd_range_logged(nc, s >> 3, (e - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (logged) {
+		nxd_inval_start(nc, bio);
+		return;
+	}
+	if (bio_op(bio) == REQ_OP_DISCARD && !bdev_max_discard_sectors(nc->hdd->bdev)) {
+		bio_endio(bio);
+		return;
+	}
+	nxd_count(nc, NXD_CTR(writes_direct), 1);
+	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
 }
 
 static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
-	if (bio_op(bio) == REQ_OP_DISCARD || pb->route == NXD_H_HDD)
+	if (atomic_read(&nc->degraded))
+		nxd_degraded_bio(nc, bio);
+	else if (bio_op(bio) == REQ_OP_DISCARD || pb->route == NXD_H_HDD)
 		nxd_inval_start(nc, bio);
 	else
 		nxd_log_write(nc, bio);
@@ -704,6 +791,7 @@ static int nxd_writer_fn(void *data)
 			list_del(&op->bnode);
 			nxd_inval_finish(nc, op);
 		}
+		nxd_parked_check(nc);
 		if (atomic_xchg(&nc->kick, 0) || !bio_list_empty(&bios)) {
 			/* Held bios are older than new ones: they go first. */
 			bio_list_merge(&nc->held, &bios);

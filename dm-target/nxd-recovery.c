@@ -9,6 +9,11 @@
  * and, after an unclean stop, its data checksums too.  The first segment
  * that fails ends the log.  The generation rule (nxd_seg_gen_ok) keeps
  * stale segments written before an earlier crash from being replayed.
+ *
+ * After an SSD write failure the log is frozen: the HDD label records the
+ * window [tail, end) that may still be replayed, and the tail the
+ * destager reaches while the SSD takes no superblock (docs/design.md,
+ * degraded mode).
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -26,22 +31,18 @@
 #define NXD_ERR_SB_CORRUPT \
 	"SSD superblock corrupt in both copies: 'format' reinitialises it"
 #define NXD_ERR_LOG_ABANDONED \
-	"SSD log abandoned after an SSD failure (HDD label): add 'format' to start a new log"
+	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
-	int r;
-
 	nc->sb.sb_seq++;
 	nxd_sb_encode(&nc->sb, nc->sb_buf);
 	/* Alternate copies so a torn write leaves the other one intact. */
-	r = nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, nc->sb.sb_seq & 1,
-		       1, nc->sb_buf);
-	if (r)
-		nxd_ssd_failed(nc, r, "superblock write");
-	return r;
+	return nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, nc->sb.sb_seq & 1,
+			  1, nc->sb_buf);
 }
 
+/* A failed superblock write degrades the volume and freezes the log. */
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq)
 {
 	int r;
@@ -56,6 +57,10 @@ int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq)
 	spin_unlock(&nc->lock);
 	r = nxd_sb_write_locked(nc);
 	mutex_unlock(&nc->sb_lock);
+	if (r) {
+		nxd_ssd_failed(nc, r, "superblock write");
+		nxd_log_freeze(nc);
+	}
 	return r;
 }
 
@@ -87,8 +92,12 @@ static int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *bu
 	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
 }
 
-/* Write the HDD label of the volume in nc->sb.  Under sb_lock or in ctr. */
-static int nxd_label_write(struct nxd_c *nc, u32 flags)
+/*
+ * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
+ * replay window.  Under sb_lock or in ctr.
+ */
+static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
+			   u64 tail_seq)
 {
 	struct nxd_label_info l = { };
 
@@ -96,35 +105,70 @@ static int nxd_label_write(struct nxd_c *nc, u32 flags)
 	memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
 	l.hdd_sectors = nc->sb.hdd_sectors;
 	l.flags = flags;
-	if (flags & NXD_LABEL_LOG_ABANDONED)
-		l.abandoned_gen = nc->sb.gen;
+	if (flags & NXD_LABEL_LOG_FROZEN) {
+		l.frozen_end_seq = nc->frozen_end;
+		l.frozen_tail_pos = tail_pos;
+		l.frozen_tail_seq = tail_seq;
+	}
 	nxd_label_encode(&l, nc->sb_buf);
 	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
 			  nc->sb.hdd_label_sector, nc->sb_buf);
 }
 
-/*
- * Degraded: the log can no longer record what the HDD overwrites (and a
- * failed segment may have landed all the same), so its older copies would
- * come back at the next load.  Mark the HDD label before anything that
- * depends on it is acknowledged: the next load refuses the log instead
- * ('format' starts a new one).
- */
-int nxd_log_abandon(struct nxd_c *nc)
+static int nxd_label_read(struct nxd_c *nc, sector_t where,
+			  struct nxd_label_info *l)
 {
+	int r = nxd_hdd_io(nc, REQ_OP_READ, where, nc->sb_buf);
+
+	return r ? r : nxd_label_decode(nc->sb_buf, l);
+}
+
+/*
+ * The SSD failed a write: freeze the log where it ends now.  Whatever it
+ * holds stays valid and is destaged from the SSD; nothing more is logged.
+ * The HDD label records the window, so that a failed segment that landed
+ * all the same is never replayed over newer HDD data, and so that the
+ * next load needs no superblock write to know it.  Until it is durable,
+ * nothing that depends on it may be acknowledged.
+ */
+int nxd_log_freeze(struct nxd_c *nc)
+{
+	u64 pos, seq;
 	int r = 0;
 
-	if (READ_ONCE(nc->log_abandoned))
-		return 0;
 	mutex_lock(&nc->sb_lock);
-	if (!nc->log_abandoned) {
-		r = nxd_label_write(nc, NXD_LABEL_LOG_ABANDONED);
-		if (!r) {
-			WRITE_ONCE(nc->log_abandoned, true);
-			DMERR("%s: SSD log abandoned (HDD label marked): reassembly needs 'format'",
-			      dm_table_device_name(nc->ti->table));
-		}
+	if (nc->frozen)
+		goto out;
+	spin_lock(&nc->lock);
+	/* The writer pushes no segment past this (nxd_batch_commit). */
+	if (!nc->frozen_end)
+		nc->frozen_end = nc->ring.next_seq;
+	nxd_ring_tail(&nc->ring, &pos, &seq);
+	spin_unlock(&nc->lock);
+	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, pos, seq);
+	if (!r) {
+		nc->frozen = true;
+		DMERR("%s: SSD log frozen at segment %llu (HDD label), %llu to destage",
+		      dm_table_device_name(nc->ti->table), nc->frozen_end,
+		      nc->frozen_end - seq);
+	} else {
+		DMERR("%s: cannot freeze the SSD log: HDD label write failed (%d)",
+		      dm_table_device_name(nc->ti->table), r);
 	}
+out:
+	mutex_unlock(&nc->sb_lock);
+	return r;
+}
+
+/* Frozen: the destager moved the tail; the SSD cannot record it. */
+int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
+{
+	int r = nxd_log_freeze(nc);
+
+	if (r)
+		return r;
+	mutex_lock(&nc->sb_lock);
+	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, tail_pos, tail_seq);
 	mutex_unlock(&nc->sb_lock);
 	return r;
 }
@@ -166,7 +210,7 @@ static int nxd_format(struct nxd_c *nc)
 	sb->head_pos = 0;
 	sb->head_seq = 1;
 
-	r = nxd_label_write(nc, 0);
+	r = nxd_label_write(nc, 0, 0, 0);
 	if (r)
 		return r;
 	/* Both copies, so neither holds a previous volume's superblock. */
@@ -250,10 +294,9 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		      nc->sb.vol_uuid, l.vol_uuid);
 		return -EINVAL;
 	}
-	if (l.flags & NXD_LABEL_LOG_ABANDONED) {
+	if ((l.flags & NXD_LABEL_LOG_ABANDONED) && !nc->opt_accept_loss) {
 		ti->error = NXD_ERR_LOG_ABANDONED;
-		DMERR("volume %pU: log of generation %llu abandoned after an SSD failure; "
-		      "the HDD holds newer data for some logged blocks", l.vol_uuid,
+		DMERR("volume %pU: log of generation %llu abandoned", l.vol_uuid,
 		      l.abandoned_gen);
 		return -EINVAL;
 	}
@@ -281,7 +324,7 @@ static int nxd_grow(struct nxd_c *nc)
 	nc->sb.hdd_sectors = nc->hdd_sectors;
 	nc->sb.data_sectors = nc->grow_to;
 	nc->sb.hdd_label_sector = nc->grow_to;
-	r = nxd_label_write(nc, 0);
+	r = nxd_label_write(nc, 0, 0, 0);
 	if (r) {
 		DMERR("%s: grow: cannot write the HDD label at %llu: %d", name,
 		      (u64)nc->grow_to, r);
@@ -348,70 +391,94 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 	spin_unlock(&nc->lock);
 }
 
-/* Rebuild the index from the log; runs before the table goes live. */
+/*
+ * Rebuild the index from the log; runs at the first preresume, after the
+ * previous table's postsuspend, so the label is read again here: that
+ * table may have frozen the log after our constructor looked.  Runs in a
+ * noio scope with the device suspended: nothing is allocated here.
+ */
 int nxd_meta_load(struct nxd_c *nc)
 {
+	const char *name = dm_table_device_name(nc->ti->table);
+	struct nxd_label_info l;
 	struct nxd_sb_info sbs[2];
-	u64 t0 = ktime_get_ns(), pos, seq, rb;
+	u64 t0 = ktime_get_ns(), pos, seq, end, rb;
 	int res[2], pick, r;
-	bool blank, clean, torn = false;
+	bool blank, clean, torn = false, was_frozen, drop_log;
 
 	r = nxd_read_sbs(nc, sbs, res, &blank);
 	if (r)
 		return r;
 	pick = nxd_sb_pick(res, sbs);
 	if (pick < 0 || pick == NXD_SB_NONE ||
-	    memcmp(sbs[pick].vol_uuid, nc->sb.vol_uuid, 16)) {
-		DMERR("%s: superblock changed under the table",
-		      dm_table_device_name(nc->ti->table));
+	    memcmp(sbs[pick].vol_uuid, nc->sb.vol_uuid, 16) ||
+	    sbs[pick].ring_blocks != nc->ring.ring_blocks) {
+		DMERR("%s: superblock changed under the table", name);
 		return -EINVAL;
 	}
+	r = nxd_label_read(nc, sbs[pick].hdd_label_sector, &l);
+	if (r || memcmp(l.vol_uuid, sbs[pick].vol_uuid, 16)) {
+		DMERR("%s: HDD label unreadable or changed under the table (%d)", name, r);
+		return r < 0 ? r : -EINVAL;
+	}
+	drop_log = l.flags & NXD_LABEL_LOG_ABANDONED;
+	if (drop_log && !nc->opt_accept_loss) {
+		DMERR("%s: %s", name, NXD_ERR_LOG_ABANDONED);
+		return -EINVAL;
+	}
+	was_frozen = l.flags & (NXD_LABEL_LOG_FROZEN | NXD_LABEL_LOG_ABANDONED);
 	mutex_lock(&nc->sb_lock);
 	nc->sb = sbs[pick];
 	mutex_unlock(&nc->sb_lock);
-	clean = nc->sb.flags & NXD_SB_CLEAN;
+	clean = (nc->sb.flags & NXD_SB_CLEAN) && !was_frozen;
 	rb = nc->sb.ring_blocks;
+	nxd_replay_window(&nc->sb, &l, &pos, &seq, &end);
 
 	/* Start from scratch: a failed earlier attempt may have left entries. */
-	nxd_index_free(&nc->ix);
-	r = nxd_index_init(&nc->ix, rb);
-	if (r)
-		return r;
-	nxd_ring_free(&nc->ring);
-	r = nxd_ring_init(&nc->ring, rb, nc->sb.tail_pos, nc->sb.tail_seq);
-	if (r)
-		return r;
+	spin_lock(&nc->lock);
+	nxd_index_clear(&nc->ix);
+	nxd_ring_reset(&nc->ring, pos, seq);
+	spin_unlock(&nc->lock);
 	nc->rec_segments = 0;
 	nc->rec_blocks = 0;
-	pos = nc->sb.tail_pos;
-	seq = nc->sb.tail_seq;
 	for (;;) {
 		struct nxd_seg_info si;
 		void *hdr = nc->dbuf;
 		u64 p;
 
-		if (clean && seq == nc->sb.head_seq)
+		if (drop_log || seq >= end || (clean && seq == nc->sb.head_seq))
 			break;
 		r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + pos, 1, hdr);
-		if (r)
-			return r;
-		if (nxd_seg_decode(hdr, nc->sb.vol_uuid, rb,
-				   nc->sb.data_sectors >> 3, &si) ||
-		    si.seq != seq || si.pos != pos ||
-		    !nxd_seg_gen_ok(&nc->sb, si.seq, si.gen) ||
-		    nxd_ring_reserve(&nc->ring, si.nr_data, &p) || p != pos) {
-			torn = true;
-			break;
-		}
-		if (!clean && si.nr_data) {
-			r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + pos + 1,
-				       si.nr_data, hdr + NXD_BLOCK_SIZE);
-			if (r)
-				return r;
-			if (!nxd_seg_data_ok(hdr, &si)) {
+		if (!r) {
+			if (nxd_seg_decode(hdr, nc->sb.vol_uuid, rb,
+					   nc->sb.data_sectors >> 3, &si) ||
+			    si.seq != seq || si.pos != pos ||
+			    !nxd_seg_gen_ok(&nc->sb, si.seq, si.gen) ||
+			    nxd_ring_reserve(&nc->ring, si.nr_data, &p) || p != pos) {
 				torn = true;
 				break;
 			}
+			if (!clean && si.nr_data)
+				r = nxd_ssd_io(nc, REQ_OP_READ,
+					       nc->sb.ring_start + pos + 1,
+					       si.nr_data, hdr + NXD_BLOCK_SIZE);
+		}
+		if (r) {
+			/* Name the range at risk: the admin decides. */
+			DMERR("%s: SSD log unreadable at seg %llu (%d): segs %llu-%llu at risk",
+			      name, seq, r, seq,
+			      end == ~0ULL ? nc->sb.head_seq : end - 1);
+			if (!nc->opt_accept_loss) {
+				DMERR("%s: reload with 'accept_log_loss' to continue without them",
+				      name);
+				return r;
+			}
+			DMERR("%s: 'accept_log_loss': continuing without them", name);
+			break;
+		}
+		if (!clean && !nxd_seg_data_ok(hdr, &si)) {
+			torn = true;
+			break;
 		}
 		nxd_seg_apply(nc, hdr, &si);
 		nc->rec_segments++;
@@ -422,7 +489,7 @@ int nxd_meta_load(struct nxd_c *nc)
 	}
 	if (clean && torn)
 		DMWARN("%s: clean log ends early at segment %llu (expected %llu): corrupt?",
-		       dm_table_device_name(nc->ti->table), seq, nc->sb.head_seq);
+		       name, seq, nc->sb.head_seq);
 	nc->rec_clean = clean;
 	nc->rec_us = div_u64(ktime_get_ns() - t0, 1000);
 	if (nc->grow_to > nc->sb.data_sectors) {
@@ -437,11 +504,28 @@ int nxd_meta_load(struct nxd_c *nc)
 	nc->sb.gen_start_seq = nc->ring.next_seq;
 	mutex_unlock(&nc->sb_lock);
 	r = nxd_sb_write(nc, false);
-	if (r)
-		return r;
+	if (r) {
+		/*
+		 * The SSD still takes no writes: come up degraded, serving and
+		 * destaging what was replayed (nxd_sb_commit froze the log).
+		 */
+		if (!nc->frozen)
+			return r;
+		DMERR("%s: SSD superblock write failed (%d): degraded, the log is destaged",
+		      name, r);
+	} else if (was_frozen) {
+		/* The new superblock bounds the log by generation now. */
+		mutex_lock(&nc->sb_lock);
+		r = nxd_label_write(nc, 0, 0, 0);
+		mutex_unlock(&nc->sb_lock);
+		if (r)
+			return r;
+		DMINFO("%s: SSD log %s after an SSD failure: writes are logged again",
+		       name, drop_log ? "restarted" : "unfrozen");
+	}
 	DMINFO("%s: recovered %llu segments, %llu blocks in %llu us (%s), %llu entries",
-	       dm_table_device_name(nc->ti->table), nc->rec_segments,
-	       nc->rec_blocks, nc->rec_us, clean ? "clean" : "unclean shutdown",
+	       name, nc->rec_segments, nc->rec_blocks, nc->rec_us,
+	       clean ? "clean" : was_frozen ? "frozen log" : "unclean shutdown",
 	       nc->ix.count);
 	return 0;
 }

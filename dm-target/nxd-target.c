@@ -14,6 +14,7 @@
 #include <linux/ktime.h>
 #include <linux/blk_types.h>
 #include <linux/sizes.h>
+#include <linux/sched/mm.h>
 
 #include "nxd.h"
 
@@ -99,7 +100,15 @@ int nxd_hdd_flush(struct nxd_c *nc)
 	return nxd_dev_flush(nc, nc->hdd->bdev);
 }
 
-/* The SSD failed: stop logging, keep serving what can be served. */
+int nxd_ssd_flush(struct nxd_c *nc)
+{
+	return nxd_dev_flush(nc, nc->ssd->bdev);
+}
+
+/*
+ * An SSD write failed: stop logging, keep serving.  The caller freezes the
+ * log (nxd_log_freeze) before acknowledging anything that depends on it.
+ */
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
 {
 	nxd_count(nc, NXD_CTR(ssd_errors), 1);
@@ -154,6 +163,7 @@ static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *t
 	list_for_each_entry(vol, &nxd_vols, node) {
 		if (vol->dev == dev) {
 			kobject_get(&vol->kobj);
+			vol->ntables++;
 			goto out;
 		}
 	}
@@ -170,6 +180,7 @@ static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *t
 	}
 	list_add_tail(&vol->node, &nxd_vols);
 	vol->tun = *tun;
+	vol->ntables = 1;
 out:
 	mutex_unlock(&nxd_vols_lock);
 	return vol;
@@ -180,11 +191,11 @@ static void nxd_vol_put(struct nxd_c *nc)
 	struct nxd_vol *vol = nc->vol;
 	bool last;
 
+	/* Decided and unlisted under one lock: two dtrs never both miss it. */
 	mutex_lock(&nxd_vols_lock);
 	if (vol->active == nc)
 		vol->active = NULL;
-	/* Our reference plus the list's, which is the initial one. */
-	last = kref_read(&vol->kobj.kref) == 1;
+	last = !--vol->ntables;
 	if (last)
 		list_del(&vol->node);
 	mutex_unlock(&nxd_vols_lock);
@@ -260,6 +271,10 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 			nc->opt_format = true;
 			continue;
 		}
+		if (!strcasecmp(key, "accept_log_loss")) {
+			nc->opt_accept_loss = true;
+			continue;
+		}
 		if (!argc) {
 			*error = "Option is missing its value";
 			return -EINVAL;
@@ -326,8 +341,8 @@ static void nxd_dtr(struct dm_target *ti)
 	nxd_index_free(&nc->ix);
 	nxd_ring_free(&nc->ring);
 	nxd_batch_free(&nc->batch);
+	nxd_destage_free(nc);
 	vfree(nc->dbuf);
-	kfree(nc->rmw_buf);
 	kfree(nc->sb_buf);
 	bioset_exit(&nc->dbs);
 	bioset_exit(&nc->bs);
@@ -369,6 +384,8 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	INIT_LIST_HEAD(&nc->node);
 	nc->opt = nxd_default_tun;
 	mutex_init(&nc->sb_lock);
+	mutex_init(&nc->round_lock);
+	INIT_LIST_HEAD(&nc->parked);
 	spin_lock_init(&nc->lock);
 	spin_lock_init(&nc->qlock);
 	INIT_LIST_HEAD(&nc->invals);
@@ -434,10 +451,11 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	    bioset_init(&nc->dbs, 16, 0, BIOSET_NEED_BVECS))
 		goto bad;
 	nc->sb_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
-	nc->rmw_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
 	nc->dbuf_blocks = NXD_DBUF_BLOCKS;
 	nc->dbuf = vmalloc((size_t)NXD_DBUF_BLOCKS * NXD_BLOCK_SIZE);
-	if (!nc->sb_buf || !nc->rmw_buf || !nc->dbuf || nxd_batch_init(&nc->batch))
+	/* All the destager needs, so that it never runs short later. */
+	if (!nc->sb_buf || !nc->dbuf || nxd_batch_init(&nc->batch) ||
+	    nxd_destage_alloc(nc))
 		goto bad;
 
 	nc->vol = nxd_vol_get(ti, &nc->opt);
@@ -673,7 +691,8 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 			return nxd_remap_hdd(nc, bio);
 		}
 		if (atomic_read(&nc->degraded)) {
-			bio_endio(bio);
+			/* The writer holds it until the HDD has every logged write. */
+			nxd_writer_queue(nc, bio);
 			return DM_MAPIO_SUBMITTED;
 		}
 		bio_set_dev(bio, nc->ssd->bdev);
@@ -726,6 +745,7 @@ static void nxd_presuspend(struct dm_target *ti)
 static void nxd_postsuspend(struct dm_target *ti)
 {
 	struct nxd_c *nc = ti->private;
+	int r, ssd_r;
 
 	if (!nc->running)
 		return;
@@ -737,35 +757,42 @@ static void nxd_postsuspend(struct dm_target *ti)
 	if (READ_ONCE(nc->vol->tun.drain_on_suspend) && !atomic_read(&nc->degraded))
 		nxd_drain(nc);
 	WRITE_ONCE(nc->running, false);
-	/* Wait for a destage round in progress to finish. */
-	wait_event(nc->dwq, !READ_ONCE(nc->destage_busy));
+	/* A round that saw running still set ends before we go on. */
+	mutex_lock(&nc->round_lock);
+	mutex_unlock(&nc->round_lock);
+	r = nxd_hdd_flush(nc);
 	if (!atomic_read(&nc->degraded)) {
-		nxd_dev_flush(nc, nc->ssd->bdev);
-		nxd_hdd_flush(nc);
-		nxd_sb_write(nc, true);
+		/* CLEAN skips the data checksums at the next load: only if true. */
+		ssd_r = nxd_ssd_flush(nc);
+		nxd_sb_write(nc, !r && !ssd_r);
 	}
 }
 
+/*
+ * The device is suspended: an allocation here must not wait on its I/O.
+ * Degraded, the SSD takes no superblock, and a resume must still work.
+ */
 static int nxd_preresume(struct dm_target *ti)
 {
 	struct nxd_c *nc = ti->private;
-	int r;
+	unsigned int noio = memalloc_noio_save();
+	int r = 0;
 
 	if (!nc->loaded) {
 		r = nxd_meta_load(nc);
-		if (r)
-			return r;
-		nc->loaded = true;
-	} else {
+		if (!r)
+			nc->loaded = true;
+	} else if (!atomic_read(&nc->degraded)) {
 		mutex_lock(&nc->sb_lock);
 		nc->sb.gen++;
 		nc->sb.gen_start_seq = nc->ring.next_seq;
 		mutex_unlock(&nc->sb_lock);
-		r = nxd_sb_write(nc, false);
-		if (r)
-			return r;
+		/* A failure degrades and freezes the log; serve all the same. */
+		if (nxd_sb_write(nc, false) && !nc->frozen)
+			r = -EIO;
 	}
-	return 0;
+	memalloc_noio_restore(noio);
+	return r;
 }
 
 static void nxd_resume(struct dm_target *ti)

@@ -56,6 +56,7 @@ struct nxd_vol {
 	struct kobject kobj;		/* /sys/block/dm-N/nxd; owns the lifetime */
 	bool kobj_added;
 	struct nxd_c *active;		/* resumed table, under nxd_vols_lock */
+	int ntables;			/* tables holding it, under nxd_vols_lock */
 	u8 vol_uuid[16];
 };
 
@@ -88,9 +89,12 @@ struct nxd_pb {
 	s8 epoch;		/* read epoch held, or -1 */
 	bool fg_hdd;		/* counted in hdd_fg_inflight */
 	atomic_t pending;	/* segments a logged write still waits for */
-	int error;
+	int error;		/* -errno, or NXD_PB_RETRY */
 	struct nxd_inval *inval;
 };
+
+/* pb->error: its segment failed; redo the bio on the degraded path. */
+#define NXD_PB_RETRY	1
 
 /* A log segment being assembled by the writer. */
 struct nxd_batch {
@@ -121,6 +125,7 @@ struct nxd_c {
 	/* table options */
 	struct nxd_tun opt;
 	bool opt_format;
+	bool opt_accept_loss;		/* replay what is readable, drop the rest */
 
 	u64 ssd_blocks;
 	sector_t hdd_sectors;
@@ -129,21 +134,22 @@ struct nxd_c {
 	u32 hdd_io_opt;
 	u64 max_block;			/* logical blocks of the volume */
 
-	struct mutex sb_lock;		/* serialises superblock writes */
+	struct mutex sb_lock;		/* superblock and label writes */
 	struct nxd_sb_info sb;
 	void *sb_buf;
+	bool frozen;			/* label says FROZEN, under @sb_lock */
 
 	bool loaded;
 	bool resumed;			/* has been live once */
 	bool running;			/* between resume and postsuspend */
-	atomic_t degraded;		/* SSD failed: log bypassed */
+	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
 	atomic_t ssd_fail_reported;
 
-	spinlock_t lock;		/* index, ring, invals */
+	spinlock_t lock;		/* index, ring, invals, frozen_end */
 	struct nxd_index ix;
 	struct nxd_ring ring;
 	struct list_head invals;	/* in-flight nxd_inval */
-	u64 pending_blocks;		/* data blocks queued in the open batch */
+	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
 	atomic_t rd_inflight[2];
@@ -159,18 +165,20 @@ struct nxd_c {
 	wait_queue_head_t ewq;		/* index entries released */
 	atomic_t kick;			/* retry held bios */
 	struct bio_list held;		/* writer only */
+	/* writer only: degraded HDD writes waiting for their logged copies */
+	struct list_head parked;
 	bool log_full;
-	bool log_abandoned;		/* HDD label marked, under @sb_lock */
 	struct nxd_batch batch;
-	void *rmw_buf;
 
 	/* Destager */
 	struct task_struct *destager;
+	/* held for a whole round; postsuspend takes it to wait one out */
+	struct mutex round_lock;
+	struct nxd_round *drd;		/* the round's buffers, from ctr */
 	struct nxd_round *dround;	/* copies in flight, under @lock */
 	wait_queue_head_t dwq;
 	atomic_t drain_req;
 	atomic_t destage_paused;
-	bool destage_busy;		/* under @lock */
 	atomic_t hdd_fg_inflight;
 	unsigned long hdd_fg_last;	/* jiffies of last foreground HDD I/O */
 	void *dbuf;			/* destage read buffer */
@@ -195,6 +203,7 @@ sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot);
 int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 	       void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
+int nxd_ssd_flush(struct nxd_c *nc);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
 int nxd_read_epoch_get(struct nxd_c *nc);
 void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
@@ -217,6 +226,8 @@ u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 
 /* nxd-destage.c */
 struct nxd_round;
+int nxd_destage_alloc(struct nxd_c *nc);
+void nxd_destage_free(struct nxd_c *nc);
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
@@ -229,7 +240,8 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active);
 int nxd_meta_load(struct nxd_c *nc);
 int nxd_sb_write(struct nxd_c *nc, bool clean);
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
-int nxd_log_abandon(struct nxd_c *nc);
+int nxd_log_freeze(struct nxd_c *nc);
+int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 
 /* nxd-sysfs.c */
 int nxd_sysfs_add(struct nxd_vol *vol);

@@ -135,7 +135,7 @@ int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 	if (!nxd_crc_ok(blk, d->crc))
 		return -EBADMSG;
 	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION ||
-	    (le32_to_cpu(d->flags) & ~NXD_LABEL_LOG_ABANDONED))
+	    (le32_to_cpu(d->flags) & ~NXD_LABEL_FLAGS_KNOWN))
 		return -EPROTONOSUPPORT;
 	memset(l, 0, sizeof(*l));
 	memcpy(l->vol_uuid, d->vol_uuid, sizeof(l->vol_uuid));
@@ -143,6 +143,13 @@ int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 	l->hdd_sectors = le64_to_cpu(d->hdd_sectors);
 	l->flags = le32_to_cpu(d->flags);
 	l->abandoned_gen = le64_to_cpu(d->abandoned_gen);
+	l->frozen_end_seq = le64_to_cpu(d->frozen_end_seq);
+	l->frozen_tail_pos = le64_to_cpu(d->frozen_tail_pos);
+	l->frozen_tail_seq = le64_to_cpu(d->frozen_tail_seq);
+	/* A frozen log's window: the tail never passes its end. */
+	if ((l->flags & NXD_LABEL_LOG_FROZEN) &&
+	    (!l->frozen_tail_seq || l->frozen_tail_seq > l->frozen_end_seq))
+		return -EINVAL;
 	return 0;
 }
 
@@ -158,6 +165,9 @@ void nxd_label_encode(const struct nxd_label_info *l, void *blk)
 	d->hdd_sectors = cpu_to_le64(l->hdd_sectors);
 	d->flags = cpu_to_le32(l->flags);
 	d->abandoned_gen = cpu_to_le64(l->abandoned_gen);
+	d->frozen_end_seq = cpu_to_le64(l->frozen_end_seq);
+	d->frozen_tail_pos = cpu_to_le64(l->frozen_tail_pos);
+	d->frozen_tail_seq = cpu_to_le64(l->frozen_tail_seq);
 	d->crc = cpu_to_le32(nxd_crc_block(blk));
 }
 
@@ -322,6 +332,29 @@ u64 nxd_next_seg_pos(u64 ring_blocks, u64 end)
 	return end;
 }
 
+bool nxd_seg_fits(u32 nr_data, u32 nr_recs, u32 data, u32 recs)
+{
+	return nr_data + data <= NXD_SEG_MAX_DATA &&
+	       nr_recs + recs <= NXD_SEG_MAX_RECS;
+}
+
+void nxd_replay_window(const struct nxd_sb_info *sb,
+		       const struct nxd_label_info *l, u64 *pos, u64 *seq,
+		       u64 *end_seq)
+{
+	*pos = sb->tail_pos;
+	*seq = sb->tail_seq;
+	*end_seq = NXD_U64_MAX;
+	if (!(l->flags & NXD_LABEL_LOG_FROZEN))
+		return;
+	*end_seq = l->frozen_end_seq;
+	/* Destaged while frozen: the SSD superblock could not record it. */
+	if (l->frozen_tail_seq > *seq) {
+		*pos = l->frozen_tail_pos;
+		*seq = l->frozen_tail_seq;
+	}
+}
+
 bool nxd_seg_gen_ok(const struct nxd_sb_info *sb, u64 seq, u64 gen)
 {
 	if (seq < sb->gen_start_seq)
@@ -352,6 +385,15 @@ int nxd_ring_init(struct nxd_ring *r, u64 ring_blocks, u64 head, u64 next_seq)
 	r->first_seq = next_seq;
 	r->cap = (u32)cap;
 	return 0;
+}
+
+void nxd_ring_reset(struct nxd_ring *r, u64 head, u64 next_seq)
+{
+	r->head = head;
+	r->next_seq = next_seq;
+	r->first_seq = next_seq;
+	r->first = 0;
+	r->count = 0;
 }
 
 void nxd_ring_free(struct nxd_ring *r)

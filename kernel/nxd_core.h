@@ -50,6 +50,9 @@ struct nxd_label_info {
 	u8 hdd_uuid[16];
 	u64 hdd_sectors;
 	u64 abandoned_gen;
+	u64 frozen_end_seq;
+	u64 frozen_tail_pos;
+	u64 frozen_tail_seq;
 	u32 flags;
 };
 
@@ -100,6 +103,21 @@ void nxd_seg_seal(void *blk);
 
 /* Where a segment following one that ends at @end starts. */
 u64 nxd_next_seg_pos(u64 ring_blocks, u64 end);
+/*
+ * Can a segment holding @nr_data data blocks and @nr_recs records take
+ * @data more data blocks and @recs more records?
+ */
+bool nxd_seg_fits(u32 nr_data, u32 nr_recs, u32 data, u32 recs);
+/*
+ * The part of the log recovery replays: from *@pos / *@seq up to, not
+ * including, *@end_seq (U64_MAX: to the first invalid segment).  A label
+ * that froze the log after an SSD failure bounds it at the failed
+ * segment and may carry a tail the destager reached while frozen.
+ */
+struct nxd_label_info;
+void nxd_replay_window(const struct nxd_sb_info *sb,
+		       const struct nxd_label_info *l, u64 *pos, u64 *seq,
+		       u64 *end_seq);
 /* Is a segment of @gen with @seq acceptable under superblock @sb? */
 bool nxd_seg_gen_ok(const struct nxd_sb_info *sb, u64 seq, u64 gen);
 
@@ -127,6 +145,8 @@ struct nxd_ring {
 
 int nxd_ring_init(struct nxd_ring *r, u64 ring_blocks, u64 head, u64 next_seq);
 void nxd_ring_free(struct nxd_ring *r);
+/* Empty the ring in place (no allocation), next segment at @head. */
+void nxd_ring_reset(struct nxd_ring *r, u64 head, u64 next_seq);
 /* Position for a segment of @nr_data data blocks, or -ENOSPC. */
 int nxd_ring_reserve(const struct nxd_ring *r, u32 nr_data, u64 *pos);
 /* Record a written segment (at the position reserve returned). */
@@ -171,6 +191,8 @@ struct nxd_index {
 
 int nxd_index_init(struct nxd_index *ix, u64 max_entries);
 void nxd_index_free(struct nxd_index *ix);
+/* Remove every entry in place (no allocation). */
+void nxd_index_clear(struct nxd_index *ix);
 struct nxd_ient *nxd_index_find(const struct nxd_index *ix, u64 block);
 /*
  * Insert or replace.  Returns 1 if an entry was replaced (old slot/mask in

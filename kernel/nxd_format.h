@@ -91,10 +91,16 @@ struct nxd_seg_hdr {
 } __packed;
 
 /*
- * Label flag: while the SSD failed, HDD writes replaced logged blocks
- * without an INVAL record in the log; the log must not be replayed.
+ * Label flags.  ABANDONED: the log must not be replayed (written by
+ * versions before 0.2 after an SSD failure, and by 'accept_log_loss').
+ * FROZEN: an SSD write failed; the log is valid only in the window
+ * [frozen_tail_seq, frozen_end_seq): recovery replays that window and
+ * nothing after it, and the destager moves frozen_tail while the SSD
+ * cannot take a superblock.
  */
 #define NXD_LABEL_LOG_ABANDONED	BIT(0)
+#define NXD_LABEL_LOG_FROZEN	BIT(1)
+#define NXD_LABEL_FLAGS_KNOWN	(NXD_LABEL_LOG_ABANDONED | NXD_LABEL_LOG_FROZEN)
 
 struct nxd_hdd_label {
 	__le64 magic;
@@ -103,10 +109,13 @@ struct nxd_hdd_label {
 	u8 vol_uuid[16];
 	u8 hdd_uuid[16];
 	__le64 hdd_sectors;	/* HDD size when labelled */
-	__le32 flags;		/* NXD_LABEL_LOG_ABANDONED */
+	__le32 flags;		/* NXD_LABEL_* */
 	__le32 reserved0;
 	__le64 abandoned_gen;	/* generation whose log was abandoned */
-	u8 reserved[4024];
+	__le64 frozen_end_seq;	/* FROZEN: first segment not to replay */
+	__le64 frozen_tail_pos;	/* FROZEN: replay from here if newer than */
+	__le64 frozen_tail_seq;	/*   the superblock's tail */
+	u8 reserved[4000];
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");

@@ -37,7 +37,6 @@ static inline u32 nxd_ix_next(const struct nxd_index *ix, u32 i)
 int nxd_index_init(struct nxd_index *ix, u64 max_entries)
 {
 	u64 cap, nfilter, tab_bytes, filter_bytes;
-	u32 i;
 
 	memset(ix, 0, sizeof(*ix));
 	if (max_entries > NXD_U32_MAX)
@@ -60,9 +59,18 @@ int nxd_index_init(struct nxd_index *ix, u64 max_entries)
 	}
 	ix->cap = (u32)cap;
 	ix->nfilter = (u32)nfilter;
+	nxd_index_clear(ix);
+	return 0;
+}
+
+void nxd_index_clear(struct nxd_index *ix)
+{
+	u32 i;
+
 	for (i = 0; i < ix->cap; i++)
 		ix->tab[i].block = NXD_IE_EMPTY;
-	return 0;
+	memset(ix->filter, 0, (size_t)ix->nfilter * sizeof(*ix->filter));
+	ix->count = 0;
 }
 
 void nxd_index_free(struct nxd_index *ix)

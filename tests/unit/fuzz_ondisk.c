@@ -113,9 +113,11 @@ static void fuzz_label(const u8 *in, u8 ctl)
 		set_crc(b);
 	r = nxd_label_decode(b, &l);
 	ASSERT(r == 0 || r == NXD_ENOTNXD || r == -EBADMSG ||
-	       r == -EPROTONOSUPPORT);
+	       r == -EPROTONOSUPPORT || r == -EINVAL);
 	if (r)
 		return;
+	if (l.flags & NXD_LABEL_LOG_FROZEN)
+		ASSERT(l.frozen_tail_seq && l.frozen_tail_seq <= l.frozen_end_seq);
 	nxd_label_encode(&l, b2);
 	ASSERT(nxd_label_decode(b2, &l2) == 0);
 	ASSERT(!memcmp(&l, &l2, sizeof(l)));

@@ -352,11 +352,31 @@ static void test_label(void)
 	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
 	CHECK_EQ(out.flags, NXD_LABEL_LOG_ABANDONED);
 	CHECK_EQ(out.abandoned_gen, 77);
-	l.flags = 2;
+	l.flags = 4;
 	nxd_label_encode(&l, blk2);
 	CHECK_EQ(nxd_label_decode(blk2, &out), -EPROTONOSUPPORT);
 	l.flags = 0;
 	l.abandoned_gen = 0;
+
+	/* The frozen-log window round-trips; a tail past its end is refused. */
+	l.flags = NXD_LABEL_LOG_FROZEN;
+	l.frozen_end_seq = 900;
+	l.frozen_tail_pos = 4321;
+	l.frozen_tail_seq = 850;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	CHECK(!memcmp(&out, &l, sizeof(l)));
+	l.frozen_tail_seq = 901;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EINVAL);
+	l.frozen_tail_seq = 0;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EINVAL);
+	l.frozen_tail_seq = 900;	/* drained to the end: an empty window */
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	l.flags = 0;
+	l.frozen_end_seq = l.frozen_tail_pos = l.frozen_tail_seq = 0;
 
 	memset(blk2, 0, BS);
 	CHECK_EQ(nxd_label_decode(blk2, &out), NXD_ENOTNXD);
@@ -653,6 +673,76 @@ static void test_seg(void)
 
 /* ---- ring: fixed scenarios ---- */
 
+/*
+ * Segment room as the writer asks for it: a data block needs a data slot
+ * and a record, an INVAL op its records.  252 INVALs leave no room for a
+ * data block (the writer once let a 253rd record in and lost an INVAL).
+ */
+static void test_seg_fits(void)
+{
+	u32 d, r;
+
+	CHECK(nxd_seg_fits(0, 0, 1, 1));
+	CHECK(nxd_seg_fits(0, NXD_SEG_MAX_RECS - 1, 1, 1));
+	CHECK(!nxd_seg_fits(0, NXD_SEG_MAX_RECS, 1, 1));
+	CHECK(!nxd_seg_fits(0, NXD_SEG_MAX_RECS, 0, 1));
+	CHECK(nxd_seg_fits(0, NXD_SEG_MAX_RECS, 0, 0));
+	CHECK(!nxd_seg_fits(NXD_SEG_MAX_DATA, NXD_SEG_MAX_DATA, 1, 1));
+	CHECK(nxd_seg_fits(NXD_SEG_MAX_DATA - 1, 200, 1, 1));
+	CHECK(!nxd_seg_fits(10, 250, 0, 3));
+	/* Whatever fits, the header really takes. */
+	for (d = 0; d <= NXD_SEG_MAX_DATA; d += 7) {
+		for (r = d; r <= NXD_SEG_MAX_RECS; r += 13) {
+			u8 blk[BS];
+			u32 i, inv = r - d;
+			bool ok = true;
+
+			nxd_seg_init(blk, uuid_a, 1, 1, 0);
+			for (i = 0; i < d; i++)
+				ok &= nxd_seg_add_data(blk, i, 0xff, 0) >= 0;
+			for (i = 0; i < inv; i++)
+				ok &= !nxd_seg_add_inval(blk, 1000 + i, 1);
+			CHECK(ok);
+			if (nxd_seg_fits(d, r, 1, 1))
+				CHECK(nxd_seg_add_data(blk, 5000, 0xff, 0) >= 0);
+			else
+				CHECK_EQ(nxd_seg_add_data(blk, 5000, 0xff, 0), -ENOSPC);
+		}
+	}
+}
+
+static void test_replay_window(void)
+{
+	struct nxd_sb_info sb;
+	struct nxd_label_info l;
+	u64 pos, seq, end, ssd;
+
+	base_sb(&sb, &ssd);
+	sb.tail_pos = 100;
+	sb.tail_seq = 40;
+	memset(&l, 0, sizeof(l));
+	nxd_replay_window(&sb, &l, &pos, &seq, &end);
+	CHECK_EQ(pos, 100);
+	CHECK_EQ(seq, 40);
+	CHECK_EQ(end, ~0ULL);
+	/* Frozen: bounded at the failed segment; the SSD tail still rules. */
+	l.flags = NXD_LABEL_LOG_FROZEN;
+	l.frozen_end_seq = 60;
+	l.frozen_tail_pos = 50;
+	l.frozen_tail_seq = 30;
+	nxd_replay_window(&sb, &l, &pos, &seq, &end);
+	CHECK_EQ(pos, 100);
+	CHECK_EQ(seq, 40);
+	CHECK_EQ(end, 60);
+	/* Destaged further while frozen: the label's tail rules. */
+	l.frozen_tail_pos = 300;
+	l.frozen_tail_seq = 55;
+	nxd_replay_window(&sb, &l, &pos, &seq, &end);
+	CHECK_EQ(pos, 300);
+	CHECK_EQ(seq, 55);
+	CHECK_EQ(end, 60);
+}
+
 static void test_ring_fixed(void)
 {
 	struct nxd_ring r;
@@ -829,6 +919,31 @@ static void ring_check_all(struct nxd_ring *r, const struct mseg *q,
 		}
 	}
 	CHECK_EQ(bad, 0);
+}
+
+/* Reset in place: empty, next segment where asked, capacity kept. */
+static void test_ring_reset(void)
+{
+	struct nxd_ring r;
+	u64 pos;
+	u32 cap;
+
+	CHECK_EQ(nxd_ring_init(&r, 1024, 0, 1), 0);
+	cap = r.cap;
+	CHECK_EQ(nxd_ring_reserve(&r, 10, &pos), 0);
+	nxd_ring_push(&r, pos, 10, 10);
+	CHECK_EQ(nxd_ring_reserve(&r, 10, &pos), 0);
+	nxd_ring_push(&r, pos, 10, 3);
+	CHECK_EQ(r.count, 2);
+	nxd_ring_reset(&r, 500, 77);
+	CHECK_EQ(r.count, 0);
+	CHECK_EQ(r.cap, cap);
+	CHECK_EQ(r.next_seq, 77);
+	CHECK_EQ(r.first_seq, 77);
+	CHECK_EQ(nxd_ring_used(&r), 0);
+	CHECK_EQ(nxd_ring_reserve(&r, 4, &pos), 0);
+	CHECK_EQ(pos, 500);
+	nxd_ring_free(&r);
 }
 
 static void test_ring_random(u64 nops)
@@ -1171,7 +1286,10 @@ int main(int argc, char **argv)
 	test_sb_pick();
 	test_label();
 	test_seg();
+	test_seg_fits();
+	test_replay_window();
 	test_ring_fixed();
+	test_ring_reset();
 	test_ring_random(ring_ops);
 	test_route();
 	test_modes();

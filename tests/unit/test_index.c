@@ -393,6 +393,19 @@ static void test_fixed(void)
 	CHECK_EQ(nxd_index_mem(&ix), 1251 * 16 + 1000 * 4);
 	for (i = 0; i < ix.cap; i++)
 		CHECK(ix.tab[i].block == NXD_IE_EMPTY);
+	/* Cleared in place: nothing found, the filter empty, refillable. */
+	for (i = 0; i < 900; i++)
+		CHECK_EQ(nxd_index_set(&ix, i * 7, (u32)i, 0xff, NULL), 0);
+	CHECK(nxd_index_maybe(&ix, 0, 1));
+	nxd_index_clear(&ix);
+	CHECK_EQ(ix.count, 0);
+	CHECK_EQ(ix.cap, 1251);
+	for (i = 0; i < 900; i++)
+		CHECK(!nxd_index_find(&ix, i * 7));
+	for (i = 0; i < ix.nfilter; i++)
+		CHECK_EQ(ix.filter[i], 0);
+	CHECK_EQ(nxd_index_set(&ix, 14, 3, 0xff, NULL), 0);
+	CHECK(nxd_index_find(&ix, 14) && nxd_index_find(&ix, 14)->slot == 3);
 	nxd_index_free(&ix);
 	nxd_index_free(&ix);	/* idempotent */
 
