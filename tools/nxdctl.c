@@ -936,7 +936,7 @@ static int add_opt(struct create_opts *co, const char *key, const char *val)
 enum {
 	O_WTHR = 256, O_RTHR, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
 	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
-	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY,
+	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS,
 };
 
 /* Options of create and assemble; each refuses those that are not its own. */
@@ -953,6 +953,7 @@ static const struct option table_opts[] = {
 	{ "format", no_argument, NULL, O_FORMAT },
 	{ "uuid", required_argument, NULL, O_UUID },
 	{ "name", required_argument, NULL, O_NAME },
+	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
 	HELP_OPT, { 0 }
 };
 
@@ -1175,6 +1176,8 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 		case O_NAME:
 			return usage_error(c->name, "--name is for assemble; "
 					   "create takes NAME as argument");
+		case O_ACCEPT_LOSS:
+			return usage_error(c->name, "--accept-log-loss is for assemble");
 		case O_FORMAT:
 			format = true;
 			break;
@@ -1770,6 +1773,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 	char path[PATH_MAX], real[PATH_MAX];
 	struct dirent *de;
 	int o, rc, worst = 0, n = 0;
+	bool accept_loss = false;
 	DIR *d;
 
 	while ((o = getopt_long(argc, argv, "h", table_opts, NULL)) != -1) {
@@ -1783,6 +1787,9 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		case O_UUID:
 			return usage_error(c->name, "assemble takes no --format "
 					   "or --uuid");
+		case O_ACCEPT_LOSS:
+			accept_loss = true;
+			break;
 		default:
 			return opt_default(c, o, argv);
 		case O_WTHR ... O_DRY:
@@ -1804,10 +1811,19 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		if (!realpath(dev, real))
 			return fail(NXDCTL_EXIT_NOVOL, "%s: %s", dev,
 				    strerror(errno));
+		if (accept_loss) {
+			rc = add_opt(&co, "accept_log_loss", NULL);
+			if (rc)
+				return rc;
+			fprintf(stderr, "nxdctl: --accept-log-loss: writes in the "
+				"part of the log that cannot be read are lost\n");
+		}
 		return assemble_one(real, name, &co);
 	}
 	if (name)
 		return usage_error(c->name, "--name needs a DEVICE");
+	if (accept_loss)
+		return usage_error(c->name, "--accept-log-loss needs a DEVICE");
 
 	/* No device: every SSD with a superblock whose HDD is present. */
 	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
@@ -2010,7 +2026,9 @@ static const struct cmd cmds[] = {
 	  "Options:\n"
 	  "  --name NAME   volume name (default nxd-<first 8 digits of the "
 	  "UUID>)\n"
-	  "  and the table options of create, but not --format.\n" },
+	  "  and the table options of create, but not --format.\n"
+	  "  --accept-log-loss     the SSD log cannot be read (or was abandoned):\n"
+	  "                        assemble without what it holds (one DEVICE)\n" },
 	{ "udev-info", do_udev_info, "KERNEL_NAME",
 	  "For udev IMPORT{program}: print NXD_ROLE (volume, ssd or hdd) "
 	  "and\nNXD_VOL_UUID of the block device KERNEL_NAME (e.g. dm-3, "
