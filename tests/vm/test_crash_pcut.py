@@ -128,9 +128,11 @@ class Workload:
     """THREADS writer threads on @dev until stop(); records every write,
     discard and fsync with its times and outcome."""
 
-    def __init__(self, dev, vol_sectors, seed, round_no, wid_base, hot_sectors=8192):
+    def __init__(self, dev, vol_sectors, seed, round_no, wid_base, hot_sectors=8192,
+                 p_fsync=0.08):
         self.dev, self.nsec, self.seed = dev, vol_sectors, seed
         self.rseed = seed * 1000 + round_no
+        self.p_fsync = p_fsync
         self.hot = min(hot_sectors, vol_sectors)
         self.recs = []
         self.flushes = []               # [fs, fc, ok]
@@ -192,7 +194,7 @@ class Workload:
                         except OSError:
                             r.done(False)
                             fails += 1
-                    elif x < 0.15:
+                    elif x < 0.07 + self.p_fsync:
                         f = [time.monotonic_ns(), None, False]
                         with self.lock:
                             self.flushes.append(f)
@@ -358,8 +360,10 @@ def cut_params(seed, i):
     keep = [0, 50, 100][(seed + i) % 3]
     first = ["ssd", "hdd"][(seed // 3 + i) % 2]
     gap = rng.choice([0, 0, rng.randint(1, 16), rng.randint(50, 400)])
-    n = rng.randint(150, 2500)
-    return {"keep": keep, "torn": 30 if keep == 50 else 0, "first": first, "gap": gap, "n": n}
+    n = rng.randint(150, 6000)
+    p_fsync = rng.choice([0.01, 0.03, 0.08])
+    return {"keep": keep, "torn": 30 if keep == 50 else 0, "first": first, "gap": gap, "n": n,
+            "p_fsync": p_fsync}
 
 
 def run_chain(dm, seed, opts, ncuts, tot, fname):
@@ -387,7 +391,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
                 d.set(keep=p["keep"], torn=p["torn"])
             first, other = (ps, ph) if p["first"] == "ssd" else (ph, ps)
             first.cut_after(p["n"], p["gap"])
-            wl = Workload(dm.node(nx), vol, seed, i, wid_base)
+            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"])
             t0 = time.monotonic()
             wl.start()
             forced = []
@@ -410,6 +414,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
             alive = wl.stop()
             t_work = time.monotonic() - t0
             st_first, st_other = first.status(), other.status()
+            nst = parse_nxd_status(dm.status(nx))
             tot.forced += len(forced)
             if alive or wl.stuck:
                 tot.stuck += 1
@@ -452,7 +457,11 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
                     f"{st_first['dropped']} torn {st_first['torn']} lost_inflight "
                     f"{st_first['lost_inflight']} ooo {st_first['ooo']}; other: kept "
                     f"{st_other['kept']} dropped {st_other['dropped']} torn {st_other['torn']}; "
-                    f"recovered {st['recovered_segments']} segments; "
+                    f"nxd at the cut: {nst['state']} logged {nst['writes_logged']} direct "
+                    f"{nst['writes_direct']} around_full {nst['writes_around_full']} inval "
+                    f"{nst['invalidations']} destaged_blocks {nst['destaged_blocks']} reclaimed "
+                    f"{nst['segments_reclaimed']} ssd_errors {nst['ssd_errors']} hdd_errors "
+                    f"{nst['hdd_errors']}; recovered {st['recovered_segments']} segments; "
                     f"durable writes {res['durable_writes']}, lost {res['lost']}, "
                     f"unexplained {res['unexplained']}, check {t_check:.1f}s")
             summary(fname, line)
