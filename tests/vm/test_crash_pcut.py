@@ -511,6 +511,48 @@ def pdm():
     assert not errs, errs
 
 
+def run_bare(dm, seed, lying):
+    """The same workload and oracle on one bare pcut device (no nxd): a
+    correct disk must pass, a lying one (flushes and FUA not persisted) must
+    be caught.  Returns the oracle's result."""
+    nb = NullBlk(32, discard=True)
+    name = f"pbare{seed}"
+    try:
+        pc = pcutlib.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
+        pc.set(keep=0, torn=0)
+        if lying:
+            pc.message("ignore_flush", 1)
+        pc.cut_after(1500)
+        wl = Workload(pc.path, pc.sectors, seed, 0, 0, p_fsync=0.03)
+        wl.start()
+        end = time.monotonic() + 120
+        while pc.status()["state"] == "live" and time.monotonic() < end:
+            time.sleep(0.05)
+        alive = wl.stop()
+        assert not alive and not wl.stuck, "writers stuck on a cut pcut device"
+        pc.power_on()
+        img = bytes(DirectIO(1 << 20).read_all(nb.dev, pc.sectors * SECTOR))
+        res = oracle(img, bytes(len(img)), wl, pc.sectors, seed, 0)
+        summary("crash-pcut-slice.txt", f"oracle self-test {KVER} seed {seed} lying {lying}: "
+                f"{len(wl.recs)} writes/discards {wl.counts}, durable {res['durable_writes']}, "
+                f"lost {res['lost']}, unexplained {res['unexplained']}")
+        return res
+    finally:
+        if name in dm.devs:
+            dm.remove(name)
+        nb.close()
+
+
+def test_oracle_on_bare_pcut(pdm):
+    """The oracle passes a correct disk and catches a lying one."""
+    good = run_bare(pdm, 31, lying=False)
+    assert good["lost"] == 0 and good["unexplained"] == 0, good["problems"][:3]
+    assert good["durable_writes"] > 100
+    bad = run_bare(pdm, 32, lying=True)
+    assert bad["lost"] > 0, "a disk that ignores flushes and FUA must lose durable writes"
+    assert bad["unexplained"] == 0, bad["problems"][:3]
+
+
 SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "2"))
 
 
