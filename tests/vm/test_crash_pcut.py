@@ -342,6 +342,7 @@ class Totals:
         self.cuts = self.sectors = self.lost = self.unexplained = 0
         self.forced = self.stuck = self.no_comeback = self.not_removed = 0
         self.durable = self.new_values = 0
+        self.format_cuts = self.format_lost = 0
         self.failures = []
 
     def line(self):
@@ -349,24 +350,33 @@ class Totals:
                 f"stale/unexplained {self.unexplained}, durable writes {self.durable}, "
                 f"sectors with post-flush values {self.new_values}, forced cuts {self.forced}, "
                 f"stuck I/O {self.stuck}, remove refused {self.not_removed}, "
-                f"did not come back {self.no_comeback}")
+                f"did not come back {self.no_comeback} (then formatted: {self.format_cuts} cuts, "
+                f"{self.format_lost} sectors lost)")
 
     def bad(self):
         return self.lost or self.unexplained or self.stuck or self.no_comeback or self.not_removed
 
 
-def cut_params(seed, i):
+def cut_params(seed, i, max_n=6000):
     rng = random.Random(seed * 7919 + i)
     keep = [0, 50, 100][(seed + i) % 3]
     first = ["ssd", "hdd"][(seed // 3 + i) % 2]
     gap = rng.choice([0, 0, rng.randint(1, 16), rng.randint(50, 400)])
-    n = rng.randint(150, 6000)
+    n = rng.randint(150, max_n)
     p_fsync = rng.choice([0.01, 0.03, 0.08])
     return {"keep": keep, "torn": 30 if keep == 50 else 0, "first": first, "gap": gap, "n": n,
             "p_fsync": p_fsync}
 
 
-def run_chain(dm, seed, opts, ncuts, tot, fname):
+def inflight(devno):
+    try:
+        with open(f"/sys/dev/block/{devno}/inflight") as f:
+            return f.read().split()
+    except OSError as e:
+        return str(e)
+
+
+def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
     """One volume, @ncuts cuts.  Updates @tot."""
     hdd_nb = NullBlk(HDD_MIB, discard=True)
     ssd_nb = NullBlk(SSD_MIB, discard=True)
@@ -385,7 +395,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
         init = bytes(vol * SECTOR)
         wid_base = 0
         for i in range(ncuts):
-            p = cut_params(seed, i)
+            p = cut_params(seed, i, max_n)
             tag = f"seed {seed} cut {i} opts '{opts}' {p}"
             for d in (ph, ps):
                 d.set(keep=p["keep"], torn=p["torn"])
@@ -418,9 +428,14 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
             tot.forced += len(forced)
             if alive or wl.stuck:
                 tot.stuck += 1
-                tot.failures.append(f"{tag}: writer I/O stuck after the cut "
-                                    f"(threads alive {len(alive)}, in flight {wl.stuck}); "
-                                    f"nxd: {dm.status(nx)}")
+                msg = (f"{tag}: writer I/O stuck after the cut (threads alive {len(alive)}, "
+                       f"AIO writes in flight per thread {wl.stuck}) for 60 s after both "
+                       f"devices were cut; in flight (read write) nxd {inflight(dm.devno(nx))} "
+                       f"hdd pcut {inflight(ph.devno)} ssd pcut {inflight(ps.devno)}; "
+                       f"nxd status: {dm.status(nx)}; pcut {first.name}: {first.status()}; "
+                       f"{other.name}: {other.status()}")
+                summary(fname, "STUCK: " + msg)
+                tot.failures.append(msg)
                 return
             try:
                 dm.remove(nx)
@@ -430,12 +445,21 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
                 return
             ph.power_on()
             ps.power_on()
+            formatted = False
             try:
                 dm.create(nx, table)
             except DMError as e:
                 tot.no_comeback += 1
-                tot.failures.append(f"{tag}: nxd did not come back: {e}\n{dmesg_tail()}")
-                return
+                msg = f"{tag}: nxd did not come back: {e}\n{dmesg_tail(6)}"
+                summary(fname, "NO COMEBACK: " + msg)
+                tot.failures.append(msg)
+                # What would an administrator lose by starting a new log?
+                try:
+                    dm.create(nx, nxd_table(vol, ph.devno, ps.devno, (opts + " format").strip()))
+                except DMError as e2:
+                    tot.failures.append(f"{tag}: and with format: {e2}")
+                    return
+                formatted = True
             st = parse_nxd_status(dm.status(nx))
             if st["state"] != "ok":
                 tot.no_comeback += 1
@@ -444,6 +468,18 @@ def run_chain(dm, seed, opts, ncuts, tot, fname):
             t1 = time.monotonic()
             res = oracle(img, init, wl, vol, seed, wid_base)
             t_check = time.monotonic() - t1
+            if formatted:
+                tot.format_cuts += 1
+                tot.format_lost += res["lost"] + res["unexplained"]
+                summary(fname, f"{tag}: after 'format': lost {res['lost']} unexplained "
+                        f"{res['unexplained']} of {res['sectors']} sectors "
+                        f"(durable writes {res['durable_writes']})")
+                if res["lost"] or res["unexplained"]:
+                    tot.failures.append(f"{tag}: after the refused reload and 'format', "
+                                        f"{res['lost']} sectors lost, first: {res['problems'][:2]}")
+                init = img
+                wid_base = wl._wid
+                continue
             tot.cuts += 1
             tot.sectors += res["sectors"]
             tot.lost += res["lost"]
@@ -560,7 +596,7 @@ SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "2"))
 def test_pcut_crash_slice(pdm, opts):
     seed = 100 + OPTSETS.index(opts) + (0 if KVER.startswith("6.1.") else 10)
     tot = Totals()
-    run_chain(pdm, seed, opts, SLICE_CUTS, tot, "crash-pcut-slice.txt")
+    run_chain(pdm, seed, opts, SLICE_CUTS, tot, "crash-pcut-slice.txt", max_n=3000)
     summary("crash-pcut-slice.txt", f"crash-pcut slice {KVER} seed {seed} opts '{opts}': {tot.line()}")
     assert not tot.bad(), "\n".join(tot.failures)
     assert tot.cuts == SLICE_CUTS
