@@ -558,7 +558,7 @@ def run_bare(dm, seed, lying):
         pc.set(keep=0, torn=0)
         if lying:
             pc.message("ignore_flush", 1)
-        pc.cut_after(1500)
+        pc.cut_after(800)
         wl = Workload(pc.path, pc.sectors, seed, 0, 0, p_fsync=0.03)
         wl.start()
         end = time.monotonic() + 120
@@ -596,7 +596,7 @@ SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "2"))
 def test_pcut_crash_slice(pdm, opts):
     seed = 100 + OPTSETS.index(opts) + (0 if KVER.startswith("6.1.") else 10)
     tot = Totals()
-    run_chain(pdm, seed, opts, SLICE_CUTS, tot, "crash-pcut-slice.txt", max_n=3000)
+    run_chain(pdm, seed, opts, SLICE_CUTS, tot, "crash-pcut-slice.txt", max_n=2000)
     summary("crash-pcut-slice.txt", f"crash-pcut slice {KVER} seed {seed} opts '{opts}': {tot.line()}")
     assert not tot.bad(), "\n".join(tot.failures)
     assert tot.cuts == SLICE_CUTS
