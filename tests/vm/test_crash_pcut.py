@@ -435,6 +435,17 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                        f"nxd status: {dm.status(nx)}; pcut {first.name}: {first.status()}; "
                        f"{other.name}: {other.status()}")
                 summary(fname, "STUCK: " + msg)
+                # Evidence: the blocked tasks' stacks (sysrq-w) into a log file.
+                try:
+                    with open("/proc/sysrq-trigger", "w") as f:
+                        f.write("w")
+                    time.sleep(2)
+                    path = os.path.join(LOGS, f"{KVER}-pcut-seed{seed}-cut{i}-stuck-dmesg.txt")
+                    with open(path, "w") as f:
+                        f.write(dmesg_tail(400) + "\n")
+                    msg += f" (blocked tasks: {path})"
+                except OSError:
+                    pass
                 tot.failures.append(msg)
                 return
             try:
