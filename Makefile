@@ -172,6 +172,12 @@ bench:
 	@if [ -x scripts/bench.sh ]; then scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
 
+# dm-nxd over dm-pcut (volatile caches, seeded power cuts): SEEDS chains of
+# CUTS cuts, one guest per kernel (scripts/crash-campaign.sh).
+.PHONY: crash-campaign
+crash-campaign:
+	@SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),4)' $(TOP)/scripts/crash-campaign.sh
+
 bench-smoke:
 	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# crash-campaign.sh: dm-nxd over two dm-pcut devices (volatile write caches,
+# seeded power cuts), many cut points, one guest per kernel.
+#
+#   make crash-campaign SEEDS=20            # seeds 1..20, CUTS cuts each
+#   SEEDS=5-12 CUTS=6 scripts/crash-campaign.sh
+#   TEST_KVERS=6.12.95+deb12-amd64 make crash-campaign SEEDS=4
+#
+# Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
+# a fresh volume (nxd option set = seed % 4 of: defaults,
+# "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0")
+# and CUTS power cuts in a row (keep 0/50/100, SSD or HDD first, gap 0, small
+# or large, all from the seed).  Builds dm-nxd.ko and dm-pcut.ko first.
+# Prints one summary line per kernel (cut points, sectors checked, lost,
+# stale/unexplained); the counts are appended to
+# build/logs/<kver>-crash-campaign.txt, per-cut lines to
+# build/logs/<kver>-crash-campaign-detail.txt, and each cut with a loss
+# leaves build/logs/<kver>-pcut-seed<S>-cut<I>.json.
+# Exits non-zero if any kernel lost data, hung, or failed to run.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 2
+SEEDS=${SEEDS:-8}
+CUTS=${CUTS:-4}
+case $SEEDS in
+*-* | *,*) seeds=$SEEDS ;;
+*) seeds=1-$SEEDS ;;
+esac
+if [ -z "${TEST_KVERS:-}" ]; then
+	TEST_KVERS=$(for k in /boot/vmlinuz-*; do
+		v=${k#/boot/vmlinuz-}
+		if [ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ]; then
+			echo "$v"
+		fi
+	done | sort -V | tr '\n' ' ')
+fi
+nseeds=$(python3 -c "import sys; a,_,b=sys.argv[1].partition('-'); print(int(b)-int(a)+1 if b else len(a.split(',')))" "$seeds")
+# About 15-40 s per cut under TCG, plus boot.
+timeout=${VM_TIMEOUT:-$((600 + nseeds * CUTS * 60))}
+mkdir -p build/logs
+rc=0
+declare -A lines
+for kv in $TEST_KVERS; do
+	kd=/usr/src/linux-headers-$kv
+	[ -f "/lib/modules/$kv/build/Makefile" ] && kd=/lib/modules/$kv/build
+	echo "crash-campaign[$kv]: building dm-nxd and dm-pcut"
+	if ! make -s --no-print-directory "module-$kv" >/dev/null ||
+		! make -s --no-print-directory -C tests/fixtures/pcut KDIR="$kd" KVER="$kv" >/dev/null; then
+		lines[$kv]="build FAILED"
+		rc=1
+		continue
+	fi
+	sumf=build/logs/$kv-crash-campaign.txt
+	before=$(wc -l <"$sumf" 2>/dev/null || echo 0)
+	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
+	VM_TIMEOUT=$timeout scripts/vm-run.sh "$kv" \
+		"NXD_PCUT_CAMPAIGN=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
+		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k campaign" \
+		>"build/logs/$kv-crash-campaign-pytest.txt" 2>&1
+	grc=$?
+	tail -n 3 "build/logs/$kv-crash-campaign-pytest.txt"
+	after=$(wc -l <"$sumf" 2>/dev/null || echo 0)
+	if [ "$after" -gt "$before" ]; then
+		lines[$kv]=$(tail -n 1 "$sumf" | cut -d' ' -f3-)
+	else
+		lines[$kv]="no summary (guest exit $grc; see build/logs/$kv-crash-campaign-pytest.txt)"
+	fi
+	[ $grc = 0 ] || rc=1
+done
+echo "crash-campaign summary:"
+for kv in $TEST_KVERS; do
+	echo "  $kv: ${lines[$kv]:-not run}"
+done
+exit $rc

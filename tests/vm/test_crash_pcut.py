@@ -1,0 +1,638 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd crash consistency over devices with volatile write caches.
+
+dm-nxd runs over two dm-pcut devices (tests/fixtures/pcut) in one cut
+group: the HDD (pcut over a 64 MiB null_blk) and the SSD (pcut over an
+8 MiB null_blk: the log wraps and the destager runs).  Each keeps what was
+not flushed in a volatile cache.  A seeded cut point (group op number,
+which device first, gap, keep probability) cuts the power of both while
+4 writer threads (Linux AIO, queue depth 2-4 each) write, FUA-write,
+discard and fsync overlapping ranges.  Then: writers stopped, nxd removed,
+both pcut tables reloaded (power on), nxd created again with the same
+table (no format), state `ok`, every sector read and checked by the oracle.
+A chain runs several cuts on one volume: the image read after a recovery
+is the initial content of the next round.
+
+Payload: every 512 B sector written is (magic, seed, write id, sector,
+check) repeated 16 times, so each sector read back names the write that
+produced it.
+
+Oracle (independent of nxd; times are CLOCK_MONOTONIC taken by the
+workload: submission before io_submit(), completion after the event was
+reaped, flush start before fsync(), so every "before" is certain):
+  * a write W is durable if it succeeded and either it was a FUA write
+    (RWF_DSYNC through AIO: REQ_FUA, no flush), or it completed before the
+    start of an fsync that succeeded;
+  * for each sector s, M(s) = latest submission time of a durable write to
+    s; a write W to s is allowed after the cut iff it was not definitely
+    overwritten by a durable write, i.e. completion(W) >= M(s) (writes never
+    reaped, or failed, count as not completed: they may or may not have
+    landed);
+  * the initial content of s is allowed iff no durable write covers s;
+  * a discard is a write of zeros that never counts as durable: zeros are
+    allowed where a discard covering s was not definitely overwritten by a
+    durable write, and the values allowed before the discard stay allowed;
+  * anything else is counted: LOST (an older value than allowed: a value of
+    a write to s, or the initial content, superseded by a durable write) or
+    UNEXPLAINED (not a value any write put at s: foreign, torn within a
+    sector, misplaced, zeros where no discard was).
+
+Tests:
+  test_pcut_crash_slice[opts]: the CI slice, one chain of NXD_PCUT_SLICE_CUTS
+      (default 2) cuts per nxd option set.
+  test_pcut_crash_campaign: only with NXD_PCUT_CAMPAIGN=1 (make
+      crash-campaign): chains NXD_PCUT_SEEDS (e.g. "1-20") of
+      NXD_PCUT_CUTS cuts each; option set, keep and order vary with the
+      seed.  Summary: build/logs/<kver>-crash-campaign.txt.
+"""
+import errno
+import json
+import os
+import random
+import struct
+import threading
+import time
+
+import pytest
+
+import crashlib
+import pcutlib
+from crashlib import DM, DMError, DirectIO, nxd_table, parse_nxd_status
+from nxdlib import NullBlk
+
+KVER = os.uname().release
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOGS = os.environ.get("NXD_LOGS") or os.path.join(REPO, "build", "logs")
+MiB = 1 << 20
+SECTOR = 512
+HDD_MIB = int(os.environ.get("NXD_PCUT_HDD_MIB", "64"))
+SSD_MIB = int(os.environ.get("NXD_PCUT_SSD_MIB", "8"))
+THREADS = 4
+QD = 4
+OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0"]
+INF = 1 << 62
+NEG = -1
+
+# ----------------------------------------------------------------- payload ---
+
+_HDR = struct.Struct("<4sIQQQ")
+MAGIC = b"NXPC"
+ZERO = bytes(SECTOR)
+_M64 = (1 << 64) - 1
+
+
+def _check(seed, wid, s):
+    return ((wid * 0x9E3779B97F4A7C15) ^ (s * 0xC2B2AE3D27D4EB4F) ^ seed) & _M64
+
+
+def sector_payload(seed, wid, s):
+    return _HDR.pack(MAGIC, seed & 0xFFFFFFFF, wid, s, _check(seed, wid, s)) * 16
+
+
+def write_payload(seed, wid, s0, n):
+    return b"".join(sector_payload(seed, wid, s0 + i) for i in range(n))
+
+
+def decode(b, seed, s):
+    """Write id of sector @s's 512 bytes @b, or None if it is no payload
+    for sector @s of this seed."""
+    head = b[:32]
+    if head * 16 != b:
+        return None
+    magic, sd, wid, sec, chk = _HDR.unpack(head)
+    if magic != MAGIC or sd != seed & 0xFFFFFFFF or sec != s or chk != _check(seed, wid, s):
+        return None
+    return wid
+
+
+# ---------------------------------------------------------------- workload ---
+
+class Rec:
+    __slots__ = ("wid", "kind", "s0", "n", "sub", "comp", "ok", "fua", "tid")
+
+    def __init__(self, wid, kind, s0, n, fua, tid):
+        self.wid, self.kind, self.s0, self.n, self.fua, self.tid = wid, kind, s0, n, fua, tid
+        self.sub = time.monotonic_ns()
+        self.comp = None        # None: never completed (in flight at the end)
+        self.ok = False
+
+    def done(self, ok):
+        self.comp = time.monotonic_ns()
+        self.ok = ok
+
+    def asdict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class Workload:
+    """THREADS writer threads on @dev until stop(); records every write,
+    discard and fsync with its times and outcome."""
+
+    def __init__(self, dev, vol_sectors, seed, round_no, wid_base, hot_sectors=8192,
+                 p_fsync=0.08):
+        self.dev, self.nsec, self.seed = dev, vol_sectors, seed
+        self.rseed = seed * 1000 + round_no
+        self.p_fsync = p_fsync
+        self.hot = min(hot_sectors, vol_sectors)
+        self.recs = []
+        self.flushes = []               # [fs, fc, ok]
+        self.lock = threading.Lock()
+        self.stop_ev = threading.Event()
+        self._wid = wid_base
+        self.counts = {"w": 0, "fua": 0, "d": 0, "f": 0, "eio": 0, "small": 0, "mid": 0, "big": 0}
+        self.stuck = []
+        self.threads = [threading.Thread(target=self._run, args=(t,), daemon=True)
+                        for t in range(THREADS)]
+
+    def next_wid(self):
+        with self.lock:
+            self._wid += 1
+            return self._wid
+
+    def _extent(self, rng, kind):
+        c = rng.random()
+        if kind == "d":
+            n = rng.choice([8, 16, 64, 128, 512])
+            if rng.random() < 0.3:
+                n += rng.randint(1, 7)
+        elif c < 0.35:
+            n = rng.randint(1, 7)                                   # < 4 KiB
+            self.counts["small"] += 1
+        elif c < 0.8:
+            n = rng.choice([8, 16, 24, 32, 64, 128])                # 4-64 KiB
+            self.counts["mid"] += 1
+        else:
+            n = rng.choice([136, 256, 512, 1024])                   # > 64 KiB
+            self.counts["big"] += 1
+        span = self.hot if rng.random() < 0.7 else self.nsec
+        span = max(span, n)
+        if n % 8 == 0 and rng.random() < 0.85:
+            s0 = rng.randrange(0, (span - n) // 8 + 1) * 8
+        else:
+            s0 = rng.randrange(0, span - n + 1)
+        return s0, n
+
+    def _run(self, tid):
+        rng = random.Random(self.rseed * 16 + tid)
+        qd = rng.randint(2, QD)
+        fd = os.open(self.dev, os.O_RDWR | os.O_DIRECT)
+        aio = pcutlib.AIO(qd, 512 * 1024)
+        fails = 0
+        try:
+            while not self.stop_ev.is_set():
+                while aio.inflight < qd and not self.stop_ev.is_set():
+                    x = rng.random()
+                    if x < 0.07:
+                        s0, n = self._extent(rng, "d")
+                        r = Rec(self.next_wid(), "d", s0, n, False, tid)
+                        with self.lock:
+                            self.recs.append(r)
+                            self.counts["d"] += 1
+                        try:
+                            crashlib.discard(fd, s0 * SECTOR, n * SECTOR)
+                            r.done(True)
+                        except OSError:
+                            r.done(False)
+                            fails += 1
+                    elif x < 0.07 + self.p_fsync:
+                        f = [time.monotonic_ns(), None, False]
+                        with self.lock:
+                            self.flushes.append(f)
+                            self.counts["f"] += 1
+                        try:
+                            os.fsync(fd)
+                            f[2] = True
+                        except OSError:
+                            fails += 1
+                        f[1] = time.monotonic_ns()
+                    else:
+                        fua = rng.random() < 0.12
+                        s0, n = self._extent(rng, "w")
+                        wid = self.next_wid()
+                        data = write_payload(self.seed, wid, s0, n)
+                        r = Rec(wid, "w", s0, n, fua, tid)
+                        with self.lock:
+                            self.recs.append(r)
+                            self.counts["fua" if fua else "w"] += 1
+                        try:
+                            r.sub = time.monotonic_ns()
+                            aio.submit_write(fd, s0 * SECTOR, data, fua, r)
+                        except OSError:
+                            r.done(False)
+                            fails += 1
+                if aio.inflight:
+                    for r, res in aio.reap(1, 0.2):
+                        r.done(res == r.n * SECTOR)
+                        if res != r.n * SECTOR:
+                            fails += 1
+                if fails > 20:          # the devices are gone: do not spin
+                    time.sleep(0.01)
+            deadline = time.monotonic() + 60
+            while aio.inflight and time.monotonic() < deadline:
+                for r, res in aio.reap(1, 0.5):
+                    r.done(res == r.n * SECTOR)
+        finally:
+            with self.lock:
+                self.counts["eio"] += fails
+            if aio.inflight:
+                self.stuck.append((tid, aio.inflight))
+            else:
+                aio.close()
+                os.close(fd)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self, timeout=90):
+        self.stop_ev.set()
+        end = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, end - time.monotonic()))
+        alive = [t for t in self.threads if t.is_alive()]
+        return alive
+
+
+# ------------------------------------------------------------------ oracle ---
+
+def oracle(img, init, wl, nsec, seed, wid_base, detail=20):
+    """Check @img against the rules above; returns a dict of counts and the
+    first @detail problems."""
+    last_fs = max((f[0] for f in wl.flushes if f[2]), default=NEG)
+    M = [NEG] * nsec
+    Z = [None] * nsec
+    byid = {}
+    durable = 0
+    for r in wl.recs:
+        comp = r.comp if r.comp is not None else INF
+        hi = min(r.s0 + r.n, nsec)
+        if r.kind == "w":
+            byid[r.wid] = r
+            if r.ok and (r.fua or comp < last_fs):
+                durable += 1
+                for s in range(r.s0, hi):
+                    if r.sub > M[s]:
+                        M[s] = r.sub
+        else:
+            for s in range(r.s0, hi):
+                if Z[s] is None or comp > Z[s]:
+                    Z[s] = comp
+    res = {"sectors": nsec, "lost": 0, "unexplained": 0, "durable_writes": durable,
+           "new_values": 0, "problems": []}
+
+    def problem(kind, s, b, why):
+        res[kind] += 1
+        if len(res["problems"]) < detail:
+            sup = [r.asdict() for r in wl.recs if r.kind == "w" and r.s0 <= s < r.s0 + r.n
+                   and r.ok and (r.fua or (r.comp or INF) < last_fs) and r.sub == M[s]]
+            res["problems"].append({"kind": kind, "sector": s, "why": why,
+                                    "got_head": b[:32].hex(), "superseded_by": sup[:1]})
+
+    for s in range(nsec):
+        b = img[s * SECTOR:(s + 1) * SECTOR]
+        ib = init[s * SECTOR:(s + 1) * SECTOR]
+        if b == ib:
+            if M[s] == NEG:
+                continue
+            if b == ZERO and Z[s] is not None and Z[s] >= M[s]:
+                continue
+            problem("lost", s, b, "initial content, but a durable write covers the sector")
+            continue
+        if b == ZERO:
+            if Z[s] is not None and Z[s] >= M[s]:
+                continue
+            if Z[s] is not None:
+                problem("lost", s, b, "zeros of a discard superseded by a durable write")
+            else:
+                problem("unexplained", s, b, "zeros, no discard and not the initial content")
+            continue
+        wid = decode(b, seed, s)
+        if wid is None:
+            problem("unexplained", s, b, "not a payload of this sector")
+            continue
+        r = byid.get(wid)
+        if r is None:
+            if wid <= wid_base:
+                problem("lost", s, b, f"value of write {wid} of an earlier round, not the initial content")
+            else:
+                problem("unexplained", s, b, f"write id {wid} never issued")
+            continue
+        if not r.s0 <= s < r.s0 + r.n:
+            problem("unexplained", s, b, f"write {wid} did not cover this sector")
+            continue
+        comp = r.comp if r.comp is not None else INF
+        if comp >= M[s]:
+            res["new_values"] += 1
+            continue
+        problem("lost", s, b, f"write {wid} superseded by a durable write")
+    return res
+
+
+# ------------------------------------------------------------------- chain ---
+
+def summary(fname, line):
+    print(line, flush=True)
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{KVER}-{fname}"), "a") as f:
+        f.write(f"{time.strftime('%F %T')} {line}\n")
+
+
+class Totals:
+    def __init__(self):
+        self.cuts = self.sectors = self.lost = self.unexplained = 0
+        self.forced = self.stuck = self.no_comeback = self.not_removed = 0
+        self.durable = self.new_values = 0
+        self.format_cuts = self.format_lost = 0
+        self.failures = []
+
+    def line(self):
+        return (f"cut points {self.cuts}, sectors checked {self.sectors}, lost {self.lost}, "
+                f"stale/unexplained {self.unexplained}, durable writes {self.durable}, "
+                f"sectors with post-flush values {self.new_values}, forced cuts {self.forced}, "
+                f"stuck I/O {self.stuck}, remove refused {self.not_removed}, "
+                f"did not come back {self.no_comeback} (then formatted: {self.format_cuts} cuts, "
+                f"{self.format_lost} sectors lost)")
+
+    def bad(self):
+        return self.lost or self.unexplained or self.stuck or self.no_comeback or self.not_removed
+
+
+def cut_params(seed, i, max_n=6000):
+    rng = random.Random(seed * 7919 + i)
+    keep = [0, 50, 100][(seed + i) % 3]
+    first = ["ssd", "hdd"][(seed // 3 + i) % 2]
+    gap = rng.choice([0, 0, rng.randint(1, 16), rng.randint(50, 400)])
+    n = rng.randint(150, max_n)
+    p_fsync = rng.choice([0.01, 0.03, 0.08])
+    return {"keep": keep, "torn": 30 if keep == 50 else 0, "first": first, "gap": gap, "n": n,
+            "p_fsync": p_fsync}
+
+
+def inflight(devno):
+    try:
+        with open(f"/sys/dev/block/{devno}/inflight") as f:
+            return f.read().split()
+    except OSError as e:
+        return str(e)
+
+
+def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
+    """One volume, @ncuts cuts.  Updates @tot."""
+    hdd_nb = NullBlk(HDD_MIB, discard=True)
+    ssd_nb = NullBlk(SSD_MIB, discard=True)
+    names = (f"pch{seed}", f"pcs{seed}", f"pnx{seed}")
+    group = f"nx{seed}"
+    try:
+        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1)
+        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
+        vol = crashlib.data_sectors(ph.sectors)
+        table = nxd_table(vol, ph.devno, ps.devno, opts)
+        nx = names[2]
+        try:
+            dm.create(nx, table)
+        except DMError as e:
+            raise AssertionError(f"seed {seed}: nxd create on blank devices failed: {e}")
+        init = bytes(vol * SECTOR)
+        wid_base = 0
+        for i in range(ncuts):
+            p = cut_params(seed, i, max_n)
+            tag = f"seed {seed} cut {i} opts '{opts}' {p}"
+            for d in (ph, ps):
+                d.set(keep=p["keep"], torn=p["torn"])
+            first, other = (ps, ph) if p["first"] == "ssd" else (ph, ps)
+            first.cut_after(p["n"], p["gap"])
+            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"])
+            t0 = time.monotonic()
+            wl.start()
+            forced = []
+            deadline = t0 + 180
+            t_first = None
+            while True:
+                time.sleep(0.05)
+                sf, so = first.status()["state"], other.status()["state"]
+                if sf != "live" and t_first is None:
+                    t_first = time.monotonic()
+                if sf != "live" and so != "live":
+                    break
+                now = time.monotonic()
+                if sf == "live" and now > deadline:
+                    first.cut()
+                    forced.append(first.name)
+                elif sf != "live" and so == "live" and now > t_first + 30:
+                    other.cut()
+                    forced.append(other.name)
+            alive = wl.stop()
+            t_work = time.monotonic() - t0
+            st_first, st_other = first.status(), other.status()
+            nst = parse_nxd_status(dm.status(nx))
+            tot.forced += len(forced)
+            if alive or wl.stuck:
+                tot.stuck += 1
+                msg = (f"{tag}: writer I/O stuck after the cut (threads alive {len(alive)}, "
+                       f"AIO writes in flight per thread {wl.stuck}) for 60 s after both "
+                       f"devices were cut; in flight (read write) nxd {inflight(dm.devno(nx))} "
+                       f"hdd pcut {inflight(ph.devno)} ssd pcut {inflight(ps.devno)}; "
+                       f"nxd status: {dm.status(nx)}; pcut {first.name}: {first.status()}; "
+                       f"{other.name}: {other.status()}")
+                summary(fname, "STUCK: " + msg)
+                # Evidence: the blocked tasks' stacks (sysrq-w) into a log file.
+                try:
+                    with open("/proc/sysrq-trigger", "w") as f:
+                        f.write("w")
+                    time.sleep(2)
+                    path = os.path.join(LOGS, f"{KVER}-pcut-seed{seed}-cut{i}-stuck-dmesg.txt")
+                    with open(path, "w") as f:
+                        f.write(dmesg_tail(400) + "\n")
+                    msg += f" (blocked tasks: {path})"
+                except OSError:
+                    pass
+                tot.failures.append(msg)
+                return
+            try:
+                dm.remove(nx)
+            except DMError as e:
+                tot.not_removed += 1
+                tot.failures.append(f"{tag}: dmsetup remove of nxd refused: {e}")
+                return
+            ph.power_on()
+            ps.power_on()
+            formatted = False
+            try:
+                dm.create(nx, table)
+            except DMError as e:
+                tot.no_comeback += 1
+                msg = f"{tag}: nxd did not come back: {e}\n{dmesg_tail(6)}"
+                summary(fname, "NO COMEBACK: " + msg)
+                tot.failures.append(msg)
+                # What would an administrator lose by starting a new log?
+                try:
+                    dm.create(nx, nxd_table(vol, ph.devno, ps.devno, (opts + " format").strip()))
+                except DMError as e2:
+                    tot.failures.append(f"{tag}: and with format: {e2}")
+                    return
+                formatted = True
+            st = parse_nxd_status(dm.status(nx))
+            if st["state"] != "ok":
+                tot.no_comeback += 1
+                tot.failures.append(f"{tag}: nxd state after recovery {st['state']}")
+            img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+            t1 = time.monotonic()
+            res = oracle(img, init, wl, vol, seed, wid_base)
+            t_check = time.monotonic() - t1
+            if formatted:
+                tot.format_cuts += 1
+                tot.format_lost += res["lost"] + res["unexplained"]
+                summary(fname, f"{tag}: after 'format': lost {res['lost']} unexplained "
+                        f"{res['unexplained']} of {res['sectors']} sectors "
+                        f"(durable writes {res['durable_writes']})")
+                if res["lost"] or res["unexplained"]:
+                    tot.failures.append(f"{tag}: after the refused reload and 'format', "
+                                        f"{res['lost']} sectors lost, first: {res['problems'][:2]}")
+                init = img
+                wid_base = wl._wid
+                continue
+            tot.cuts += 1
+            tot.sectors += res["sectors"]
+            tot.lost += res["lost"]
+            tot.unexplained += res["unexplained"]
+            tot.durable += res["durable_writes"]
+            tot.new_values += res["new_values"]
+            line = (f"{tag}: {len(wl.recs)} writes/discards {wl.counts}, {len(wl.flushes)} fsyncs "
+                    f"({sum(1 for f in wl.flushes if f[2])} ok), workload {t_work:.1f}s, "
+                    f"cut at group op {st_first['cut_op']}/{st_other['cut_op']} "
+                    f"(forced {forced}), {p['first']}: kept {st_first['kept']} dropped "
+                    f"{st_first['dropped']} torn {st_first['torn']} lost_inflight "
+                    f"{st_first['lost_inflight']} ooo {st_first['ooo']}; other: kept "
+                    f"{st_other['kept']} dropped {st_other['dropped']} torn {st_other['torn']}; "
+                    f"nxd at the cut: {nst['state']} logged {nst['writes_logged']} direct "
+                    f"{nst['writes_direct']} around_full {nst['writes_around_full']} inval "
+                    f"{nst['invalidations']} destaged_blocks {nst['destaged_blocks']} reclaimed "
+                    f"{nst['segments_reclaimed']} ssd_errors {nst['ssd_errors']} hdd_errors "
+                    f"{nst['hdd_errors']}; recovered {st['recovered_segments']} segments; "
+                    f"durable writes {res['durable_writes']}, lost {res['lost']}, "
+                    f"unexplained {res['unexplained']}, check {t_check:.1f}s")
+            summary(fname, line)
+            if res["lost"] or res["unexplained"]:
+                path = os.path.join(LOGS, f"{KVER}-pcut-seed{seed}-cut{i}.json")
+                with open(path, "w") as f:
+                    json.dump({"seed": seed, "cut": i, "opts": opts, "params": p,
+                               "result": res, "flushes": wl.flushes,
+                               "status_first": st_first, "status_other": st_other}, f,
+                              indent=1, default=str)
+                tot.failures.append(f"{tag}: lost {res['lost']} unexplained "
+                                    f"{res['unexplained']} (details: {path}); first: "
+                                    f"{res['problems'][:3]}")
+            init = img
+            wid_base = wl._wid
+    finally:
+        for n in reversed(names):
+            if n in dm.devs:
+                try:
+                    dm.remove(n)
+                except DMError:
+                    pass
+        ssd_nb.close()
+        hdd_nb.close()
+
+
+def dmesg_tail(n=15):
+    import subprocess
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return "\n".join(out.splitlines()[-n:])
+
+
+# ------------------------------------------------------------------- tests ---
+
+@pytest.fixture(scope="module", autouse=True)
+def pcut_module():
+    pcutlib.load_module()
+    yield
+
+
+@pytest.fixture
+def pdm():
+    d = DM(nodedir="/tmp/pcut-crash/dev")
+    yield d
+    errs = d.cleanup()
+    d.close()
+    assert not errs, errs
+
+
+def run_bare(dm, seed, lying):
+    """The same workload and oracle on one bare pcut device (no nxd): a
+    correct disk must pass, a lying one (flushes and FUA not persisted) must
+    be caught.  Returns the oracle's result."""
+    nb = NullBlk(32, discard=True)
+    name = f"pbare{seed}"
+    try:
+        pc = pcutlib.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
+        pc.set(keep=0, torn=0)
+        if lying:
+            pc.message("ignore_flush", 1)
+        pc.cut_after(800)
+        wl = Workload(pc.path, pc.sectors, seed, 0, 0, p_fsync=0.03)
+        wl.start()
+        end = time.monotonic() + 120
+        while pc.status()["state"] == "live" and time.monotonic() < end:
+            time.sleep(0.05)
+        alive = wl.stop()
+        assert not alive and not wl.stuck, "writers stuck on a cut pcut device"
+        pc.power_on()
+        img = bytes(DirectIO(1 << 20).read_all(nb.dev, pc.sectors * SECTOR))
+        res = oracle(img, bytes(len(img)), wl, pc.sectors, seed, 0)
+        summary("crash-pcut-slice.txt", f"oracle self-test {KVER} seed {seed} lying {lying}: "
+                f"{len(wl.recs)} writes/discards {wl.counts}, durable {res['durable_writes']}, "
+                f"lost {res['lost']}, unexplained {res['unexplained']}")
+        return res
+    finally:
+        if name in dm.devs:
+            dm.remove(name)
+        nb.close()
+
+
+def test_oracle_on_bare_pcut(pdm):
+    """The oracle passes a correct disk and catches a lying one."""
+    good = run_bare(pdm, 31, lying=False)
+    assert good["lost"] == 0 and good["unexplained"] == 0, good["problems"][:3]
+    assert good["durable_writes"] > 100
+    bad = run_bare(pdm, 32, lying=True)
+    assert bad["lost"] > 0, "a disk that ignores flushes and FUA must lose durable writes"
+    assert bad["unexplained"] == 0, bad["problems"][:3]
+
+
+SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "2"))
+
+
+@pytest.mark.parametrize("opts", OPTSETS, ids=["defaults", "thr128k-lw0", "log_all", "ssd_discard0"])
+def test_pcut_crash_slice(pdm, opts):
+    seed = 100 + OPTSETS.index(opts) + (0 if KVER.startswith("6.1.") else 10)
+    tot = Totals()
+    run_chain(pdm, seed, opts, SLICE_CUTS, tot, "crash-pcut-slice.txt", max_n=2000)
+    summary("crash-pcut-slice.txt", f"crash-pcut slice {KVER} seed {seed} opts '{opts}': {tot.line()}")
+    assert not tot.bad(), "\n".join(tot.failures)
+    assert tot.cuts == SLICE_CUTS
+
+
+def _seeds():
+    spec = os.environ.get("NXD_PCUT_SEEDS", "1-8")
+    a, _, b = spec.partition("-")
+    return list(range(int(a), int(b) + 1)) if b else [int(x) for x in a.split(",")]
+
+
+@pytest.mark.skipif(os.environ.get("NXD_PCUT_CAMPAIGN") != "1",
+                    reason="the campaign runs from make crash-campaign (NXD_PCUT_CAMPAIGN=1)")
+def test_pcut_crash_campaign(pdm):
+    ncuts = int(os.environ.get("NXD_PCUT_CUTS", "4"))
+    tot = Totals()
+    seeds = _seeds()
+    t0 = time.monotonic()
+    for seed in seeds:
+        opts = OPTSETS[seed % len(OPTSETS)]
+        before = (tot.lost, tot.unexplained, len(tot.failures))
+        run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt")
+        if (tot.lost, tot.unexplained, len(tot.failures)) != before:
+            summary("crash-campaign-detail.txt", f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
+    line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
+            f"in {time.monotonic() - t0:.0f}s")
+    summary("crash-campaign.txt", line)
+    assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)

@@ -1,0 +1,375 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The dm-pcut fixture itself (tests/fixtures/pcut), checked against a model
+of what a disk with a volatile write cache must keep and lose.
+
+Every test writes recognisable 512 B sectors (tag + sector number) through
+a pcut device over a memory-backed null_blk, and compares both the pcut
+device and the backing device (read directly) with the model: a fixture
+that wrote through to the backing device, or kept unflushed writes at a
+cut with keep 0, fails here.
+"""
+import errno
+import os
+import struct
+import subprocess
+
+import pytest
+
+import crashlib
+import nxdvm
+import pcutlib
+from crashlib import DM, DirectIO
+from nxdlib import NullBlk
+
+MiB = 1 << 20
+SZ = 16 * MiB
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pcut_module():
+    pcutlib.load_module()
+    yield
+    p = pcutlib.unload_module()
+    if p.returncode:        # reported, not raised: it would hide the test's failure
+        print(f"rmmod dm_pcut failed: {p.stderr.strip()}")
+
+
+@pytest.fixture
+def env():
+    """(dm, new_backing(mib)) with cleanup of both."""
+    dm = DM(nodedir="/tmp/pcut-test/dev")
+    made = []
+    Dev.opened = []
+
+    def backing(mib=SZ // MiB):
+        nb = NullBlk(mib, discard=True)
+        made.append(nb)
+        return nb.dev
+    yield dm, backing
+    for d in Dev.opened:
+        d.close()
+    errs = dm.cleanup()
+    dm.close()
+    for nb in reversed(made):
+        nb.close()
+    assert not errs, errs
+
+
+def sect(tag, s):
+    """The 512 B payload of sector @s written by write @tag."""
+    head = struct.pack("<8sQQ", b"PCUTTEST", tag, s)
+    return head + bytes((tag * 7 + s + i) & 0xFF for i in range(512 - len(head)))
+
+
+def payload(tag, off, n):
+    return b"".join(sect(tag, off // 512 + i) for i in range(n // 512))
+
+
+class Dev:
+    """O_DIRECT access to a device, with a model of its newest contents.
+    FUA writes go through Linux AIO with RWF_DSYNC (REQ_FUA, no flush)."""
+    opened = []
+
+    def __init__(self, path, size=SZ):
+        self.path, self.size = path, size
+        self.fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+        self.fds = os.open(path, os.O_RDWR | os.O_DIRECT | os.O_DSYNC)
+        self.dio = DirectIO(1 << 20)
+        self.closed = False
+        Dev.opened.append(self)
+
+    def write(self, tag, off, n, model=None, fua=False):
+        data = payload(tag, off, n)
+        if fua:
+            pcutlib.fua_write(self.fd, off, data)
+        else:
+            self.dio.pwrite(self.fd, off, data)
+        if model is not None:
+            model[off:off + n] = data
+
+    def read(self, off, n):
+        return self.dio.pread(self.fd, off, n)
+
+    def read_all(self):
+        return bytes(self.dio.read_all(self.path, self.size))
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+            os.close(self.fds)
+
+
+def read_backing(dev, size=SZ):
+    return bytes(DirectIO(1 << 20).read_all(dev, size))
+
+
+def diff_sectors(a, b):
+    return [i // 512 for i in range(0, min(len(a), len(b)), 512) if a[i:i + 512] != b[i:i + 512]]
+
+
+def expect_eio(fn):
+    with pytest.raises(OSError) as e:
+        fn()
+    assert e.value.errno == errno.EIO, e.value
+
+
+def test_unflushed_writes_lost_at_cut_keep0(env):
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct0", bdev, "gt0", 1)
+    pc.set(keep=0, torn=0)
+    d = Dev(pc.path)
+    durable = bytearray(SZ)
+    latest = bytearray(SZ)
+    d.write(1, 0, 65536, latest)
+    os.fsync(d.fd)                          # PREFLUSH
+    durable[:] = latest
+    d.write(2, 32768, 65536, latest)        # over half of write 1
+    d.write(3, 1 << 20, 4096, latest)
+    d.write(4, 2 << 20, 512, latest)        # one sector
+    assert d.read_all() == bytes(latest), "reads must see the cache"
+    bk = read_backing(bdev)
+    assert bk == bytes(durable), \
+        f"unflushed writes reached the backing device: sectors {diff_sectors(bk, durable)[:10]}"
+    st = pc.status()
+    assert st["state"] == "live" and st["writes"] == 4 and st["flushes"] >= 1, st
+    assert st["cached"] == 3, st
+    pc.cut()
+    expect_eio(lambda: d.read(0, 4096))
+    expect_eio(lambda: d.write(5, 0, 4096))
+    expect_eio(lambda: os.fsync(d.fd))
+    d.close()
+    st = pc.status()
+    assert st["state"] == "cut" and st["dropped"] == 3 and st["kept"] == 0, st
+    assert read_backing(bdev) == bytes(durable)
+    pc.power_on()
+    d = Dev(pc.path)
+    got = d.read_all()
+    d.close()
+    assert got == bytes(durable), f"after power-on: sectors {diff_sectors(got, durable)[:10]} differ"
+
+
+def test_flush_and_fua_writes_survive(env):
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct1", bdev, "gt1", 2)
+    pc.set(keep=0, torn=0)
+    d = Dev(pc.path)
+    durable = bytearray(SZ)
+    d.write(1, 0, 8192, durable)
+    os.fsync(d.fd)
+    d.write(2, 8192, 8192)                  # plain: lost
+    d.write(3, 16384, 8192, durable, fua=True)
+    d.write(4, 0, 4096)                     # plain over flushed write 1: lost
+    d.write(5, 32768, 8192)                 # plain, then FUA over half of it
+    d.write(6, 32768, 4096, durable, fua=True)
+    d.write(7, 36864, 512)                  # plain after the FUA: lost
+    bk = read_backing(bdev)
+    assert bk == bytes(durable), \
+        f"backing before the cut: sectors {diff_sectors(bk, durable)[:10]} (FUA not persisted, or plain writes were)"
+    st = pc.status()
+    assert st["fua"] == 2 and st["writes"] == 7, st
+    pc.cut()
+    d.close()
+    pc.power_on()
+    got = read_backing(bdev)
+    assert got == bytes(durable), f"sectors {diff_sectors(got, durable)[:10]} differ"
+    d = Dev(pc.path)
+    assert d.read_all() == bytes(durable)
+    d.close()
+
+
+def test_keep_all(env):
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct2", bdev, "gt2", 3)
+    pc.set(keep=100, torn=0)
+    d = Dev(pc.path)
+    latest = bytearray(SZ)
+    for t in range(1, 41):
+        d.write(t, (t * 37 % 200) * 4096, 4096 * (1 + t % 3), latest)
+    assert read_backing(bdev) == bytes(SZ), "nothing was flushed"
+    pc.cut()
+    d.close()
+    st = pc.status()
+    assert st["kept"] == 40 and st["dropped"] == 0 and st["torn"] == 0, st
+    pc.power_on()
+    got = read_backing(bdev)
+    assert got == bytes(latest), f"sectors {diff_sectors(got, latest)[:10]} differ"
+
+
+def _half_run(dm, bdev, name, seed, nwrites=200):
+    """nwrites 4 KiB writes to distinct extents, keep 50 torn 50, cut.
+    Returns (image after power-on, status)."""
+    pc = pcutlib.Pcut(dm, name, bdev, f"g{name}", seed)
+    pc.set(keep=50, torn=50)
+    d = Dev(pc.path)
+    for t in range(nwrites):
+        d.write(t + 1, t * 8192, 4096)
+    pc.cut()
+    d.close()
+    st = pc.status()
+    pc.power_on()
+    img = read_backing(bdev)
+    pc.remove()
+    return img, st
+
+
+def test_keep_half_torn_and_seeded(env):
+    dm, backing = env
+    n = 200
+    runs = []
+    for seed, name in ((77, "pct3a"), (77, "pct3b"), (78, "pct3c")):
+        bdev = backing()
+        runs.append(_half_run(dm, bdev, name, seed, n))
+    img, st = runs[0]
+    assert st["kept"] + st["torn"] + st["dropped"] == n, st
+    assert st["kept"] > 0 and st["torn"] > 0 and st["dropped"] > 0, st
+    full = empty = partial = 0
+    for t in range(n):
+        off = t * 8192
+        present = 0
+        for j in range(8):
+            s = img[off + j * 512:off + (j + 1) * 512]
+            want = sect(t + 1, off // 512 + j)
+            assert s in (want, bytes(512)), f"extent {t} sector {j}: foreign data"
+            present += s == want
+        assert img[off + 4096:off + 8192] == bytes(4096)
+        full += present == 8
+        empty += present == 0
+        partial += 0 < present < 8
+    assert partial <= st["torn"] and full >= st["kept"] and empty >= st["dropped"], \
+        (full, empty, partial, st)
+    assert partial > 0
+    assert runs[1][0] == img and runs[1][1]["kept"] == st["kept"], \
+        "same seed, same writes: the cut must keep the same sectors"
+    assert runs[2][0] != img, "another seed should keep another set"
+
+
+def test_cut_after_fires_at_the_nth_group_op(env):
+    dm, backing = env
+    a = pcutlib.Pcut(dm, "pct4a", backing(), "gt4", 5)
+    b = pcutlib.Pcut(dm, "pct4b", backing(), "gt4", 6)
+    for first, other, n, gap in ((a, b, 10, 5), (b, a, 7, 0), (a, b, 4, 9)):
+        first.power_on()
+        other.power_on()
+        base = first.status()["group_ops"]
+        first.cut_after(n, gap)
+        devs = {first.name: Dev(first.path), other.name: Dev(other.path)}
+        failed = {}
+        for i in range(1, n + gap + 4):
+            name = first.name if i % 2 else other.name
+            try:
+                devs[name].write(i, i * 4096, 4096)
+            except OSError as e:
+                assert e.errno == errno.EIO
+                failed.setdefault(name, i)
+        for x in devs.values():
+            x.close()
+        want_first = n if n % 2 else n + 1          # first device's ops are odd
+        k = n + gap
+        want_other = k if k % 2 == 0 else k + 1
+        assert failed.get(first.name) == want_first, (n, gap, failed)
+        assert failed.get(other.name) == want_other, (n, gap, failed)
+        assert first.status()["cut_op"] == base + n
+        assert other.status()["cut_op"] == base + n + gap
+        assert first.status()["group_ops"] == base + n + gap + 3
+
+
+def test_out_of_order_completion(env):
+    dm, backing = env
+    pc = pcutlib.Pcut(dm, "pct5", backing(), "gt5", 7)
+    pc.set(delay_us=500)
+    p = subprocess.run(["fio", "--name=ooo", f"--filename={pc.path}", "--ioengine=libaio",
+                        "--direct=1", "--rw=randwrite", "--bs=4k", "--iodepth=16",
+                        "--size=8M", "--io_size=4M", "--randseed=7"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    st = pc.status()
+    assert st["writes"] >= 1024 and st["ooo"] > 0, st
+
+
+def test_discard_is_a_cached_write_of_zeros(env):
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct6", bdev, "gt6", 8)
+    pc.set(keep=0, torn=0)
+    d = Dev(pc.path)
+    durable = bytearray(SZ)
+    d.write(1, 0, 65536, durable)
+    os.fsync(d.fd)
+    crashlib.discard(d.fd, 8192, 16384)
+    latest = bytearray(durable)
+    latest[8192:8192 + 16384] = bytes(16384)
+    assert d.read(0, 65536) == bytes(latest[:65536])
+    assert read_backing(bdev) == bytes(durable), "unflushed discard reached the backing device"
+    crashlib.discard(d.fd, 40960, 4096)
+    os.fsync(d.fd)
+    durable[:] = latest
+    durable[40960:45056] = bytes(4096)
+    crashlib.discard(d.fd, 0, 4096)             # not flushed: lost
+    assert pc.status()["discards"] == 3
+    pc.cut()
+    d.close()
+    pc.power_on()
+    assert read_backing(bdev) == bytes(durable)
+
+
+def test_fail_switches(env):
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct7", bdev, "gt7", 9)
+    d = Dev(pc.path)
+    latest = bytearray(SZ)
+    pc.message("fail_flush", 1)
+    d.write(1, 0, 4096, latest)
+    expect_eio(lambda: os.fsync(d.fd))
+    assert read_backing(bdev) == bytes(SZ), "a failed flush persisted data"
+    pc.message("fail_flush", 0)
+    pc.message("fail_writes", 1)
+    expect_eio(lambda: d.write(2, 4096, 4096))
+    pc.message("fail_writes", 0)
+    pc.message("fail_reads", 1)
+    expect_eio(lambda: d.read(0, 4096))
+    pc.message("fail_reads", 0)
+    assert d.read(0, 8192) == bytes(latest[:8192])
+    os.fsync(d.fd)
+    d.close()
+    assert read_backing(bdev) == bytes(latest)
+    assert pc.status()["failed"] >= 3
+
+
+def test_cache_writeback_and_clean_stop(env):
+    """A full cache writes its oldest records back; a clean stop (suspend or
+    removal without a cut) writes everything back."""
+    dm, backing = env
+    bdev = backing()
+    pc = pcutlib.Pcut(dm, "pct8", bdev, "gt8", 10)
+    pc.set(max_cached=2048)
+    d = Dev(pc.path)
+    latest = bytearray(SZ)
+    for t in range(16):
+        d.write(t + 1, t * 262144, 262144, latest)   # 4 MiB through a 1 MiB cache
+    d.close()
+    nxdvm.wait_for(lambda: pc.status()["cached_sectors"] <= 2048, timeout=30,
+                   what="the cache to write back below max_cached")
+    bk = read_backing(bdev)
+    assert bk[:1 << 20] == bytes(latest[:1 << 20]), "oldest records not written back"
+    pc.remove()
+    assert read_backing(bdev) == bytes(latest)
+
+
+def test_bad_table_and_messages(env):
+    dm, backing = env
+    bdev = backing()
+    for t in (f"0 100 pcut {bdev}", f"0 100 pcut {bdev} g x", f"0 100 pcut /dev/nonexistent g 1",
+              f"0 100 pcut {bdev} {'g' * 40} 1"):
+        with pytest.raises(crashlib.DMError):
+            dm.create("pct9", t)
+    pc = pcutlib.Pcut(dm, "pct9", bdev, "gt9", 11)
+    for m in ("keep 101", "torn x", "cut_after 0", "fail_flush 2", "bogus", "delay_us"):
+        with pytest.raises(crashlib.DMError):
+            pc.message(m)
+    rdev = os.stat(bdev).st_rdev
+    assert dm.table("pct9") == f"{os.major(rdev)}:{os.minor(rdev)} gt9 11"
