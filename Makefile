@@ -82,7 +82,8 @@ define kbuild
 endef
 
 .PHONY: all module tools modules-all deps check kbuild-check unit test demo bench \
-	bench-smoke install dkms-install dkms-remove clean help print-vars
+	bench-smoke install dkms-install dkms-remove clean help print-vars \
+	debug-kernel test-debug
 
 all: module tools
 
@@ -164,6 +165,15 @@ unit:
 test:
 	$(TOP)/scripts/test.sh
 
+# Debug kernel (lockdep, KASAN, fault injection) from Debian's linux-source,
+# built under build/debug-kernel; test-debug runs the guest suite and a
+# fault-injection loop on it (TEST_DEBUG_MODE=suite|failslab|all).
+debug-kernel:
+	$(TOP)/scripts/debug-kernel.sh
+
+test-debug:
+	$(TOP)/scripts/test-debug.sh $(TEST_DEBUG_MODE)
+
 demo:
 	@if [ -x scripts/demo.sh ]; then scripts/demo.sh; \
 	else echo "demo: scripts/demo.sh not present" >&2; exit 1; fi
@@ -222,5 +232,6 @@ print-vars:
 
 help:
 	@echo "targets: all modules-all deps check unit test demo bench bench-smoke"
+	@echo "         debug-kernel test-debug"
 	@echo "         install dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars

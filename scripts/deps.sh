@@ -31,7 +31,8 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       qemu-system-x86 busybox-static fio blktrace mdadm xfsprogs e2fsprogs
       bcache-tools python3-pytest python3-matplotlib udev util-linux
       linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
-      libclang-rt-14-dev rsync)
+      libclang-rt-14-dev rsync
+      flex bison libelf-dev)   # the last three: make debug-kernel (kconfig, objtool)
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 # A previous install cut short (machine restart, killed job) leaves dpkg

@@ -28,6 +28,9 @@
 #   NXD_LOGS     log directory under build/ (default build/logs)
 #   VM_CONSOLE   console log (default build/logs/KVER-console.log); the
 #                guest's dmesg is saved next to it as ...-dmesg.txt
+#   VM_KERNEL    kernel to boot instead of /boot/vmlinuz-KVER: an image, or a
+#                kernel build tree (vng then uses the tree's modules; see
+#                scripts/debug-kernel.sh).  KVER still names the logs.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +45,9 @@ fi
 kver=$1
 shift
 cmd="$*"
-kernel=/boot/vmlinuz-$kver
+kernel=${VM_KERNEL:-/boot/vmlinuz-$kver}
+kimage=$kernel
+[ -d "$kernel" ] && kimage=$kernel/arch/x86/boot/bzImage
 VM_TIMEOUT=${VM_TIMEOUT:-2400}
 VM_MEMORY=${VM_MEMORY:-3G}
 VM_CPUS=${VM_CPUS:-2}
@@ -56,7 +61,7 @@ vmdir=$build/vm
 
 say() { echo "vm-run[$kver]: $*" >&2; }
 
-[ -r "$kernel" ] || { say "no kernel $kernel"; exit 2; }
+[ -r "$kimage" ] || { say "no kernel $kimage"; exit 2; }
 [ -x "$VNG" ] || { say "no vng at $VNG: run 'make deps'"; exit 2; }
 # vng runs virtme-run from PATH.
 PATH=$(dirname "$VNG"):$PATH
@@ -70,7 +75,7 @@ kvm_probe() {
 	(exec 3<>/dev/kvm) 2>/dev/null || return 1
 	out=$(timeout -k 5 30 qemu-system-x86_64 -accel kvm -cpu host -m 256 \
 		-nodefaults -display none -no-reboot -serial stdio \
-		-kernel "$kernel" -append "console=ttyS0 panic=-1" </dev/null 2>&1)
+		-kernel "$kimage" -append "console=ttyS0 panic=-1" </dev/null 2>&1)
 	grep -q "Kernel panic" <<<"$out"
 }
 if [ -z "${NXD_KVM:-}" ]; then
