@@ -827,10 +827,17 @@ def powercut1(d, seed):
     _fsync_write(f"{d}/armed", f"{time.time()}\n")
     subprocess.Popen(["sh", "-c", f"sleep {p['delay']}; echo b > /proc/sysrq-trigger"])
     t0 = time.monotonic()
-    while time.monotonic() - t0 < p["delay"] + 120:
-        wl.step()
-        if wl.nop % 50 == 0:
-            print(f"powercut1: {wl.nop} ops, {len(wl.durable)} durability points", flush=True)
+    try:
+        while time.monotonic() - t0 < p["delay"] + 120:
+            wl.step()
+            if wl.nop % 50 == 0:
+                print(f"powercut1: {wl.nop} ops, {len(wl.durable)} durability points",
+                      flush=True)
+    except BaseException as e:  # noqa: BLE001 - a live check failed: say so, on disk too
+        msg = f"op {wl.nop}: {type(e).__name__}: {e}"
+        _fsync_write(f"{d}/boot1-failed", msg + "\n")
+        print(f"powercut1: FAIL: {msg}", flush=True)
+        return 1
     _fsync_write(f"{d}/no-crash", "the guest did not crash\n")
     return 1
 
@@ -856,6 +863,12 @@ def powercut2(d, seed):
         print(f"{tag}: FAIL: nxd did not come back by itself: {e}")
         return 1
     st = parse_nxd_status(dm.status("pcnxd"))
+    if st["state"] != "ok":
+        print(_sh("dmesg | grep -i nxd | tail -n 20", check=False))
+        print(f"{tag}: FAIL: nxd state after recovery is {st['state']!r}, not 'ok': {st}")
+        dm.remove("pcnxd")
+        _sh(f"losetup -d {hdd} {ssd}", check=False)
+        return 1
     got = DirectIO().read_all(dm.node("pcnxd"), size)
     # Regenerate the op stream: events up to the last durable point exactly,
     # and generously past it (whatever may have been in flight).
