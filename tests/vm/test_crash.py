@@ -19,9 +19,12 @@ exactly, and the volume comes back by itself (plain table load, no format).
    workload's own op order (crashlib.DevReplayer, hdd_mask_legit), and
    fails the test when that order does not explain it.
  - test_flakey_drop: dm-flakey drop_writes switched on at a random moment
-   under a verified workload (SSD alone; HDD and SSD together), then nxd is
-   recreated over the pass-through devices and checked against the model at
-   the last fsync that completed before the drop.
+   under a verified workload (SSD alone; HDD and SSD together, both devices
+   suspended before either resumes on its drop table), then nxd is
+   recreated over the pass-through devices and checked against the model
+   at the last fsync that completed before the drop.  If nxd noticed the
+   SSD loss and gave the log up (reload refused), the HDD alone is checked:
+   every block no write could have logged holds the final model.
 
 Counts go to stdout (pytest -s) and to build/logs/<kver>-crash-summary.txt.
 NXD_CRASH_LONG=1: more seeds, ops and cut points.  NXD_CRASH_SEEDS=1,2: seeds.
@@ -588,6 +591,27 @@ def _drop(dev_size_sectors, dev):
     return f"0 {dev_size_sectors} flakey {dev} 0 0 100000 1 drop_writes"
 
 
+def _routed_direct(op, threshold):
+    """Whether nxd's routing rule (nxd_route_write_to_log, mode auto, HDD
+    io_min 512) sends write @op to the HDD whatever is logged under it."""
+    off, n = op[1], len(op[2])
+    return threshold == 0 or (n > threshold and not off % BLOCK and not n % BLOCK)
+
+
+def never_logged_blocks(events, nblocks, threshold):
+    """4 KiB blocks that no op ever could have put in the log: every write
+    touching them was routed to the HDD by the rule, and no discard touched
+    them (the edges of a discard over logged blocks are zeroed in the log).
+    Blocks no op touched are in the set."""
+    logged = bytearray(nblocks)
+    for op in events:
+        n = op[2] if op[0] == "d" else len(op[2])
+        if op[0] == "d" or not _routed_direct(op, threshold):
+            for b in range(op[1] // BLOCK, (op[1] + n - 1) // BLOCK + 1):
+                logged[b] = 1
+    return [b for b in range(nblocks) if not logged[b]]
+
+
 @pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early)")
 @pytest.mark.parametrize("where", ["ssd", "hdd+ssd"])
 def test_flakey_drop(devs, dm, where):
@@ -612,28 +636,42 @@ def _flakey_once(dm, devs, seed, where):
     dm.create(fl_s, _linear(Ss, ssd.dev))
     vol = crashlib.data_sectors(Hs)
     opts = rng.choice(["", "write_threshold 131072", "low_watermark 0"])
+    threshold = 131072 if "write_threshold" in opts else 65536
     dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     stop = threading.Event()
     wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx, stop_verify=stop)
     targets = [(fl_s, Ss, ssd.dev)] + ([(fl_h, Hs, hdd.dev)] if where != "ssd" else [])
     rng.shuffle(targets)
     drop_at = {}
+    errors = []
 
     def dropper():
-        time.sleep(rng.uniform(2.0, 12.0))
-        # A crash stops everything: no destage round may start after the
-        # drop and read back what the SSD dropped (unless the log fills).
-        stop.set()
-        dm.message(nx, "pause_destage")
-        wl.tolerate_eio = True      # checked against the volume's state below
-        drop_at["t"] = time.monotonic()
-        for name, n, dev in targets:
-            dm.load(name, _drop(n, dev))
-        for name, n, dev in targets:
-            dm.suspend(name)
-        for name, n, dev in targets:
-            dm.resume(name)
-        drop_at["done"] = time.monotonic()
+        try:
+            time.sleep(rng.uniform(2.0, 12.0))
+            # A crash stops everything: no destage round may start after the
+            # drop and read back what the SSD dropped (unless the log fills).
+            stop.set()
+            dm.message(nx, "pause_destage")
+            wl.tolerate_eio = True      # checked against the volume's state below
+            drop_at["t"] = time.monotonic()
+            # One instant for both devices: the drop tables are loaded
+            # inactive, then BOTH devices are suspended (each holds the bios
+            # that arrive from then on, unacknowledged) before EITHER is
+            # resumed on its drop table (held bios then go to the drop table).
+            # So no device acknowledges a write it will not keep while the
+            # other still keeps writes: no "lying disk" window, which a
+            # switch one device at a time (load/suspend/resume each) has.
+            for name, n, dev in targets:
+                dm.load(name, _drop(n, dev))
+            for name, n, dev in targets:
+                dm.suspend(name)
+            drop_at["suspended"] = time.monotonic()
+            for name, n, dev in targets:
+                dm.resume(name)
+            drop_at["done"] = time.monotonic()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+            stop.set()
 
     th = threading.Thread(target=dropper)
     t_start = time.monotonic()
@@ -641,13 +679,16 @@ def _flakey_once(dm, devs, seed, where):
                                f"recent {wl.recent} nxd: {dm.status(nx)}",
                   unstick=lambda: unstick(wl))
     th.start()
+    ev_after = None
     try:
         while th.is_alive() or wl.nop < 40:
             wd.arm()
             wl.step()
             if wl.nop > 20000:
                 break
-        for _ in range(30):         # more I/O into the dropping device(s)
+        th.join()
+        ev_after = len(wl.events)       # data-changing ops issued after the drop
+        for _ in range(30):             # more I/O into the dropping device(s)
             wd.arm()
             wl.step()
         wd.arm()
@@ -657,6 +698,15 @@ def _flakey_once(dm, devs, seed, where):
         wd.disarm()
         th.join()
         wl.close()
+    assert not errors, f"seed {seed}: the dropper failed, nothing may have been dropped: " \
+                       f"{errors[0]!r}"
+    assert "done" in drop_at, f"seed {seed}: the drop never happened ({wl.nop} ops)"
+    for name, n, dev in targets:
+        tbl = dm.table(name).split()          # the target's parameters
+        assert tbl[1:] == ["0", "0", "100000", "1", "drop_writes"], \
+            f"{name}: live table is not the drop table: {tbl}"
+    post = len(wl.events) - ev_after
+    assert post > 0, f"seed {seed}: no write after the drop ({wl.counts})"
     before = [i for i, (_, t) in enumerate(wl.durable) if t < drop_at["t"]]
     k = before[-1] + 1 if before else 0          # durability point number
     # Reading back a segment the SSD dropped, the destager finds the loss
@@ -671,28 +721,50 @@ def _flakey_once(dm, devs, seed, where):
     for name, n, dev in targets:
         dm.reload(name, _linear(n, dev))
     mark = nxdvm.kmsg_mark(f"flakey {seed} reload")
+    tag = (f"flakey {where} seed {seed} opts '{opts}' (drop after {wl.nop} ops; last good "
+           f"fsync = point {k}/{len(wl.durable)})")
+    chk = Checker(vol * 512, wl.events, wl.durable)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     except DMError as e:
         refused = [ln for ln in nxdvm.dmesg_since(mark) if "log abandoned" in ln]
-        if noticed and where == "ssd" and refused:
-            summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops, "
-                    f"SSD loss detected (degraded), reload refused: {refused[0].strip()}")
-            return
-        raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
-                             f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
+        if not (noticed and where == "ssd" and refused):
+            raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
+                                 f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
+        # The SSD lost writes, nxd noticed and gave the log up (by design:
+        # what was only in the log is lost).  The HDD kept every write: each
+        # block no op could have logged must hold exactly the final model.
+        size = vol * 512
+        hddimg = DirectIO().read_all(dm.node(fl_h), size)
+        blocks = never_logged_blocks(wl.events, size // BLOCK, threshold)
+        bad = [b for b in blocks if hddimg[b * BLOCK:(b + 1) * BLOCK]
+               != wl.model.latest[b * BLOCK:(b + 1) * BLOCK]]
+        assert blocks, f"{tag}: no never-logged block to check on the HDD"
+        assert not bad, (f"{tag}: log refused ({refused[0].strip()}); {len(bad)} of "
+                         f"{len(blocks)} never-logged blocks on the HDD differ from the "
+                         f"model, first: block {bad[0]}")
+        summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
+                f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s, "
+                f"{post} writes after it; SSD loss detected (degraded), reload refused "
+                f"({refused[0].strip()}); HDD alone: {len(blocks)} never-logged 4K blocks "
+                f"equal the final model")
+        return
     st = parse_nxd_status(dm.status(nx))
     assert st["state"] == "ok", st
     got = DirectIO().read_all(dm.node(nx), vol * 512)
-    chk = Checker(vol * 512, wl.events, wl.durable)
     chk.advance_to(k)
     # Anything written after point k may show, up to the end of the run.
-    relaxed = chk.check(got, strict=False, hi=len(wl.events),
-                        what=f"flakey {where} seed {seed} opts '{opts}' (drop after "
-                             f"{wl.nop} ops; last good fsync = point {k}/{len(wl.durable)})")
+    relaxed = chk.check(got, strict=False, hi=len(wl.events), what=tag)
+    # The drop took effect: writes after it are not all there.
+    lost = sum(1 for s in range(0, vol * 512, SECTOR)
+               if got[s:s + SECTOR] != wl.model.latest[s:s + SECTOR])
+    assert noticed or lost, (f"{tag}: every write made after the drop ({post}) reads back: "
+                             f"dm-flakey dropped nothing")
     dm.remove(nx)
     summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
-            f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s, "
+            f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s "
+            f"(both suspended within {round(drop_at['suspended'] - drop_at['t'], 2)}s), "
+            f"{post} writes after it, {lost} sectors lost them; "
             f"last good point {k} of {len(wl.durable)}; verified {vol * 512} B "
             f"(+{wl.bytes_verified} B live), {relaxed} sectors held post-point values; "
             f"recovered {st['recovered_segments']} segments"
