@@ -9,9 +9,12 @@
 #          (fsynced) every completed fsync/O_DSYNC write, and at a random
 #          moment `echo b > /proc/sysrq-trigger` (reboot, no sync).
 #  boot 2: the same loop devices and table (recovery runs at load), then
-#          every 4 KiB block (per 512 B sector) is checked against the model at
-#          the last recorded durability point; data written after that point
-#          may be old or new.
+#          nxd must report state `ok`, then every 4 KiB block (per 512 B
+#          sector) is checked against the model at the last recorded
+#          durability point; data written after that point may be old or new.
+# Boot 1 must end in the reset ("sysrq: Resetting" on its console, and
+# vm-run.sh's exit status 255, which is what a reset guest gives) with no
+# failed live check; anything else is a FAIL.
 # Prints one line "powercut KVER seed N ...: PASS|FAIL ..." and exits 0/1
 # (2: setup problem, e.g. the guest did not crash).
 #
@@ -40,17 +43,32 @@ VM_CONSOLE=$logs/$kver-powercut-$seed-boot1-console.log \
 	>"$dir/boot1.out" 2>&1
 rc1=$?
 grep '^powercut1' "$dir/boot1.out" | tail -n 3 >&2
+console1=$logs/$kver-powercut-$seed-boot1-console.log
 if [ ! -e "$dir/armed" ]; then
-	say "boot 1 never started the workload (exit $rc1); see $logs/$kver-powercut-$seed-boot1-console.log"
+	say "boot 1 never started the workload (exit $rc1); see $console1"
 	echo "powercut $kver seed $seed: FAIL: setup (boot 1 exit $rc1)"
 	exit 2
+fi
+# The workload checks every read against its model while it runs: a
+# mismatch or an I/O error before the cut is a failure, not a setup problem.
+if [ -e "$dir/boot1-failed" ]; then
+	echo "powercut $kver seed $seed: FAIL: boot 1 (before the cut): $(head -c 300 "$dir/boot1-failed")"
+	exit 1
 fi
 if [ -e "$dir/no-crash" ]; then
 	echo "powercut $kver seed $seed: FAIL: setup (sysrq-b did not reboot the guest)"
 	exit 2
 fi
-if ! grep -q "sysrq: Resetting" "$logs/$kver-powercut-$seed-boot1-console.log"; then
-	say "warning: no 'sysrq: Resetting' on the console (boot 1 exit $rc1)"
+if ! grep -aq "sysrq: Resetting" "$console1"; then
+	echo "powercut $kver seed $seed: FAIL: boot 1 ended without 'sysrq: Resetting' on the console (exit $rc1; see $console1)"
+	exit 1
+fi
+# A guest reset by sysrq-b ends vng with 255 (the command never returns);
+# 0 or any other status means the command ended by itself or the guest
+# failed otherwise (124: vm-run.sh's timeout).
+if [ "$rc1" != 255 ]; then
+	echo "powercut $kver seed $seed: FAIL: boot 1 exited $rc1, not 255 (guest reset); see $dir/boot1.out, $console1"
+	exit 1
 fi
 say "boot 1 cut after $(wc -l <"$dir/durable.log") durability points"
 

@@ -51,6 +51,16 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(skip)
 
 
+def pytest_collection_finish(session):
+    """Test accounting for scripts/test.sh: the number of tests this guest
+    selected goes to $NXD_COLLECTED_FILE, so that a run that stops early (or
+    collects fewer tests than the host) is a failure, not a smaller total."""
+    path = os.environ.get("NXD_COLLECTED_FILE")
+    if path and nxdvm.in_vm():
+        with open(path, "w") as f:
+            f.write(f"{len(session.items)}\n")
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -5,24 +5,33 @@ Contract (the issue): after a crash at any instant, every write acknowledged
 before the last completed flush (fsync) or FUA (O_DSYNC) write reads back
 exactly, and the volume comes back by itself (plain table load, no format).
 
- - test_logwrites_replay: ONE dm-log-writes device records the completed
-   writes of both nxd devices (HDD view and SSD view are two linear devices
-   over it) during a seeded workload, with a mark after every fsync/O_DSYNC
-   write.  The log is then replayed into image files and nxd is loaded over
-   (transient dm-snapshots of) them at hundreds of cut points: every mark,
-   random entries between marks, and "volatile cache" variants where the
-   writes since the last flush are kept, dropped or torn (512 B) and later
-   writes are torn in as if in flight.
+ - test_logwrites_replay: the HDD and the SSD are each recorded on their
+   own dm-log-writes device (own backing device, own log), with a mark sent
+   to both logs (SSD first, then HDD) after every fsync/O_DSYNC write, so a
+   flush on one device never makes the other's writes durable in the
+   replay.  The two logs are replayed into image files and nxd is loaded
+   over (transient dm-snapshots of) them at hundreds of cut points: every
+   mark (both logs at mark k), each device's log cut alone at random entries
+   between its marks, and "volatile cache" variants of each device (its
+   writes since its last flush kept, dropped or torn at 512 B); see
+   choose_cuts() for which pairs of cuts a power cut can produce.  A plain
+   HDD write logged after an overlapping FUA write is ordered by the
+   workload's own op order (crashlib.DevReplayer, hdd_mask_legit), and
+   fails the test when that order does not explain it.
  - test_flakey_drop: dm-flakey drop_writes switched on at a random moment
-   under a verified workload (SSD alone; HDD and SSD together), then nxd is
-   recreated over the pass-through devices and checked against the model at
-   the last fsync that completed before the drop.
+   under a verified workload (SSD alone; HDD and SSD together, both devices
+   suspended before either resumes on its drop table), then nxd is
+   recreated over the pass-through devices and checked against the model
+   at the last fsync that completed before the drop.  If nxd noticed the
+   SSD loss and gave the log up (reload refused), the HDD alone is checked:
+   every block no write could have logged holds the final model.
 
 Counts go to stdout (pytest -s) and to build/logs/<kver>-crash-summary.txt.
 NXD_CRASH_LONG=1: more seeds, ops and cut points.  NXD_CRASH_SEEDS=1,2: seeds.
 NXD_FLAKEY_SEEDS=21-60: the drop_writes test's seeds.
 """
 import faulthandler
+import hashlib
 import json
 import os
 import sys
@@ -35,8 +44,8 @@ import pytest
 
 import crashlib
 import nxdvm
-from crashlib import (DM, DMError, Checker, CrashFailure, DirectIO, Replayer,
-                      Workload, nxd_table, parse_log, parse_nxd_status)
+from crashlib import (BLOCK, DM, SECTOR, DMError, Checker, CrashFailure, DevReplayer,
+                      DirectIO, Workload, nxd_table, parse_log, parse_nxd_status)
 from nxdlib import Loop, NullBlk
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
@@ -178,32 +187,43 @@ def devs():
 # ------------------------------------------------------ log-writes run ---
 
 def record_workload(dm, devs, seed, opts, ssd_mib, nops):
-    """Run the seeded workload on nxd over views of one log-writes device.
-    Returns (log path, workload, layout dict)."""
+    """Run the seeded workload on nxd over two dm-log-writes devices, one
+    per nxd device (HDD: log-writes over its own null_blk with its own log;
+    SSD: the same), so that a flush sent to one device never makes the
+    other's writes durable in the replay.  At every durability point a mark
+    "m<k>", and after every op a mark "o<n>", goes to the SSD's log first,
+    then to the HDD's: each such pair is a point the two logs share, the
+    HDD's copy later in time than the SSD's, which choose_cuts() relies on.
+    Returns (log paths {hdd, ssd}, workload, layout dict)."""
     H, S = HDD_MIB * MiB, ssd_mib * MiB
-    backing = devs(NullBlk(HDD_MIB + ssd_mib, discard=True))
-    log = devs(Loop(768, f"crash-log-{seed}"))
-    lw, hv, sv, nx = (f"crlw{seed}", f"crh{seed}", f"crs{seed}", f"crnx{seed}")
-    tot = (H + S) // 512
-    dm.create(lw, f"0 {tot} log-writes {backing.dev} {log.dev}")
-    dm.create(hv, f"0 {H // 512} linear {dm.devno(lw)} 0")
-    dm.create(sv, f"0 {S // 512} linear {dm.devno(lw)} {H // 512}")
+    back_h = devs(NullBlk(HDD_MIB, discard=True))
+    back_s = devs(NullBlk(ssd_mib, discard=True))
+    log_h = devs(Loop(512, f"crash-logh-{seed}"))
+    log_s = devs(Loop(512, f"crash-logs-{seed}"))
+    lwh, lws, nx = (f"crlwh{seed}", f"crlws{seed}", f"crnx{seed}")
+    dm.create(lwh, f"0 {H // 512} log-writes {back_h.dev} {log_h.dev}")
+    dm.create(lws, f"0 {S // 512} log-writes {back_s.dev} {log_s.dev}")
     vol = crashlib.data_sectors(H // 512)
     try:
-        dm.create(nx, nxd_table(vol, dm.devno(hv), dm.devno(sv), opts))
+        dm.create(nx, nxd_table(vol, dm.devno(lwh), dm.devno(lws), opts))
     except DMError as e:
         raise AssertionError(f"nxd create failed: {e}\n{dmesg_tail()}") from None
-    wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx,
-                  on_durable=lambda k: dm.message(lw, f"mark m{k}"))
+
+    def mark(k):
+        dm.message(lws, f"mark m{k}")
+        dm.message(lwh, f"mark m{k}")
+    wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx, on_durable=mark)
     wd = Watchdog(info=lambda: f"seed {seed} op {wl.nop} recent {wl.recent} "
                                f"nxd: {dm.status(nx)}", unstick=lambda: unstick(wl))
     try:
         os.fsync(wl.fd)
-        dm.message(lw, "mark m0")
+        mark(0)
         t0 = time.monotonic()
         for _ in range(nops):
             wd.arm()
             wl.step()
+            dm.message(lws, f"mark o{wl.nop}")
+            dm.message(lwh, f"mark o{wl.nop}")
         wd.arm()
         wl.final_sync()
         wd.arm()
@@ -214,15 +234,14 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     finally:
         wd.disarm()
         wl.close()
-    dm.remove(nx)       # clean shutdown: the end of the log tests it too
-    dm.remove(sv)
-    dm.remove(hv)
-    lwstat = dm.status(lw)
-    dm.remove(lw)
+    dm.remove(nx)       # clean shutdown: the end of the logs tests it too
+    lwstat = {"hdd": dm.status(lwh), "ssd": dm.status(lws)}
+    dm.remove(lws)
+    dm.remove(lwh)
     layout = {"seed": seed, "opts": opts, "hdd_bytes": H, "ssd_bytes": S,
               "vol_sectors": vol, "nops": nops, "workload_s": round(wtime, 1),
               "log_status": lwstat, "nxd_status": st}
-    return log.path, wl, layout
+    return {"hdd": log_h.path, "ssd": log_s.path}, wl, layout
 
 
 class Loader:
@@ -282,147 +301,284 @@ class Loader:
         return got
 
 
-def choose_cuts(entries, marks, rng, nprefix, nvariant):
-    """[(entry index, point k, kind)] in log order.
+def choose_cuts(eh, mh, es, ms, rng, nprefix, nvariant):
+    """[(HDD entry, SSD entry, point k, kind, device varied)] with both entry
+    indexes non-decreasing (the replayers only move forward).
 
-    "mark": right at durability mark k (strict check); "prefix": a random
-    entry between marks; "variant": the entry before a FLUSH entry F_b, and
-    the image is then made into another legal crash state for "just before
-    F_b completed": all FUA writes since the previous flush kept, the other
-    writes of the batch kept, dropped or torn at random (Replayer.variant).
-    (A write logged after F_b is never used: it may have been issued only
-    after F_b completed, like the destager's TRIM after its superblock.)"""
-    cuts = []
-    ks = sorted(marks)
-    flushes = [e.idx for e in entries if e.flags & crashlib.F_FLUSH]
-    for j, k in enumerate(ks):
-        lo = marks[k]
-        hi = marks[ks[j + 1]] if j + 1 < len(ks) else len(entries)
-        cuts.append((lo, k, "mark"))
+    A pair of cuts is a state a power cut can leave only if no write kept on
+    one device was issued after a write the other device lost had completed
+    (nxd writes the SSD's INVAL after the HDD's FUA write completed, the
+    superblock after the HDD flush of a destage round).  The logs share a
+    clock only at the marks (m<k> at durability points, o<n> after every
+    op), each sent to the SSD first, then to the HDD; so the HDD at or
+    after its copy of a mark is later than the SSD at that mark, and such
+    pairs are sound (the HDD losing power after the SSD):
+      "mark":  both logs at mark m<k> (strict check);
+      "prefix" hdd: the HDD's log cut at a random entry c between its marks
+               m<k> and m<k+1>, the SSD at the last shared mark whose HDD
+               copy is at or before c;
+      "prefix" ssd: the SSD's log cut at a random entry c between its marks
+               m<k> and m<k+1>, the HDD at the first shared mark whose SSD
+               copy is at or after c (or the end of the HDD's log);
+      "variant" hdd/ssd: as prefix, at the entry before one of that
+               device's FLUSH entries F_b, and its image then made into
+               another legal state for "just before F_b completed": FUA
+               writes since its previous flush kept, the other writes of
+               the batch kept, dropped or torn (DevReplayer.variant).
+    So each device is cut on its own inside the interval, at its own
+    instant.  Both logs inside an interval with the SSD later than the HDD
+    is not made: without a shared clock there it may pair an INVAL with an
+    HDD write that had not completed, a state no power cut produces.  (The
+    pairs made do test the HDD write's FUA: an SSD cut after an INVAL pairs
+    with the HDD at the next op mark, before the next HDD flush.)"""
+    import bisect
+    ks = sorted(mh)
+    assert ks == sorted(ms), (ks[:5], sorted(ms)[:5])
+    hpos = {e.mark: e.idx for e in eh if e.mark}
+    spos = {e.mark: e.idx for e in es if e.mark}
+    sync = sorted((hpos[m], spos[m]) for m in hpos if m in spos)
+    assert all(a[1] < b[1] for a, b in zip(sync, sync[1:])), "marks out of order"
+    sync_h = [x[0] for x in sync]
+    sync_s = [x[1] for x in sync]
+    fl_h = [e.idx for e in eh if e.flags & crashlib.F_FLUSH]
+    fl_s = [e.idx for e in es if e.flags & crashlib.F_FLUSH]
+    end_h, end_s = len(eh) - 1, len(es) - 1
+
+    def ssd_for(c):             # the SSD at the last shared mark with HDD copy <= c
+        return sync_s[bisect.bisect_right(sync_h, c) - 1]
+
+    def hdd_for(c):             # the HDD at the first shared mark with SSD copy >= c
+        i = bisect.bisect_left(sync_s, c)
+        return sync_h[i] if i < len(sync_h) else end_h
+
+    def inside(lo, hi, flushes, last, end):
         inner = list(range(lo + 1, hi))
-        for c in sorted(rng.sample(inner, min(nprefix, len(inner)))):
-            cuts.append((c, k, "prefix"))
+        pre = rng.sample(inner, min(nprefix, len(inner)))
         cand = [b - 1 for b in flushes if lo < b <= hi]
-        if j + 1 == len(ks):
-            cand.append(len(entries) - 1)
-        for c in sorted(rng.sample(cand, min(nvariant, len(cand)))):
-            cuts.append((c, k, "variant"))
-    if cuts[-1][0] != len(entries) - 1:
-        cuts.append((len(entries) - 1, ks[-1], "end"))
-    cuts.sort(key=lambda x: (x[0], x[2] != "mark"))
+        if last:
+            cand.append(end)
+        var = rng.sample(cand, min(nvariant, len(cand)))
+        return [(c, "prefix") for c in pre] + [(c, "variant") for c in var]
+
+    order = {"mark": 0, "prefix": 1, "variant": 2, "end": 3}
+    cuts = []
+    for j, k in enumerate(ks):
+        last = j + 1 == len(ks)
+        h_lo, s_lo = mh[k], ms[k]
+        h_hi = mh[ks[j + 1]] if not last else len(eh)
+        s_hi = ms[ks[j + 1]] if not last else len(es)
+        cuts.append((h_lo, s_lo, k, "mark", None))
+        for c, kind in inside(h_lo, h_hi, fl_h, last, end_h):
+            cuts.append((c, ssd_for(c), k, kind, "hdd"))
+        for c, kind in inside(s_lo, s_hi, fl_s, last, end_s):
+            cuts.append((hdd_for(c), c, k, kind, "ssd"))
+    cuts.append((end_h, end_s, ks[-1], "end", None))
+    cuts.sort(key=lambda x: (x[0], x[1], order[x[3]]))
+    for a, b in zip(cuts, cuts[1:]):
+        assert a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2], (a, b)
     return cuts
 
 
-def save_failure(seed, logpath, layout, rep, cut, msg):
+def save_failure(seed, logpaths, layout, reps, cut, msg):
     d = os.path.join(LOGS, f"{KVER}-crash-seed{seed}")
     os.makedirs(d, exist_ok=True)
-    meta = dict(layout, cut_entry=cut[0], cut_point=cut[1], cut_kind=cut[2],
-                message=msg)
+    meta = dict(layout, cut_hdd_entry=cut[0], cut_ssd_entry=cut[1], cut_point=cut[2],
+                cut_kind=cut[3], cut_device=cut[4], message=msg)
     with open(os.path.join(d, "failure.json"), "w") as f:
         json.dump(meta, f, indent=1, default=str)
-    with open(os.path.join(d, "hdd.img"), "wb") as f:
-        f.write(rep.img[:rep.H])
-    with open(os.path.join(d, "ssd.img"), "wb") as f:
-        f.write(rep.img[rep.H:])
-    # Only the used part of the (sparse) log: up to the end of the last entry.
-    end = max(e.data_off + (0 if e.flags & crashlib.F_DISCARD else e.nr * 512)
-              for e in rep.entries)
-    with open(logpath, "rb") as src, open(os.path.join(d, "log-writes.log"), "wb") as dst:
-        while end > 0:
-            b = src.read(min(end, 4 << 20))
-            if not b:
-                break
-            dst.write(b)
-            end -= len(b)
+    for dev, rep in reps.items():
+        with open(os.path.join(d, f"{dev}.img"), "wb") as f:
+            f.write(rep.img)
+        # Only the used part of the (sparse) log: up to the end of the last entry.
+        end = max(e.data_off + (0 if e.flags & crashlib.F_DISCARD else e.nr * 512)
+                  for e in rep.entries)
+        with open(logpaths[dev], "rb") as src, \
+                open(os.path.join(d, f"log-writes-{dev}.log"), "wb") as dst:
+            while end > 0:
+                b = src.read(min(end, 4 << 20))
+                if not b:
+                    break
+                dst.write(b)
+                end -= len(b)
     return d
 
 
-def replay_and_check(dm, devs, logpath, wl, layout, rng, nprefix, nvariant,
+def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
+    """For DevReplayer(legit=): a plain HDD write logged after an
+    overlapping HDD FUA write (sector @s: plain data @pv, FUA data @fv),
+    both between the log's marks k and k+1.  The workload runs one op at a
+    time (an op completes before the next is issued) and marks k after the
+    flush of its durability point k, so a plain write of the workload logged
+    between marks k and k+1 is one of its ops between points k and k+1
+    (events [D_k, D_k+1)); so is the FUA write.  In that window find op j,
+    the last to write @fv at @s, and op i that wrote @pv there (a discard:
+    zeros, and the entry is a discard; zeros are not unique, which is why
+    the window matters):
+      i after j: the plain write was issued after the FUA write completed,
+        so log order is right: ("keep", ...);
+      i before j and the newest write to @s before j (no flush between:
+        both in the window), and for a write, @pv nowhere in the SSD's log
+        (so op i went to the HDD directly and the entry cannot be a destager
+        copy of a logged block landing after the FUA write, the bug this
+        must not hide): op i completed before op j was issued, the FUA data
+        stays: ("mask", ...);
+      anything else: None (the test fails)."""
+    events = wl.events
+    D = [0] + [d[0] for d in wl.durable]
+    zero = bytes(SECTOR)
+
+    def at(op, off):
+        if op[0] == "d":
+            return zero if op[1] <= off < op[1] + op[2] else None
+        if op[1] <= off < op[1] + len(op[2]):
+            return bytes(op[2][off - op[1]:off - op[1] + SECTOR])
+        return None
+
+    def legit(s, pv, fv, entry, k):
+        off = s * SECTOR
+        if off >= vol_bytes or k < 0:
+            return None
+        lo = D[k] if k < len(D) else len(events)
+        hi = D[k + 1] if k + 1 < len(D) else len(events)
+        discard = bool(entry.flags & crashlib.F_DISCARD)
+        j = next((x for x in range(hi - 1, lo - 1, -1)
+                  if events[x][0] != "d" and at(events[x], off) == fv), None)
+        if j is None:
+            return None
+
+        def is_plain(x):
+            return (events[x][0] == "d") == discard and at(events[x], off) == pv
+        if any(is_plain(x) for x in range(j + 1, hi)):
+            return ("keep", "plain op after the FUA op")
+        for i in range(j - 1, lo - 1, -1):
+            if at(events[i], off) is None:
+                continue
+            if not is_plain(i):
+                return None     # the newest earlier write to s is not the plain one
+            if not discard and \
+                    hashlib.blake2b(pv, digest_size=8).digest() in ssd_sectors():
+                return None     # may be a destager copy of a logged block
+            return ("mask", "plain op before the FUA op, no flush between")
+        return None
+    return legit
+
+
+def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
                      only_cuts=None):
     seed = layout["seed"]
     H, S = layout["hdd_bytes"], layout["ssd_bytes"]
+    vol_bytes = layout["vol_sectors"] * 512
     t0 = time.monotonic()
-    entries = parse_log(logpath)
+    ent = {dev: parse_log(logpaths[dev]) for dev in ("hdd", "ssd")}
     marks = {}
-    for e in entries:
-        if e.mark and e.mark.startswith("m") and e.mark[1:].isdigit():
-            marks[int(e.mark[1:])] = e.idx
-    assert sorted(marks) == list(range(len(wl.durable) + 1)), \
-        f"marks in the log: {sorted(marks)[:10]}..., durability points {len(wl.durable)}"
+    for dev, entries in ent.items():
+        m = marks[dev] = {}
+        for e in entries:
+            if e.mark and e.mark.startswith("m") and e.mark[1:].isdigit():
+                m[int(e.mark[1:])] = e.idx
+        assert sorted(m) == list(range(len(wl.durable) + 1)), \
+            f"{dev} log marks: {sorted(m)[:10]}..., durability points {len(wl.durable)}"
     hdd = devs(Loop(H // MiB, f"crash-img-h{seed}"))
     ssd = devs(Loop(S // MiB, f"crash-img-s{seed}"))
     cow_h = devs(NullBlk(H // MiB, discard=False))
     cow_s = devs(NullBlk(S // MiB, discard=False))
-    rep = Replayer(logpath, entries, hdd.path, H, ssd.path, S)
+    ssd_set = []
+
+    def ssd_sectors():
+        if not ssd_set:
+            ssd_set.append(crashlib.log_sector_set(logpaths["ssd"], ent["ssd"]))
+        return ssd_set[0]
+    reps = {"hdd": DevReplayer("HDD", logpaths["hdd"], ent["hdd"], hdd.path, H,
+                               legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors)),
+            "ssd": DevReplayer("SSD", logpaths["ssd"], ent["ssd"], ssd.path, S)}
     loader = Loader(dm, hdd.dev, ssd.dev, cow_h.dev, cow_s.dev, layout, seed)
-    chk = Checker(layout["vol_sectors"] * 512, wl.events, wl.durable)
-    cuts = choose_cuts(entries, marks, rng, nprefix, nvariant)
+    chk = Checker(vol_bytes, wl.events, wl.durable, discard_undefined=True)
+    cuts = choose_cuts(ent["hdd"], marks["hdd"], ent["ssd"], marks["ssd"], rng,
+                       nprefix, nvariant)
     if only_cuts is not None:
-        cuts = [c for c in cuts if c[0] in only_cuts]
-    n = {"mark": 0, "prefix": 0, "variant": 0, "end": 0}
+        cuts = [c for c in cuts if (c[0], c[1]) in only_cuts]
+    n = {"mark": 0, "prefix": 0, "variant": 0, "end": 0, "hdd": 0, "ssd": 0}
     relaxed = 0
     wd = Watchdog()
-    progress(f"seed {seed}: {len(entries)} entries, {len(marks)} marks, {len(cuts)} cuts")
+    nh, ns = len(ent["hdd"]), len(ent["ssd"])
+    progress(f"seed {seed}: {nh}+{ns} entries, {len(wl.durable) + 1} marks, {len(cuts)} cuts")
     try:
         for i, cut in enumerate(cuts):
             wd.arm()
-            progress(f"seed {seed} cut {i}/{len(cuts)}: entry {cut[0]} point {cut[1]} {cut[2]} "
-                     f"{ {k: round(v, 1) for k, v in loader.times.items()} }")
-            c, k, kind = cut
+            ch, cs, k, kind, which = cut
+            progress(f"seed {seed} cut {i}/{len(cuts)}: hdd {ch} ssd {cs} point {k} {kind} "
+                     f"{which or ''} { {x: round(v, 1) for x, v in loader.times.items()} }")
             t1 = time.monotonic()
-            rep.advance(c)
-            chk.advance_to(k)
-            loader.times["advance"] = loader.times.get("advance", 0) + time.monotonic() - t1
+            what = (f"seed {seed} cut after HDD log entry {ch}/{nh} {ent['hdd'][ch]} and SSD "
+                    f"log entry {cs}/{ns} {ent['ssd'][cs]} ({kind}{' of the ' + which if which else ''}")
             saved = None
-            what = f"seed {seed} cut after log entry {c}/{len(entries)} ({kind}"
-            if kind == "variant":
-                saved, desc = rep.variant(rng)
-                what += f" [{desc}]"
-            what += f"), {entries[c]}"
             try:
+                reps["hdd"].advance(ch)
+                reps["ssd"].advance(cs)
+                chk.advance_to(k)
+                loader.times["advance"] = loader.times.get("advance", 0) + time.monotonic() - t1
+                if kind == "variant":
+                    saved, desc = reps[which].variant(rng)
+                    what += f" [{desc}]"
+                what += f", point {k})"
                 got = loader.load_and_read()
                 t1 = time.monotonic()
                 relaxed += chk.check(got, strict=kind in ("mark", "end"), what=what)
                 loader.times["check"] = loader.times.get("check", 0) + time.monotonic() - t1
             except CrashFailure as f:
-                d = save_failure(seed, logpath, layout, rep, cut, str(f))
-                raise CrashFailure(f"{f}\n  artifacts: {d}") from None
+                d = save_failure(seed, logpaths, layout, reps, cut, str(f))
+                raise CrashFailure(f"{what}: {f}\n  artifacts: {d}") from None
             if saved is not None:
-                rep.restore(saved)
+                reps[which].restore(saved)
             n[kind] += 1
+            if which:
+                n[which] += 1
     finally:
         wd.disarm()
-        rep.close()
+        for r in reps.values():
+            r.close()
     secs = time.monotonic() - t0
-    return {"cuts": sum(n.values()), **n, "entries": len(entries), "marks": len(marks),
-            "masked": rep.masked,
+    rh, rs = reps["hdd"], reps["ssd"]
+    return {"cuts": len(cuts), **n, "entries_hdd": nh, "entries_ssd": ns,
+            "marks": len(wl.durable) + 1,
+            "overlap": rh.overlap + rs.overlap,
+            "overlap_equal": rh.overlap_equal + rs.overlap_equal,
+            "overlap_kept": sum(rh.kept.values()) + sum(rs.kept.values()),
+            "overlap_masked": sum(rh.masked.values()) + sum(rs.masked.values()),
             "bytes_verified": loader.stats["bytes_read"], "relaxed_sectors": relaxed,
+            "discard_older": chk.discard_older,
             "replay_s": round(secs, 1),
-            "times": {k: round(v, 1) for k, v in loader.times.items()}, **{k: v for k, v in loader.stats.items()
-                                           if k != "bytes_read"}}
+            "times": {x: round(v, 1) for x, v in loader.times.items()},
+            **{x: v for x, v in loader.stats.items() if x != "bytes_read"}}
 
 
 @pytest.mark.parametrize("seed,opts,ssd_mib", CASES, ids=[f"seed{c[0]}" for c in CASES])
 def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
-    logpath, wl, layout = record_workload(dm, devs, seed, opts, ssd_mib, NOPS)
+    logpaths, wl, layout = record_workload(dm, devs, seed, opts, ssd_mib, NOPS)
     rng = random.Random(seed * 7919)
-    res = replay_and_check(dm, devs, logpath, wl, layout, rng, PREFIX_CUTS, VARIANT_CUTS)
+    res = replay_and_check(dm, devs, logpaths, wl, layout, rng, PREFIX_CUTS, VARIANT_CUTS)
     st = layout["nxd_status"]
     summary(f"crash-replay {KVER} seed {seed} opts '{opts}' ssd {ssd_mib}MiB: "
             f"{NOPS} ops {dict(wl.counts)} in {layout['workload_s']}s, live-verified "
-            f"{wl.bytes_verified + layout['vol_sectors'] * 512} B; log {res['entries']} entries, "
-            f"{res['marks']} marks, {res['masked']} sectors of plain writes kept under FUA writes; "
+            f"{wl.bytes_verified + layout['vol_sectors'] * 512} B; logs HDD {res['entries_hdd']} "
+            f"+ SSD {res['entries_ssd']} entries, {res['marks']} marks each; plain-after-FUA "
+            f"sectors {res['overlap']} ({res['overlap_equal']} same data, "
+            f"{res['overlap_kept']} replayed in log order, {res['overlap_masked']} kept "
+            f"the FUA data (the workload's order), 0 unexplained); "
             f"cut points checked {res['cuts']} (mark {res['mark']}, "
-            f"prefix {res['prefix']}, variant {res['variant']}, end {res['end']}), "
+            f"prefix {res['prefix']}, variant {res['variant']}, end {res['end']}; "
+            f"HDD cut alone {res['hdd']}, SSD cut alone {res['ssd']}), "
             f"bytes verified {res['bytes_verified']}, sectors matched a post-mark value "
-            f"{res['relaxed_sectors']}; recovered segments {res['recovered_segments']}, "
+            f"{res['relaxed_sectors']} (of which {res['discard_older']} held data older than a "
+            f"discard not yet flushed on the HDD); recovered segments {res['recovered_segments']}, "
             f"max recovery {res['recovery_us_max']} us; replay {res['replay_s']}s "
             f"{res['times']}; "
             f"nxd counters: logged {st['writes_logged']} direct {st['writes_direct']} "
             f"around_full {st['writes_around_full']} inval {st['invalidations']} "
             f"rmw {st['rmw_reads']} destaged_blocks {st['destaged_blocks']} "
             f"reclaimed {st['segments_reclaimed']}")
-    assert res["cuts"] >= len(wl.durable)
+    assert res["mark"] == len(wl.durable) + 1, res
+    assert res["hdd"] > 0 and res["ssd"] > 0, res
 
 
 # ---------------------------------------------------------------- flakey ---
@@ -433,6 +589,27 @@ def _linear(dev_size_sectors, dev):
 
 def _drop(dev_size_sectors, dev):
     return f"0 {dev_size_sectors} flakey {dev} 0 0 100000 1 drop_writes"
+
+
+def _routed_direct(op, threshold):
+    """Whether nxd's routing rule (nxd_route_write_to_log, mode auto, HDD
+    io_min 512) sends write @op to the HDD whatever is logged under it."""
+    off, n = op[1], len(op[2])
+    return threshold == 0 or (n > threshold and not off % BLOCK and not n % BLOCK)
+
+
+def never_logged_blocks(events, nblocks, threshold):
+    """4 KiB blocks that no op ever could have put in the log: every write
+    touching them was routed to the HDD by the rule, and no discard touched
+    them (the edges of a discard over logged blocks are zeroed in the log).
+    Blocks no op touched are in the set."""
+    logged = bytearray(nblocks)
+    for op in events:
+        n = op[2] if op[0] == "d" else len(op[2])
+        if op[0] == "d" or not _routed_direct(op, threshold):
+            for b in range(op[1] // BLOCK, (op[1] + n - 1) // BLOCK + 1):
+                logged[b] = 1
+    return [b for b in range(nblocks) if not logged[b]]
 
 
 @pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early)")
@@ -459,28 +636,42 @@ def _flakey_once(dm, devs, seed, where):
     dm.create(fl_s, _linear(Ss, ssd.dev))
     vol = crashlib.data_sectors(Hs)
     opts = rng.choice(["", "write_threshold 131072", "low_watermark 0"])
+    threshold = 131072 if "write_threshold" in opts else 65536
     dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     stop = threading.Event()
     wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx, stop_verify=stop)
     targets = [(fl_s, Ss, ssd.dev)] + ([(fl_h, Hs, hdd.dev)] if where != "ssd" else [])
     rng.shuffle(targets)
     drop_at = {}
+    errors = []
 
     def dropper():
-        time.sleep(rng.uniform(2.0, 12.0))
-        # A crash stops everything: no destage round may start after the
-        # drop and read back what the SSD dropped (unless the log fills).
-        stop.set()
-        dm.message(nx, "pause_destage")
-        wl.tolerate_eio = True      # checked against the volume's state below
-        drop_at["t"] = time.monotonic()
-        for name, n, dev in targets:
-            dm.load(name, _drop(n, dev))
-        for name, n, dev in targets:
-            dm.suspend(name)
-        for name, n, dev in targets:
-            dm.resume(name)
-        drop_at["done"] = time.monotonic()
+        try:
+            time.sleep(rng.uniform(2.0, 12.0))
+            # A crash stops everything: no destage round may start after the
+            # drop and read back what the SSD dropped (unless the log fills).
+            stop.set()
+            dm.message(nx, "pause_destage")
+            wl.tolerate_eio = True      # checked against the volume's state below
+            drop_at["t"] = time.monotonic()
+            # One instant for both devices: the drop tables are loaded
+            # inactive, then BOTH devices are suspended (each holds the bios
+            # that arrive from then on, unacknowledged) before EITHER is
+            # resumed on its drop table (held bios then go to the drop table).
+            # So no device acknowledges a write it will not keep while the
+            # other still keeps writes: no "lying disk" window, which a
+            # switch one device at a time (load/suspend/resume each) has.
+            for name, n, dev in targets:
+                dm.load(name, _drop(n, dev))
+            for name, n, dev in targets:
+                dm.suspend(name)
+            drop_at["suspended"] = time.monotonic()
+            for name, n, dev in targets:
+                dm.resume(name)
+            drop_at["done"] = time.monotonic()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+            stop.set()
 
     th = threading.Thread(target=dropper)
     t_start = time.monotonic()
@@ -488,13 +679,16 @@ def _flakey_once(dm, devs, seed, where):
                                f"recent {wl.recent} nxd: {dm.status(nx)}",
                   unstick=lambda: unstick(wl))
     th.start()
+    ev_after = None
     try:
         while th.is_alive() or wl.nop < 40:
             wd.arm()
             wl.step()
             if wl.nop > 20000:
                 break
-        for _ in range(30):         # more I/O into the dropping device(s)
+        th.join()
+        ev_after = len(wl.events)       # data-changing ops issued after the drop
+        for _ in range(30):             # more I/O into the dropping device(s)
             wd.arm()
             wl.step()
         wd.arm()
@@ -504,6 +698,15 @@ def _flakey_once(dm, devs, seed, where):
         wd.disarm()
         th.join()
         wl.close()
+    assert not errors, f"seed {seed}: the dropper failed, nothing may have been dropped: " \
+                       f"{errors[0]!r}"
+    assert "done" in drop_at, f"seed {seed}: the drop never happened ({wl.nop} ops)"
+    for name, n, dev in targets:
+        tbl = dm.table(name).split()          # the target's parameters
+        assert tbl[1:] == ["0", "0", "100000", "1", "drop_writes"], \
+            f"{name}: live table is not the drop table: {tbl}"
+    post = len(wl.events) - ev_after
+    assert post > 0, f"seed {seed}: no write after the drop ({wl.counts})"
     before = [i for i, (_, t) in enumerate(wl.durable) if t < drop_at["t"]]
     k = before[-1] + 1 if before else 0          # durability point number
     # Reading back a segment the SSD dropped, the destager finds the loss
@@ -518,28 +721,50 @@ def _flakey_once(dm, devs, seed, where):
     for name, n, dev in targets:
         dm.reload(name, _linear(n, dev))
     mark = nxdvm.kmsg_mark(f"flakey {seed} reload")
+    tag = (f"flakey {where} seed {seed} opts '{opts}' (drop after {wl.nop} ops; last good "
+           f"fsync = point {k}/{len(wl.durable)})")
+    chk = Checker(vol * 512, wl.events, wl.durable)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     except DMError as e:
         refused = [ln for ln in nxdvm.dmesg_since(mark) if "log abandoned" in ln]
-        if noticed and where == "ssd" and refused:
-            summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops, "
-                    f"SSD loss detected (degraded), reload refused: {refused[0].strip()}")
-            return
-        raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
-                             f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
+        if not (noticed and where == "ssd" and refused):
+            raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
+                                 f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
+        # The SSD lost writes, nxd noticed and gave the log up (by design:
+        # what was only in the log is lost).  The HDD kept every write: each
+        # block no op could have logged must hold exactly the final model.
+        size = vol * 512
+        hddimg = DirectIO().read_all(dm.node(fl_h), size)
+        blocks = never_logged_blocks(wl.events, size // BLOCK, threshold)
+        bad = [b for b in blocks if hddimg[b * BLOCK:(b + 1) * BLOCK]
+               != wl.model.latest[b * BLOCK:(b + 1) * BLOCK]]
+        assert blocks, f"{tag}: no never-logged block to check on the HDD"
+        assert not bad, (f"{tag}: log refused ({refused[0].strip()}); {len(bad)} of "
+                         f"{len(blocks)} never-logged blocks on the HDD differ from the "
+                         f"model, first: block {bad[0]}")
+        summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
+                f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s, "
+                f"{post} writes after it; SSD loss detected (degraded), reload refused "
+                f"({refused[0].strip()}); HDD alone: {len(blocks)} never-logged 4K blocks "
+                f"equal the final model")
+        return
     st = parse_nxd_status(dm.status(nx))
     assert st["state"] == "ok", st
     got = DirectIO().read_all(dm.node(nx), vol * 512)
-    chk = Checker(vol * 512, wl.events, wl.durable)
     chk.advance_to(k)
     # Anything written after point k may show, up to the end of the run.
-    relaxed = chk.check(got, strict=False, hi=len(wl.events),
-                        what=f"flakey {where} seed {seed} opts '{opts}' (drop after "
-                             f"{wl.nop} ops; last good fsync = point {k}/{len(wl.durable)})")
+    relaxed = chk.check(got, strict=False, hi=len(wl.events), what=tag)
+    # The drop took effect: writes after it are not all there.
+    lost = sum(1 for s in range(0, vol * 512, SECTOR)
+               if got[s:s + SECTOR] != wl.model.latest[s:s + SECTOR])
+    assert noticed or lost, (f"{tag}: every write made after the drop ({post}) reads back: "
+                             f"dm-flakey dropped nothing")
     dm.remove(nx)
     summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
-            f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s, "
+            f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s "
+            f"(both suspended within {round(drop_at['suspended'] - drop_at['t'], 2)}s), "
+            f"{post} writes after it, {lost} sectors lost them; "
             f"last good point {k} of {len(wl.durable)}; verified {vol * 512} B "
             f"(+{wl.bytes_verified} B live), {relaxed} sectors held post-point values; "
             f"recovered {st['recovered_segments']} segments"
