@@ -732,11 +732,14 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 	bool logged;
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
-		/* Logged writes are durable once the HDD has them all. */
+		/*
+		 * Logged writes are durable once the SSD flushed them, or else
+		 * once the HDD has them all.
+		 */
 		spin_lock(&nc->lock);
 		logged = nc->ring.count;
 		spin_unlock(&nc->lock);
-		if (logged)
+		if (logged && nxd_ssd_flush(nc))
 			bio_list_add(&nc->held, bio);
 		else
 			bio_endio(bio);

@@ -40,11 +40,13 @@ SPLAT_RE='BUG:|WARNING:|KASAN|lockdep|circular locking|possible recursive lockin
 
 # splat_filter FILE: print the finding lines of kernel log FILE.  A "Call
 # Trace:" within 8 lines after a warn_alloc header (page allocation
-# failure, vmalloc error) is the report of an injected failure, not a bug;
+# failure, vmalloc error) or after fault injection's own "forcing a
+# failure" (verbose 2: where it failed) reports an injected failure, not a
+# bug;
 # the boot banner "RCU lockdep checking is enabled" is not a finding.
 splat_filter() {
 	awk -v re="$SPLAT_RE" '
-		/page allocation failure:|vmalloc error:|warn_alloc/ { benign = NR }
+		/page allocation failure:|vmalloc error:|warn_alloc|FAULT_INJECTION: forcing a failure/ { benign = NR }
 		/RCU lockdep checking is enabled/ { next }
 		$0 ~ re {
 			if ($0 ~ /Call Trace/ && benign && NR - benign <= 8) next
@@ -66,6 +68,22 @@ guest_failslab() {
 	# for it half a minute): libdevmapper manages /dev/mapper itself.
 	udevadm control --exit 2>/dev/null
 	export DM_DISABLE_UDEV=1
+	# The marked processes run dmsetup and dd copied, with their libraries,
+	# to a tmpfs: an injected failure in a 9p page fault of a marked task
+	# broke the guest's 9p root (every later exec: EINVAL) in the first
+	# run, which tests 9p, not dm-nxd.
+	local bin=/tmp/nxd-failslab-bin f
+	mkdir -p $bin
+	mountpoint -q $bin || mount -t tmpfs nxdbin $bin
+	for f in /usr/sbin/dmsetup /usr/bin/dd; do
+		cp "$f" $bin/
+		ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }' |
+			while read -r l; do cp -L "$l" $bin/; done
+	done
+	local ld
+	ld=$(ls $bin/ld-linux* | head -n1)
+	DMSETUP="$ld --library-path $bin $bin/dmsetup"
+	DD="$ld --library-path $bin $bin/dd"
 	modprobe dm-mod
 	modprobe libcrc32c || true
 	grep -qw dm_nxd /proc/modules || insmod "build/$rel/dm-nxd.ko" || { log "insmod failed"; return 1; }
@@ -79,7 +97,7 @@ guest_failslab() {
 	for a in failslab fail_page_alloc; do
 		echo 1 >$dbg/$a/task-filter
 		echo N >$dbg/$a/ignore-gfp-wait
-		echo 1 >$dbg/$a/verbose
+		echo 2 >$dbg/$a/verbose     # with the stack: where it failed
 		echo 1 >$dbg/$a/interval
 		echo 0 >$dbg/$a/probability
 	done
@@ -136,7 +154,7 @@ guest_failslab() {
 		local attr=$dbg/$1 space=$2 pid n rc
 		rm -f $fifo; mkfifo $fifo
 		exec 8<>$fifo
-		dmsetup create v <$fifo >/tmp/nxd-failslab.out 2>&1 8>&- &
+		$DMSETUP create v <$fifo >/tmp/nxd-failslab.out 2>&1 8>&- &
 		pid=$!
 		for n in $(seq 200); do
 			read -r nr fd _ </proc/$pid/syscall 2>/dev/null || true
@@ -230,19 +248,20 @@ guest_failslab() {
 	done
 	for a in failslab fail_page_alloc; do
 		echo 0 >$dbg/$a/space; echo 5 >$dbg/$a/probability; echo -1 >$dbg/$a/times
+		echo 1 >$dbg/$a/verbose
 	done
 	rm -f $fifo; mkfifo $fifo
 	for r in $(seq "$io_rounds"); do
 		io=$((io + 3))
-		dd if=$fifo of=/dev/mapper/v bs=4k seek=$(( (r * 97) % 7000 )) iflag=fullblock oflag=direct status=none 2>/dev/null &
+		$DD if=$fifo of=/dev/mapper/v bs=4k seek=$(( (r * 97) % 7000 )) iflag=fullblock oflag=direct status=none 2>/dev/null &
 		pid=$!; mark_when_blocked $pid
 		dd if=/dev/urandom bs=4k count=64 status=none >$fifo
 		wait $pid || eio=$((eio + 1))
-		dd if=$fifo of=/dev/mapper/v bs=1M seek=$(( r % 24 )) iflag=fullblock oflag=direct status=none 2>/dev/null &
+		$DD if=$fifo of=/dev/mapper/v bs=1M seek=$(( r % 24 )) iflag=fullblock oflag=direct status=none 2>/dev/null &
 		pid=$!; mark_when_blocked $pid
 		dd if=/dev/urandom bs=1M count=2 status=none >$fifo
 		wait $pid || eio=$((eio + 1))
-		dd if=/dev/mapper/v of=$fifo bs=64k count=256 iflag=direct status=none 2>/dev/null &
+		$DD if=/dev/mapper/v of=$fifo bs=64k count=256 iflag=direct status=none 2>/dev/null &
 		pid=$!; mark_when_blocked $pid
 		cat $fifo >/dev/null
 		wait $pid || eio=$((eio + 1))
