@@ -611,6 +611,8 @@ static int nxd_destager_fn(void *data)
 		t0 = jiffies;
 		r = nxd_destage_round(nc, rd);
 		mutex_unlock(&nc->round_lock);
+		/* What waits on the destager must not wait on a dead device. */
+		atomic_set(&nc->stuck_err, r < 0 ? r : 0);
 		wake_up_all(&nc->drain_wait);
 		nxd_writer_wake(nc);
 		if (r < 0) {

@@ -19,6 +19,8 @@
  *   of its blocks (those copies are dead, never copied over it); one that
  *   only partly covers a logged block is held until that block is
  *   destaged.  A flush is held until the log is empty.
+ * - Whatever waits on the destager fails with EIO when a destage round
+ *   fails: it was never acknowledged, and the device may be gone.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -227,6 +229,63 @@ static void nxd_parked_check(struct nxd_c *nc)
 }
 
 /*
+ * A destage round failed: bios and parked INVAL ops that wait for it (for
+ * log space, for a logged block to reach the HDD, for the log to empty)
+ * may wait for good.  Fail them: none of them was acknowledged, and an
+ * error leaves the sectors in an unknown state, which is all a failing
+ * device allows.  A parked op's blocks read from the HDD from now on.
+ */
+static void nxd_fail_waiters(struct nxd_c *nc, int err)
+{
+	struct nxd_inval *op, *tmp;
+	struct bio *bio;
+	unsigned int n = 0;
+
+	while ((bio = bio_list_pop(&nc->held))) {
+		bio->bi_status = errno_to_blk_status(err);
+		bio_endio(bio);
+		n++;
+	}
+	list_for_each_entry_safe(op, tmp, &nc->parked, bnode) {
+		list_del(&op->bnode);
+		op->error = err;
+		spin_lock(&nc->lock);
+		nxd_inval_range_locked(nc, op->full_first, op->full_last);
+		spin_unlock(&nc->lock);
+		nxd_inval_ack(nc, op);
+		n++;
+	}
+	if (n)
+		DMERR_LIMIT("%s: destage failed: %u waiting writes failed (%d)",
+			    dm_table_device_name(nc->ti->table), n, err);
+}
+
+/* Fail every bio and INVAL op of the batch with @err. */
+static void nxd_batch_abort(struct nxd_c *nc, int err)
+{
+	struct nxd_batch *bt = &nc->batch;
+	struct nxd_inval *op, *tmp;
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(&bt->bios))) {
+		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+		pb->error = err;
+		nxd_bio_done(nc, bio);
+	}
+	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
+		list_del(&op->bnode);
+		/* The HDD has the newer data; the log cannot say so. */
+		op->error = err;
+		spin_lock(&nc->lock);
+		nxd_inval_range_locked(nc, op->full_first, op->full_last);
+		spin_unlock(&nc->lock);
+		nxd_inval_ack(nc, op);
+	}
+	nxd_batch_reset(bt);
+}
+
+/*
  * The SSD write of a batch failed (@err), or the volume is degraded
  * already (@err 0): freeze the log before anything is acknowledged, so
  * the segment, should it have landed all the same, is never replayed over
@@ -244,27 +303,20 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 	if (err)
 		nxd_ssd_failed(nc, err, "log write");
 	frz = nxd_log_freeze(nc);
+	if (frz) {
+		nxd_batch_abort(nc, frz);
+		return;
+	}
 	while ((bio = bio_list_pop(&bt->bios))) {
 		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
-		if (frz)
-			pb->error = -EIO;
-		else if (!pb->error)
+		if (!pb->error)
 			pb->error = NXD_PB_RETRY;
 		nxd_bio_done(nc, bio);
 	}
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
 		list_del(&op->bnode);
-		if (!frz) {
-			nxd_inval_park(nc, op);
-			continue;
-		}
-		/* The HDD has the newer data; the log cannot say so. */
-		op->error = frz;
-		spin_lock(&nc->lock);
-		nxd_inval_range_locked(nc, op->full_first, op->full_last);
-		spin_unlock(&nc->lock);
-		nxd_inval_ack(nc, op);
+		nxd_inval_park(nc, op);
 	}
 	nxd_batch_reset(bt);
 }
@@ -305,6 +357,12 @@ void nxd_batch_commit(struct nxd_c *nc)
 	while (!nxd_ring_has_room(nc, bt->nr_data, &pos)) {
 		if (atomic_read(&nc->degraded)) {
 			nxd_batch_fail(nc, 0);
+			return;
+		}
+		r = atomic_read(&nc->stuck_err);
+		if (r) {
+			/* No room and the destager cannot make any. */
+			nxd_batch_abort(nc, r);
 			return;
 		}
 		/* INVAL-only segments, or a bio bigger than a segment. */
@@ -781,6 +839,7 @@ static int nxd_writer_fn(void *data)
 		struct bio_list bios;
 		struct bio *bio;
 		LIST_HEAD(done);
+		int r;
 
 		wait_event_interruptible(nc->wq, kthread_should_stop() ||
 					 nxd_writer_has_work(nc));
@@ -795,6 +854,9 @@ static int nxd_writer_fn(void *data)
 			nxd_inval_finish(nc, op);
 		}
 		nxd_parked_check(nc);
+		r = atomic_xchg(&nc->stuck_err, 0);
+		if (r)
+			nxd_fail_waiters(nc, r);
 		if (atomic_xchg(&nc->kick, 0) || !bio_list_empty(&bios)) {
 			/* Held bios are older than new ones: they go first. */
 			bio_list_merge(&nc->held, &bios);

@@ -164,6 +164,7 @@ struct nxd_c {
 	wait_queue_head_t wq;
 	wait_queue_head_t ewq;		/* index entries released */
 	atomic_t kick;			/* retry held bios */
+	atomic_t stuck_err;		/* a destage round failed: see nxd_fail_waiters */
 	struct bio_list held;		/* writer only */
 	/* writer only: degraded HDD writes waiting for their logged copies */
 	struct list_head parked;

@@ -341,6 +341,18 @@ def wait_kmsg(marker, regex, timeout=5.0):
         time.sleep(0.1)
 
 
+RECOVERED_RE = re.compile(r"recovered (\d+) segments, (\d+) blocks in \d+ us \([^)]*\), (\d+) entries")
+
+
+def recovered_entries(marker):
+    """Index entries the last recovery after @marker reported (its kernel
+    message): the count at load, before the destager, which may run at
+    once (idle HDD), could change it."""
+    hits = wait_kmsg(marker, RECOVERED_RE)
+    assert hits, "no recovery message"
+    return int(RECOVERED_RE.search(hits[-1]).group(3))
+
+
 # ---------------------------------------------------------- on-disk ------
 
 SB_MAGIC = 0x3142535F44584E00
