@@ -48,12 +48,14 @@ SPLAT_RE='BUG:|WARNING:|KASAN|lockdep|circular locking|possible recursive lockin
 # splat_filter FILE: print the finding lines of kernel log FILE.  A "Call
 # Trace:" within 8 lines after a warn_alloc header (page allocation
 # failure, vmalloc error) or after fault injection's own "forcing a
-# failure" (verbose 2: where it failed) reports an injected failure, not a
-# bug;
+# failure" (verbose 2: where it failed), or after the slab core's
+# "kmem_cache_create(...) failed with error -12" (its own dump_stack when
+# the injected failure hits a cache creation, e.g. dm's bioset_init)
+# reports an injected failure, not a bug;
 # the boot banner "RCU lockdep checking is enabled" is not a finding.
 splat_filter() {
 	awk -v re="$SPLAT_RE" '
-		/page allocation failure:|vmalloc error:|warn_alloc|FAULT_INJECTION: forcing a failure/ { benign = NR }
+		/page allocation failure:|vmalloc error:|warn_alloc|FAULT_INJECTION: forcing a failure|kmem_cache_create(_usercopy)?\(.*\) failed with error/ { benign = NR }
 		/RCU lockdep checking is enabled/ { next }
 		$0 ~ re {
 			if ($0 ~ /Call Trace/ && benign && NR - benign <= 8) next
