@@ -233,7 +233,7 @@ static void nxd_parked_check(struct nxd_c *nc)
  * log space, for a logged block to reach the HDD, for the log to empty)
  * may wait for good.  Fail them: none of them was acknowledged, and an
  * error leaves the sectors in an unknown state, which is all a failing
- * device allows.  A parked op's blocks read from the HDD from now on.
+ * device allows.
  */
 static void nxd_fail_waiters(struct nxd_c *nc, int err)
 {
@@ -246,12 +246,14 @@ static void nxd_fail_waiters(struct nxd_c *nc, int err)
 		bio_endio(bio);
 		n++;
 	}
+	/*
+	 * The logged copies stay indexed: a later write over them must still
+	 * wait for them to leave the log, or a replay of the frozen window
+	 * would bring them back over it.
+	 */
 	list_for_each_entry_safe(op, tmp, &nc->parked, bnode) {
 		list_del(&op->bnode);
 		op->error = err;
-		spin_lock(&nc->lock);
-		nxd_inval_range_locked(nc, op->full_first, op->full_last);
-		spin_unlock(&nc->lock);
 		nxd_inval_ack(nc, op);
 		n++;
 	}
@@ -273,13 +275,10 @@ static void nxd_batch_abort(struct nxd_c *nc, int err)
 		pb->error = err;
 		nxd_bio_done(nc, bio);
 	}
+	/* Failed: the logged copies stay indexed, as in nxd_fail_waiters(). */
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode) {
 		list_del(&op->bnode);
-		/* The HDD has the newer data; the log cannot say so. */
 		op->error = err;
-		spin_lock(&nc->lock);
-		nxd_inval_range_locked(nc, op->full_first, op->full_last);
-		spin_unlock(&nc->lock);
 		nxd_inval_ack(nc, op);
 	}
 	nxd_batch_reset(bt);
@@ -758,6 +757,17 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 		nxd_inval_ack(nc, op);
 		return;
 	}
+	if (bio_op(op->bio) == REQ_OP_DISCARD) {
+		/*
+		 * A discard has no FUA: flush it, or a crash could leave the HDD
+		 * with data older than the logged copies the INVAL kills.
+		 */
+		op->error = nxd_hdd_flush(nc);
+		if (op->error) {
+			nxd_inval_ack(nc, op);
+			return;
+		}
+	}
 	if (atomic_read(&nc->degraded)) {
 		nxd_inval_park(nc, op);
 		return;
@@ -788,6 +798,15 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 {
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	bool logged;
+
+	/*
+	 * Until the label says the log is frozen, a failed segment that landed
+	 * all the same would be replayed over anything written now.
+	 */
+	if (!READ_ONCE(nc->frozen) && nxd_log_freeze(nc)) {
+		bio_io_error(bio);
+		return;
+	}
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		/*

@@ -147,7 +147,7 @@ int nxd_log_freeze(struct nxd_c *nc)
 	spin_unlock(&nc->lock);
 	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, pos, seq);
 	if (!r) {
-		nc->frozen = true;
+		WRITE_ONCE(nc->frozen, true);
 		DMERR("%s: SSD log frozen at segment %llu (HDD label), %llu to destage",
 		      dm_table_device_name(nc->ti->table), nc->frozen_end,
 		      nc->frozen_end - seq);

@@ -39,7 +39,10 @@ reaped, flush start before fsync(), so every "before" is certain):
 
 Tests:
   test_pcut_crash_slice[opts]: the CI slice, one chain of NXD_PCUT_SLICE_CUTS
-      (default 2) cuts per nxd option set.
+      (default 3) cuts per nxd option set.  One cut in three also cuts
+      the recovery after it (1-40 group ops into it, either device first);
+      in half the rounds an admin thread drains, suspends and resumes, and
+      pauses and resumes the destager while the writers run.
   test_pcut_crash_campaign: only with NXD_PCUT_CAMPAIGN=1 (make
       crash-campaign): chains NXD_PCUT_SEEDS (e.g. "1-20") of
       NXD_PCUT_CUTS cuts each; option set, keep and order vary with the
@@ -129,8 +132,9 @@ class Workload:
     discard and fsync with its times and outcome."""
 
     def __init__(self, dev, vol_sectors, seed, round_no, wid_base, hot_sectors=8192,
-                 p_fsync=0.08):
+                 p_fsync=0.08, admin=None):
         self.dev, self.nsec, self.seed = dev, vol_sectors, seed
+        self.admin = admin              # nxd's dm name: drains, suspends, pauses
         self.rseed = seed * 1000 + round_no
         self.p_fsync = p_fsync
         self.hot = min(hot_sectors, vol_sectors)
@@ -143,6 +147,10 @@ class Workload:
         self.stuck = []
         self.threads = [threading.Thread(target=self._run, args=(t,), daemon=True)
                         for t in range(THREADS)]
+        self.admin_thread = None
+        if admin:
+            self.counts.update({"drain": 0, "suspend": 0, "pause": 0})
+            self.admin_thread = threading.Thread(target=self._admin, daemon=True)
 
     def next_wid(self):
         with self.lock:
@@ -240,12 +248,48 @@ class Workload:
                 aio.close()
                 os.close(fd)
 
+    def _admin(self):
+        """What an admin does to a live volume, so that cuts also land in a
+        drain, a suspend or resume, and a paused or resumed destager.  After
+        a cut these fail or are killed; only the writers' data is checked."""
+        import subprocess
+        rng = random.Random(self.rseed * 16 + 99)
+
+        def dm(*args, timeout=20):
+            try:
+                subprocess.run(["dmsetup", *args], capture_output=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass        # a drain waiting on a cut device: killed
+
+        while not self.stop_ev.wait(rng.uniform(0.2, 1.0)):
+            x = rng.random()
+            if x < 0.4:
+                self.counts["drain"] += 1
+                dm("message", self.admin, "0", "drain", timeout=rng.uniform(0.5, 5))
+            elif x < 0.7:
+                self.counts["suspend"] += 1
+                dm("suspend", self.admin)
+                time.sleep(rng.uniform(0, 0.2))
+                dm("resume", self.admin)
+            else:
+                self.counts["pause"] += 1
+                dm("message", self.admin, "0", "pause_destage")
+                self.stop_ev.wait(rng.uniform(0.1, 1.0))
+                dm("message", self.admin, "0", "resume_destage")
+
     def start(self):
         for t in self.threads:
             t.start()
+        if self.admin_thread:
+            self.admin_thread.start()
 
     def stop(self, timeout=90):
         self.stop_ev.set()
+        if self.admin_thread:
+            import subprocess
+            self.admin_thread.join(60)
+            # Never leave the volume suspended: its queued I/O would hang.
+            subprocess.run(["dmsetup", "resume", self.admin], capture_output=True)
         end = time.monotonic() + timeout
         for t in self.threads:
             t.join(max(0.1, end - time.monotonic()))
@@ -343,6 +387,7 @@ class Totals:
         self.forced = self.stuck = self.no_comeback = self.not_removed = 0
         self.durable = self.new_values = 0
         self.format_cuts = self.format_lost = 0
+        self.recovery_cuts = 0
         self.failures = []
 
     def line(self):
@@ -351,7 +396,7 @@ class Totals:
                 f"sectors with post-flush values {self.new_values}, forced cuts {self.forced}, "
                 f"stuck I/O {self.stuck}, remove refused {self.not_removed}, "
                 f"did not come back {self.no_comeback} (then formatted: {self.format_cuts} cuts, "
-                f"{self.format_lost} sectors lost)")
+                f"{self.format_lost} sectors lost), recoveries cut {self.recovery_cuts}")
 
     def bad(self):
         return self.lost or self.unexplained or self.stuck or self.no_comeback or self.not_removed
@@ -364,8 +409,14 @@ def cut_params(seed, i, max_n=6000):
     gap = rng.choice([0, 0, rng.randint(1, 16), rng.randint(50, 400)])
     n = rng.randint(150, max_n)
     p_fsync = rng.choice([0.01, 0.03, 0.08])
+    # One cut in three also cuts the recovery that follows (after 1-40
+    # group ops: superblock, label, replay, the first destage round).
+    rcut = rng.randint(1, 40) if rng.random() < 1 / 3 else 0
+    rfirst = rng.choice(["ssd", "hdd"])
+    rgap = rng.choice([0, rng.randint(1, 20)])
     return {"keep": keep, "torn": 30 if keep == 50 else 0, "first": first, "gap": gap, "n": n,
-            "p_fsync": p_fsync}
+            "p_fsync": p_fsync, "rcut": rcut, "rfirst": rfirst, "rgap": rgap,
+            "admin": rng.random() < 0.5}
 
 
 def inflight(devno):
@@ -401,7 +452,8 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 d.set(keep=p["keep"], torn=p["torn"])
             first, other = (ps, ph) if p["first"] == "ssd" else (ph, ps)
             first.cut_after(p["n"], p["gap"])
-            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"])
+            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
+                          admin=nx if p["admin"] else None)
             t0 = time.monotonic()
             wl.start()
             forced = []
@@ -457,6 +509,35 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             ph.power_on()
             ps.power_on()
             formatted = False
+            if p["rcut"]:
+                # Cut again while nxd recovers; then power on and recover.
+                victim = ps if p["rfirst"] == "ssd" else ph
+                victim.cut_after(p["rcut"], p["rgap"])
+                try:
+                    dm.create(nx, table)
+                    created = True
+                except DMError:
+                    created = False
+                time.sleep(0.5)             # the first destage round, if any
+                if victim.status()["state"] == "live":
+                    victim.power_on()       # not reached: disarm (clean stop)
+                else:
+                    tot.recovery_cuts += 1
+                    if created:
+                        try:
+                            dm.remove(nx)
+                        except DMError as e:
+                            tot.not_removed += 1
+                            tot.failures.append(f"{tag}: remove after a cut recovery refused: {e}")
+                            return
+                    ph.power_on()
+                    ps.power_on()
+                    created = False
+                if created:
+                    st_r = parse_nxd_status(dm.status(nx))
+                    dm.remove(nx)           # and load it the normal way below
+                    if st_r["state"] != "ok":
+                        tot.failures.append(f"{tag}: state {st_r['state']} after an uncut recovery")
             try:
                 dm.create(nx, table)
             except DMError as e:
@@ -514,9 +595,13 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             summary(fname, line)
             if res["lost"] or res["unexplained"]:
                 path = os.path.join(LOGS, f"{KVER}-pcut-seed{seed}-cut{i}.json")
+                first = {pr["sector"] for pr in res["problems"][:3]}
+                near = [r.asdict() for r in wl.recs
+                        if any(r.s0 <= x < r.s0 + r.n for x in first)]
                 with open(path, "w") as f:
                     json.dump({"seed": seed, "cut": i, "opts": opts, "params": p,
-                               "result": res, "flushes": wl.flushes,
+                               "result": res, "flushes": wl.flushes, "recs_at_first": near,
+                               "nxd_at_cut": nst, "dmesg": dmesg_tail(80),
                                "status_first": st_first, "status_other": st_other}, f,
                               indent=1, default=str)
                 tot.failures.append(f"{tag}: lost {res['lost']} unexplained "
@@ -600,7 +685,7 @@ def test_oracle_on_bare_pcut(pdm):
     assert bad["unexplained"] == 0, bad["problems"][:3]
 
 
-SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "2"))
+SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "3"))
 
 
 @pytest.mark.parametrize("opts", OPTSETS, ids=["defaults", "thr128k-lw0", "log_all", "ssd_discard0"])
