@@ -7,6 +7,7 @@
 #   make crash-campaign SEEDS=20            # seeds 1..20, CUTS cuts each
 #   SEEDS=5-12 CUTS=6 scripts/crash-campaign.sh
 #   TEST_KVERS=6.12.95+deb12-amd64 make crash-campaign SEEDS=4
+#   make crash-campaign SEEDS=1-60 CUTS=8 MAX_N=2500   # cuts within 2500 group ops
 #
 # Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
 # a fresh volume (nxd option set = seed % 4 of: defaults,
@@ -58,6 +59,7 @@ for kv in $TEST_KVERS; do
 	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
 	VM_TIMEOUT=$timeout scripts/vm-run.sh "$kv" \
 		"NXD_PCUT_CAMPAIGN=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
+		"NXD_PCUT_MAX_N=${MAX_N:-6000}" \
 		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k campaign" \
 		>"build/logs/$kv-crash-campaign-pytest.txt" 2>&1
 	grc=$?

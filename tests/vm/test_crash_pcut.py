@@ -714,7 +714,8 @@ def test_pcut_crash_campaign(pdm):
     for seed in seeds:
         opts = OPTSETS[seed % len(OPTSETS)]
         before = (tot.lost, tot.unexplained, len(tot.failures))
-        run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt")
+        run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt",
+                  max_n=int(os.environ.get("NXD_PCUT_MAX_N", "6000")))
         if (tot.lost, tot.unexplained, len(tot.failures)) != before:
             summary("crash-campaign-detail.txt", f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
     line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
