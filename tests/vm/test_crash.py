@@ -416,6 +416,9 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
     the window matters):
       i after j: the plain write was issued after the FUA write completed,
         so log order is right: ("keep", ...);
+      i a discard before j (nxd never discards the HDD on its own, so the
+        entry is that op's, which completed before op j was issued):
+        ("mask", ...);
       i before j and the newest write to @s before j (no flush between:
         both in the window), and for a write, @pv nowhere in the SSD's log
         (so op i went to the HDD directly and the entry cannot be a destager
@@ -450,6 +453,12 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
             return (events[x][0] == "d") == discard and at(events[x], off) == pv
         if any(is_plain(x) for x in range(j + 1, hi)):
             return ("keep", "plain op after the FUA op")
+        if discard and any(is_plain(x) for x in range(lo, j)):
+            # nxd sends no discard of its own to the HDD: this is a user
+            # discard, which completed before op j was issued.  Writes
+            # between them may have gone to the log (dm-log-writes logs a
+            # plain entry only at the next flush, so it lands after j's).
+            return ("mask", "discard op before the FUA op, no flush between")
         for i in range(j - 1, lo - 1, -1):
             if at(events[i], off) is None:
                 continue
