@@ -78,7 +78,7 @@ elif LONG:
 HDD_MIB = 16
 # dm-snapshot splits I/O at its chunk size: 64 KiB keeps reads fast.
 SNAP_CHUNK = 128
-NOPS = int(os.environ.get("NXD_CRASH_OPS", "900" if LONG else "300"))
+NOPS = int(os.environ.get("NXD_CRASH_OPS", "900" if LONG else "200"))
 # Cut points per interval between marks: prefix cuts and crash variants.
 PREFIX_CUTS = 6 if LONG else 2
 VARIANT_CUTS = 3 if LONG else 1

@@ -140,7 +140,7 @@ def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
 
     data = {}
     with X.Fd(v.dev) as f:
-        for rnd in range(12):
+        for rnd in range(8):
             v.pause()
             for i in range(200):
                 b = (i * 37 + rnd * 11) % 4000
@@ -170,7 +170,7 @@ def test_concurrent_table_destruction(dm, loopdev, nullb):
     ssd = nullb(8)
     nxdctl = os.path.abspath("tools/nxdctl")
     assert os.access(nxdctl, os.X_OK), "tools/nxdctl not built"
-    for i in range(15):
+    for i in range(10):
         v = Vol(dm, "nxdcd", hdd, ssd)
         run(["dmsetup", "load", v.name], input=v.line() + "\n")
         t = threading.Thread(target=lambda: run(["dmsetup", "clear", "nxdcd"], check=False))
