@@ -519,7 +519,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 except DMError:
                     created = False
                 time.sleep(0.5)             # the first destage round, if any
-                if victim.status()["state"] == "live":
+                if all(d.status()["state"] == "live" for d in (ph, ps)):
                     victim.power_on()       # not reached: disarm (clean stop)
                 else:
                     tot.recovery_cuts += 1
