@@ -520,7 +520,10 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     created = False
                 time.sleep(0.5)             # the first destage round, if any
                 if all(d.status()["state"] == "live" for d in (ph, ps)):
-                    victim.power_on()       # not reached: disarm (clean stop)
+                    # Not reached: disarm both (a gap arms the other device
+                    # too); a reload of a live pcut is a clean stop.
+                    ph.power_on()
+                    ps.power_on()
                 else:
                     tot.recovery_cuts += 1
                     if created:
