@@ -164,7 +164,8 @@ for kv in "${kvers[@]}"; do
 	rm -f "$collected_file"
 	pycmd="$penv NXD_COLLECTED_FILE=$collected_file python3 -m pytest -q -rs $pyargs --junitxml=$junit --durations=15"
 	say "$kv: $pycmd"
-	scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+	# The whole suite in one guest: about 30 min under TCG on 2 cores.
+	VM_TIMEOUT=${VM_TIMEOUT:-3000} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
 	rc=${PIPESTATUS[0]}
 	rcs[$kv]=$rc
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
