@@ -810,8 +810,16 @@ static void nxd_resume(struct dm_target *ti)
 	nc->resumed = true;
 	memcpy(vol->vol_uuid, nc->sb.vol_uuid, sizeof(vol->vol_uuid));
 	mutex_unlock(&nxd_vols_lock);
-	if (!vol->kobj_added && !nxd_sysfs_add(vol))
-		vol->kobj_added = true;
+	if (!vol->kobj_added) {
+		int r = nxd_sysfs_add(vol);
+
+		/* The volume works without it; a later resume tries again. */
+		if (r)
+			DMWARN("%s: no sysfs nxd/ until the next resume: %d",
+			       dm_table_device_name(ti->table), r);
+		else
+			vol->kobj_added = true;
+	}
 	WRITE_ONCE(nc->running, true);
 	nxd_writer_wake(nc);
 	nxd_destager_wake(nc);

@@ -42,7 +42,13 @@ Tests:
       (default 3) cuts per nxd option set.  One cut in three also cuts
       the recovery after it (1-40 group ops into it, either device first);
       in half the rounds an admin thread drains, suspends and resumes, and
-      pauses and resumes the destager while the writers run.
+      pauses and resumes the destager while the writers run.  Odd seeds
+      also cut the first load 1-4 group ops in (the format of blank
+      devices, a handful of writes and flushes): the volume must then
+      load, or refuse and take 'format', and read zeros.  Seeds divisible
+      by 3 grow the HDD by GROW_MIB half way through the chain and cut the
+      longer table's load 1-8 group ops in (the label and superblock
+      move): the old range must read exactly as before.
   test_pcut_crash_campaign: only with NXD_PCUT_CAMPAIGN=1 (make
       crash-campaign): chains NXD_PCUT_SEEDS (e.g. "1-20") of
       NXD_PCUT_CUTS cuts each; option set, keep and order vary with the
@@ -70,6 +76,7 @@ MiB = 1 << 20
 SECTOR = 512
 HDD_MIB = int(os.environ.get("NXD_PCUT_HDD_MIB", "64"))
 SSD_MIB = int(os.environ.get("NXD_PCUT_SSD_MIB", "8"))
+GROW_MIB = 8
 THREADS = 4
 QD = 4
 OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0"]
@@ -388,6 +395,7 @@ class Totals:
         self.durable = self.new_values = 0
         self.format_cuts = self.format_lost = 0
         self.recovery_cuts = 0
+        self.fmt_cuts = self.grows = self.grow_cuts = 0
         self.failures = []
 
     def line(self):
@@ -396,7 +404,8 @@ class Totals:
                 f"sectors with post-flush values {self.new_values}, forced cuts {self.forced}, "
                 f"stuck I/O {self.stuck}, remove refused {self.not_removed}, "
                 f"did not come back {self.no_comeback} (then formatted: {self.format_cuts} cuts, "
-                f"{self.format_lost} sectors lost), recoveries cut {self.recovery_cuts}")
+                f"{self.format_lost} sectors lost), recoveries cut {self.recovery_cuts}, "
+                f"formats cut {self.fmt_cuts}, grows {self.grows} ({self.grow_cuts} cut)")
 
     def bad(self):
         return self.lost or self.unexplained or self.stuck or self.no_comeback or self.not_removed
@@ -427,25 +436,163 @@ def inflight(devno):
         return str(e)
 
 
+def cut_load(dm, nx, table, victim, n, gap, devs, tot, tag):
+    """Load nxd with @victim set to cut @n group ops into the load (the
+    other device @gap ops later); power both on again if either was cut.
+    Returns (created, cut, group ops the load took when not cut), or None
+    when nxd could not be removed."""
+    ops0 = victim.status()["group_ops"]
+    victim.cut_after(n, gap)
+    try:
+        dm.create(nx, table)
+        created = True
+    except DMError:
+        created = False
+    time.sleep(0.5)                 # the first destage round, if any
+    if all(d.status()["state"] == "live" for d in devs):
+        # Not reached: disarm both (a gap arms the other device too); a
+        # reload of a live pcut is a clean stop.
+        ops = victim.status()["group_ops"] - ops0
+        for d in devs:
+            d.power_on()
+        return created, False, ops
+    if created:
+        try:
+            dm.remove(nx)
+        except DMError as e:
+            tot.not_removed += 1
+            tot.failures.append(f"{tag}: remove after a cut load refused: {e}")
+            return None
+    for d in devs:
+        d.power_on()
+    return False, True, None
+
+
+def chain_plan(seed, ncuts):
+    """Which chains also cut their first load (a format on blank devices),
+    and before which cut a chain grows its HDD (None: never)."""
+    rng = random.Random(seed * 104729)
+    fmt = (rng.randint(1, 4), rng.choice(["ssd", "hdd"]), rng.choice([0, rng.randint(1, 8)])) \
+        if seed % 2 else None
+    grow = (ncuts // 2, rng.randint(1, 8), rng.choice(["ssd", "hdd"]),
+            rng.choice([0, rng.randint(1, 8)])) if seed % 3 == 0 and ncuts >= 2 else None
+    return fmt, grow
+
+
+def nonzero_sectors(img, start, end):
+    """Sectors [start, end) of @img that are not zeros."""
+    return [s for s in range(start, end) if img[s * SECTOR:(s + 1) * SECTOR] != ZERO]
+
+
 def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
     """One volume, @ncuts cuts.  Updates @tot."""
     hdd_nb = NullBlk(HDD_MIB, discard=True)
     ssd_nb = NullBlk(SSD_MIB, discard=True)
     names = (f"pch{seed}", f"pcs{seed}", f"pnx{seed}")
     group = f"nx{seed}"
+    fmt, grow = chain_plan(seed, ncuts)
     try:
-        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1)
+        # A chain that grows starts on the first HDD_MIB - GROW_MIB.
+        hdd_sec = (HDD_MIB - (GROW_MIB if grow else 0)) * 2048
+        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
         ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
         vol = crashlib.data_sectors(ph.sectors)
         table = nxd_table(vol, ph.devno, ps.devno, opts)
         nx = names[2]
-        try:
-            dm.create(nx, table)
-        except DMError as e:
-            raise AssertionError(f"seed {seed}: nxd create on blank devices failed: {e}")
+        created = False
+        if fmt:
+            # Cut the format of blank devices: nothing was acknowledged, so
+            # the next load comes up clean, or refuses with a reason and
+            # 'format' starts again; either way the volume reads zeros.
+            tag = f"seed {seed} format cut {fmt}"
+            for d in (ph, ps):
+                d.set(keep=0, torn=0)
+            r = cut_load(dm, nx, table, ps if fmt[1] == "ssd" else ph, fmt[0], fmt[2],
+                         (ph, ps), tot, tag)
+            if r is None:
+                return
+            created, was_cut, ops = r
+            tot.fmt_cuts += was_cut
+            refused = ""
+            if not created:
+                try:
+                    dm.create(nx, table)
+                    created = True
+                except DMError as e:
+                    refused = f"; reload refused ({e}), then 'format'"
+                    try:
+                        dm.create(nx, nxd_table(vol, ph.devno, ps.devno,
+                                                (opts + " format").strip()))
+                        created = True
+                    except DMError as e2:
+                        tot.failures.append(f"{tag}: and with format: {e2}\n{dmesg_tail(6)}")
+                        return
+            st = parse_nxd_status(dm.status(nx))
+            img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+            bad = nonzero_sectors(img, 0, vol)
+            summary(fname, f"{tag}: cut {was_cut} (uncut load: {ops} ops){refused}; "
+                    f"state {st['state']}, "
+                    f"non-zero sectors {len(bad)}")
+            if st["state"] != "ok" or bad:
+                tot.unexplained += len(bad)
+                tot.failures.append(f"{tag}: state {st['state']}, {len(bad)} non-zero sectors "
+                                    f"after a cut format (first {bad[:4]})")
+                return
+        if not created:
+            try:
+                dm.create(nx, table)
+            except DMError as e:
+                raise AssertionError(f"seed {seed}: nxd create on blank devices failed: {e}")
         init = bytes(vol * SECTOR)
         wid_base = 0
         for i in range(ncuts):
+            if grow and i == grow[0]:
+                # The HDD grows by GROW_MIB; the longer table's load writes
+                # the new label and superblock, and is cut 1-24 ops in.  No
+                # writes meanwhile: the old range must read exactly as
+                # before, the new one as zeros (but for the old label area).
+                tag = f"seed {seed} grow before cut {i} {grow}"
+                try:
+                    dm.remove(nx)
+                except DMError as e:
+                    tot.not_removed += 1
+                    tot.failures.append(f"{tag}: remove before the grow refused: {e}")
+                    return
+                ph.sectors = HDD_MIB * 2048
+                ph.power_on()
+                old_vol, vol = vol, crashlib.data_sectors(ph.sectors)
+                table = nxd_table(vol, ph.devno, ps.devno, opts)
+                r = cut_load(dm, nx, table, ps if grow[2] == "ssd" else ph, grow[1], grow[3],
+                             (ph, ps), tot, tag)
+                if r is None:
+                    return
+                tot.grows += 1
+                tot.grow_cuts += r[1]
+                if not r[0]:
+                    try:
+                        dm.create(nx, table)
+                    except DMError as e:
+                        tot.no_comeback += 1
+                        tot.failures.append(f"{tag}: the longer table did not load: {e}\n"
+                                            f"{dmesg_tail(6)}")
+                        return
+                st = parse_nxd_status(dm.status(nx))
+                img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+                old = old_vol * SECTOR
+                lost = 0 if img[:old] == init[:old] else \
+                    sum(1 for s in range(old_vol)
+                        if img[s * SECTOR:(s + 1) * SECTOR] != init[s * SECTOR:(s + 1) * SECTOR])
+                bad = nonzero_sectors(img, old_vol + 2048, vol)
+                summary(fname, f"{tag}: cut {r[1]} (uncut load: {r[2]} ops); state "
+                        f"{st['state']}, {old_vol} -> {vol} "
+                        f"sectors, changed in the old range {lost}, non-zero in the new {len(bad)}")
+                tot.lost += lost
+                tot.unexplained += len(bad)
+                if st["state"] != "ok" or lost or bad:
+                    tot.failures.append(f"{tag}: state {st['state']}, {lost} sectors of the old "
+                                        f"range changed, {len(bad)} non-zero in the new range")
+                    return
+                init = img
             p = cut_params(seed, i, max_n)
             tag = f"seed {seed} cut {i} opts '{opts}' {p}"
             for d in (ph, ps):
@@ -511,31 +658,12 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             formatted = False
             if p["rcut"]:
                 # Cut again while nxd recovers; then power on and recover.
-                victim = ps if p["rfirst"] == "ssd" else ph
-                victim.cut_after(p["rcut"], p["rgap"])
-                try:
-                    dm.create(nx, table)
-                    created = True
-                except DMError:
-                    created = False
-                time.sleep(0.5)             # the first destage round, if any
-                if all(d.status()["state"] == "live" for d in (ph, ps)):
-                    # Not reached: disarm both (a gap arms the other device
-                    # too); a reload of a live pcut is a clean stop.
-                    ph.power_on()
-                    ps.power_on()
-                else:
-                    tot.recovery_cuts += 1
-                    if created:
-                        try:
-                            dm.remove(nx)
-                        except DMError as e:
-                            tot.not_removed += 1
-                            tot.failures.append(f"{tag}: remove after a cut recovery refused: {e}")
-                            return
-                    ph.power_on()
-                    ps.power_on()
-                    created = False
+                r = cut_load(dm, nx, table, ps if p["rfirst"] == "ssd" else ph, p["rcut"],
+                             p["rgap"], (ph, ps), tot, tag)
+                if r is None:
+                    return
+                created, was_cut, _ = r
+                tot.recovery_cuts += was_cut
                 if created:
                     st_r = parse_nxd_status(dm.status(nx))
                     dm.remove(nx)           # and load it the normal way below
