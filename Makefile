@@ -170,7 +170,8 @@ test:
 
 # Debug kernel (lockdep, KASAN, fault injection) from Debian's linux-source,
 # built under build/debug-kernel; test-debug runs the guest suite and a
-# fault-injection loop on it (TEST_DEBUG_MODE=suite|failslab|all).
+# fault-injection loop and a few crash-campaign seeds on it
+# (TEST_DEBUG_MODE=suite|failslab|campaign|all).
 debug-kernel:
 	$(TOP)/scripts/debug-kernel.sh
 

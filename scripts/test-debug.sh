@@ -4,7 +4,7 @@
 # `make test-debug`: run dm-nxd on the debug kernel (scripts/debug-kernel.sh:
 # lockdep, KASAN, DEBUG_ATOMIC_SLEEP, DEBUG_LIST, hung-task detection, fault
 # injection).  Builds the kernel if needed, builds dm-nxd.ko against it, then
-# boots it (scripts/vm-run.sh with VM_KERNEL=<build tree>) up to twice:
+# boots it (scripts/vm-run.sh with VM_KERNEL=<build tree>) up to three times:
 #
 #   suite     the guest pytest suite (pytest -v) on a subset of the CI
 #             files that fits a TCG + KASAN guest (DEBUG_SUITE below;
@@ -17,12 +17,16 @@
 #             I/O (failslab, fail_page_alloc); and fails bios to the SSD and
 #             the HDD (fail_make_request); see guest_failslab below.  A
 #             broken harness (9p root) ends it with "HARNESS ERROR", exit 3
+#   campaign  the dm-pcut crash campaign (tests/vm/test_crash_pcut.py, as
+#             make crash-campaign) on a few seeds: NXD_DEBUG_SEEDS (1-3),
+#             NXD_DEBUG_CUTS (3) cuts each, within NXD_DEBUG_MAX_N (1500)
+#             group ops; seeds 1 and 3 also cut a format, seed 3 a grow
 #
 # After each boot the guest's kernel log is searched for lockdep, KASAN,
 # BUG/WARNING, sleeping-in-atomic and call traces; any hit fails the run and
 # is saved to build/logs/<release>-<mode>-splats.txt.
 #
-# Usage: scripts/test-debug.sh [suite|failslab|all]     (default all)
+# Usage: scripts/test-debug.sh [suite|failslab|campaign|all]   (default all)
 #
 # Environment:
 #   NXD_TESTS          guest tests for `suite` (default: DEBUG_SUITE below)
@@ -368,7 +372,7 @@ fi
 
 # ----------------------------------------------------------------- host ---
 mode=${1:-all}
-case $mode in suite|failslab|all) ;; *) echo "usage: $0 [suite|failslab|all]" >&2; exit 2 ;; esac
+case $mode in suite|failslab|campaign|all) ;; *) echo "usage: $0 [suite|failslab|campaign|all]" >&2; exit 2 ;; esac
 logs=${NXD_LOGS:-$here/build/logs}
 case $logs in /*) ;; *) logs=$here/$logs ;; esac
 case $logs in "$here"/build/*) ;; *) echo "test-debug: NXD_LOGS must be under build/" >&2; exit 2 ;; esac
@@ -583,7 +587,7 @@ boot() {
 		say "$m: kernel log shows $(wc -l <<<"$splats") problem line(s); first:"
 		head -n 15 <<<"$splats" | sed 's/^/  | /'
 	fi
-	if [ "$m" = suite ]; then
+	if [ "$m" = suite ] || [ "$m" = campaign ]; then
 		line=$(grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' \
 			"$logs/$kver-$m.log" | tail -n1 | sed -E 's/^=+ //; s/ =+$//')
 		# No summary (timeout, guest died): what the -v lines say.
@@ -649,10 +653,20 @@ fi
 if [ "$mode" = failslab ] || [ "$mode" = all ]; then
 	boot failslab "NXD_FAILSLAB_ITERS=${NXD_FAILSLAB_ITERS:-40} NXD_FAILSLAB_IO=${NXD_FAILSLAB_IO:-20} NXD_FAILSLAB_WRITES=${NXD_FAILSLAB_WRITES:-100} bash scripts/test-debug.sh --guest-failslab"
 fi
+if [ "$mode" = campaign ] || [ "$mode" = all ]; then
+	seeds=${NXD_DEBUG_SEEDS:-1-3}
+	pycmd="NXD_PCUT_CAMPAIGN=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=${NXD_DEBUG_CUTS:-3}"
+	pycmd+=" NXD_PCUT_MAX_N=${NXD_DEBUG_MAX_N:-1500} NXD_TEST_WATCHDOG=${NXD_TEST_WATCHDOG:-7200}"
+	pycmd+=" python3 -m pytest -v -s -rfE tests/vm/test_crash_pcut.py -k campaign -p no:cacheprovider"
+	boot campaign "$pycmd"
+	# The campaign's own counts (cut points, lost, stale) for the summary.
+	c=$(grep -h "crash-campaign $kver" "$logs/$kver-crash-campaign.txt" 2>/dev/null | tail -n1 | cut -d' ' -f3-)
+	[ -n "$c" ] && result[campaign]+=" [$c]"
+fi
 
 echo
 echo "==== dm-nxd debug-kernel summary ($(($(date +%s) - t0))s, $kver, kvm=$NXD_KVM) ===="
-for m in suite failslab; do
+for m in suite failslab campaign; do
 	[ -n "${result[$m]:-}" ] && echo "$m: ${result[$m]}"
 done
 [ $fail = 0 ] && echo "debug kernel: clean" || echo "debug kernel: FAILED (logs in $rel_logs/$kver-*)"

@@ -436,6 +436,17 @@ def inflight(devno):
         return str(e)
 
 
+def removed(dm, nx, tot, what):
+    """Remove nxd; False (and a failure counted) if dm refused."""
+    try:
+        dm.remove(nx)
+        return True
+    except DMError as e:
+        tot.not_removed += 1
+        tot.failures.append(f"{what} refused: {e}")
+        return False
+
+
 def cut_load(dm, nx, table, victim, n, gap, devs, tot, tag):
     """Load nxd with @victim set to cut @n group ops into the load (the
     other device @gap ops later); power both on again if either was cut.
@@ -456,13 +467,8 @@ def cut_load(dm, nx, table, victim, n, gap, devs, tot, tag):
         for d in devs:
             d.power_on()
         return created, False, ops
-    if created:
-        try:
-            dm.remove(nx)
-        except DMError as e:
-            tot.not_removed += 1
-            tot.failures.append(f"{tag}: remove after a cut load refused: {e}")
-            return None
+    if created and not removed(dm, nx, tot, f"{tag}: remove after a cut load"):
+        return None
     for d in devs:
         d.power_on()
     return False, True, None
@@ -548,15 +554,11 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
         for i in range(ncuts):
             if grow and i == grow[0]:
                 # The HDD grows by GROW_MIB; the longer table's load writes
-                # the new label and superblock, and is cut 1-24 ops in.  No
+                # the new label and superblock, and is cut 1-8 ops in.  No
                 # writes meanwhile: the old range must read exactly as
                 # before, the new one as zeros (but for the old label area).
                 tag = f"seed {seed} grow before cut {i} {grow}"
-                try:
-                    dm.remove(nx)
-                except DMError as e:
-                    tot.not_removed += 1
-                    tot.failures.append(f"{tag}: remove before the grow refused: {e}")
+                if not removed(dm, nx, tot, f"{tag}: remove before the grow"):
                     return
                 ph.sectors = HDD_MIB * 2048
                 ph.power_on()
@@ -647,11 +649,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     pass
                 tot.failures.append(msg)
                 return
-            try:
-                dm.remove(nx)
-            except DMError as e:
-                tot.not_removed += 1
-                tot.failures.append(f"{tag}: dmsetup remove of nxd refused: {e}")
+            if not removed(dm, nx, tot, f"{tag}: dmsetup remove of nxd"):
                 return
             ph.power_on()
             ps.power_on()
