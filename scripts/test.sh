@@ -18,6 +18,8 @@
 #   NXD_POWERCUT=0  skip the whole-guest power-cut check (scripts/powercut.sh,
 #                two more boots per kernel; NXD_POWERCUT_SEED, default
 #                101 for the first kernel, 102 for the second)
+#   NXD_PARALLEL=0  run the kernels' guests one after the other (default:
+#                all at once; their output is printed when all are done)
 #   NXD_LOGS     log dir under build/ (default build/logs; use your own
 #                when others test in the same work tree at the same time)
 #   VM_TIMEOUT, VM_MEMORY, VM_CPUS, NXD_KVM: see scripts/vm-run.sh
@@ -137,12 +139,13 @@ skip_allowed() { # KVER REASON
 	return 1
 }
 
-declare -A summary rcs extra
-kidx=0
-fail=0
-tot_pass=0
-tot_fail=0
-for kv in "${kvers[@]}"; do
+# run_kernel KVER INDEX: one guest with the whole suite, then the power-cut
+# boots; prints as it goes and leaves its counts in $logs/run-KVER.result.
+run_kernel() {
+	local kv=$1 kidx=$2
+	local summary_l= extra_l= pass=0 failn=0 fail=0
+	local junit crash_seeds penv pyargs a ccmd collect_out crc expected collected_file pycmd rc line n
+	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed pline prc
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
@@ -167,22 +170,21 @@ for kv in "${kvers[@]}"; do
 	# The whole suite in one guest: about 30 min under TCG on 2 cores.
 	VM_TIMEOUT=${VM_TIMEOUT:-3000} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
 	rc=${PIPESTATUS[0]}
-	rcs[$kv]=$rc
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
 	# or "no tests ran in 0.01s" (exit 5: a failure here too).
 	line=$(grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' \
 		"$logs/$kv-pytest.log" | tail -n1 | sed -E 's/^=+ //; s/ =+$//')
 	if [ -z "$line" ]; then
-		summary[$kv]="no pytest summary (guest exit $rc)"
+		summary_l="no pytest summary (guest exit $rc)"
 		fail=1
 	else
-		summary[$kv]=$line
+		summary_l=$line
 		[ "$rc" = 0 ] || fail=1
 		for n in $(grep -oE '[0-9]+ passed' <<<"$line" | cut -d' ' -f1); do
-			tot_pass=$((tot_pass + n))
+			pass=$((pass + n))
 		done
 		for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | cut -d' ' -f1); do
-			tot_fail=$((tot_fail + n))
+			failn=$((failn + n))
 		done
 	fi
 	# Accounting: every test the host collected ran in the guest (passed,
@@ -224,14 +226,14 @@ for kv in "${kvers[@]}"; do
 	nsum=${nsum:-0}
 	[ "$nskip" = "$nsum" ] || acct+=("$nsum skipped in the summary, $nskip skip reasons listed")
 	[ "$bad_skips" = 0 ] || acct+=("$bad_skips skip(s) not in SKIP_ALLOW")
-	extra[$kv]="tests: ${expected:-?} expected (host), ${gcoll:-?} collected (guest), $ran ran; $nskip skipped"
-	[ -n "$skip_lines" ] && extra[$kv]+=$'\n'"${skip_lines%$'\n'}"
+	extra_l="tests: ${expected:-?} expected (host), ${gcoll:-?} collected (guest), $ran ran; $nskip skipped"
+	[ -n "$skip_lines" ] && extra_l+=$'\n'"${skip_lines%$'\n'}"
 	if [ ${#acct[@]} -gt 0 ]; then
 		fail=1
-		tot_fail=$((tot_fail + 1))
+		failn=$((failn + 1))
 		for a in "${acct[@]}"; do
 			say "$kv: ACCOUNTING FAILED: $a"
-			extra[$kv]+=$'\n'"ACCOUNTING FAILED: $a"
+			extra_l+=$'\n'"ACCOUNTING FAILED: $a"
 		done
 	fi
 	if [ "$rc" != 0 ]; then
@@ -248,7 +250,7 @@ for kv in "${kvers[@]}"; do
 	fi
 	# Counts the crash tests report (cut points, bytes verified).
 	if [ -s "$logs/$kv-crash-summary.txt" ]; then
-		extra[$kv]+=$'\n'$(cut -d' ' -f3- "$logs/$kv-crash-summary.txt")
+		extra_l+=$'\n'$(cut -d' ' -f3- "$logs/$kv-crash-summary.txt")
 	fi
 	# Whole-guest power cut: two more boots (scripts/powercut.sh).
 	if [ "${NXD_POWERCUT:-1}" = 1 ]; then
@@ -257,16 +259,69 @@ for kv in "${kvers[@]}"; do
 		prc=$?
 		[ -n "$pline" ] || pline="powercut $kv seed $seed: FAIL: no verdict (see $rel/$kv-powercut.err)"
 		say "$pline"
-		extra[$kv]+=${extra[$kv]:+$'\n'}$pline
+		extra_l+=${extra_l:+$'\n'}$pline
 		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then
-			tot_pass=$((tot_pass + 1))
+			pass=$((pass + 1))
 		else
-			tot_fail=$((tot_fail + 1))
+			failn=$((failn + 1))
 			fail=1
 		fi
 	fi
-	kidx=$((kidx + 1))
+	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
+}
+
+# Both kernels' guests at once (NXD_PARALLEL=1, the default): each is
+# mostly one busy vCPU, so on 2 cores this about halves the wall time.
+# Their output is printed, one kernel after the other, once both are done.
+declare -A summary extra
+fail=0
+tot_pass=0
+tot_fail=0
+kidx=0
+pids=()
+if [ "${NXD_PARALLEL:-1}" = 1 ] && [ ${#kvers[@]} -gt 1 ]; then
+	say "guests for ${kvers[*]} run at once; their output follows when all are done" \
+		"(NXD_PARALLEL=0: one after the other)"
+	for kv in "${kvers[@]}"; do
+		rm -f "$logs/run-$kv".*
+		run_kernel "$kv" $kidx >"$logs/run-$kv.out" 2>&1 &
+		pids+=($!)
+		kidx=$((kidx + 1))
+	done
+	# A line every 5 min, so that a CI log shows where a slow run is.
+	(
+		while sleep 300; do
+			for kv in "${kvers[@]}"; do
+				p=$(grep -aoE '\[ *[0-9]+%\]' "$logs/$kv-pytest.log" 2>/dev/null | tail -n1)
+				say "$kv: $(($(date +%s) - t0))s, suite at ${p:-start}"
+			done
+		done
+	) &
+	hb=$!
+	wait "${pids[@]}"
+	kill $hb 2>/dev/null
+	for kv in "${kvers[@]}"; do
+		echo "---- $kv ----"
+		cat "$logs/run-$kv.out"
+	done
+else
+	for kv in "${kvers[@]}"; do
+		rm -f "$logs/run-$kv".*
+		run_kernel "$kv" $kidx
+		kidx=$((kidx + 1))
+	done
+fi
+for kv in "${kvers[@]}"; do
+	summary_l="no result (run_kernel died)" extra_l= pass=0 failn=1 fail=1
+	# shellcheck disable=SC1090
+	[ -f "$logs/run-$kv.result" ] && . "$logs/run-$kv.result"
+	summary[$kv]=$summary_l
+	extra[$kv]=$extra_l
+	tot_pass=$((tot_pass + pass))
+	tot_fail=$((tot_fail + failn))
+	[ "$fail" = 0 ] || any_fail=1
 done
+fail=${any_fail:-0}
 
 echo
 echo "==== dm-nxd test summary ($(($(date +%s) - t0))s) ===="
