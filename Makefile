@@ -187,7 +187,7 @@ bench:
 	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
 
 # dm-nxd over dm-pcut (volatile caches, seeded power cuts): SEEDS chains of
-# CUTS cuts, one guest per kernel (scripts/crash-campaign.sh).
+# CUTS cuts, one guest per kernel, all at once (scripts/crash-campaign.sh).
 .PHONY: crash-campaign
 crash-campaign:
 	@SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),4)' $(TOP)/scripts/crash-campaign.sh

@@ -9,7 +9,8 @@
 #   TEST_KVERS=6.12.95+deb12-amd64 make crash-campaign SEEDS=4
 #   make crash-campaign SEEDS=1-60 CUTS=8 MAX_N=2500   # cuts within 2500 group ops
 #
-# Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
+# The kernels' guests run at the same time (CAMPAIGN_PARALLEL=0: one after
+# the other).  Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
 # a fresh volume (nxd option set = seed % 4 of: defaults,
 # "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0")
 # and CUTS power cuts in a row (keep 0/50/100, SSD or HDD first, gap 0, small
@@ -42,17 +43,17 @@ nseeds=$(python3 -c "import sys; a,_,b=sys.argv[1].partition('-'); print(int(b)-
 # About 15-40 s per cut under TCG, plus boot.
 timeout=${VM_TIMEOUT:-$((600 + nseeds * CUTS * 60))}
 mkdir -p build/logs
-rc=0
-declare -A lines
-for kv in $TEST_KVERS; do
+# campaign KVER: one guest; leaves its summary line in
+# build/logs/run-KVER.campaign and exits non-zero on a failure.
+campaign() {
+	local kv=$1 kd sumf before after grc line
 	kd=/usr/src/linux-headers-$kv
 	[ -f "/lib/modules/$kv/build/Makefile" ] && kd=/lib/modules/$kv/build
 	echo "crash-campaign[$kv]: building dm-nxd and dm-pcut"
 	if ! make -s --no-print-directory "module-$kv" >/dev/null ||
 		! make -s --no-print-directory -C tests/fixtures/pcut KDIR="$kd" KVER="$kv" >/dev/null; then
-		lines[$kv]="build FAILED"
-		rc=1
-		continue
+		echo "build FAILED" >"build/logs/run-$kv.campaign"
+		return 1
 	fi
 	sumf=build/logs/$kv-crash-campaign.txt
 	before=$(wc -l <"$sumf" 2>/dev/null || echo 0)
@@ -63,17 +64,35 @@ for kv in $TEST_KVERS; do
 		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k campaign" \
 		>"build/logs/$kv-crash-campaign-pytest.txt" 2>&1
 	grc=$?
-	tail -n 3 "build/logs/$kv-crash-campaign-pytest.txt"
+	tail -n 3 "build/logs/$kv-crash-campaign-pytest.txt" | sed "s/^/crash-campaign[$kv]: /"
 	after=$(wc -l <"$sumf" 2>/dev/null || echo 0)
 	if [ "$after" -gt "$before" ]; then
-		lines[$kv]=$(tail -n 1 "$sumf" | cut -d' ' -f3-)
+		line=$(tail -n 1 "$sumf" | cut -d' ' -f3-)
 	else
-		lines[$kv]="no summary (guest exit $grc; see build/logs/$kv-crash-campaign-pytest.txt)"
+		line="no summary (guest exit $grc; see build/logs/$kv-crash-campaign-pytest.txt)"
 	fi
-	[ $grc = 0 ] || rc=1
+	echo "$line" >"build/logs/run-$kv.campaign"
+	return $grc
+}
+
+# The kernels' guests run at once (each is mostly one busy vCPU);
+# CAMPAIGN_PARALLEL=0: one after the other.
+rc=0
+pids=()
+for kv in $TEST_KVERS; do
+	rm -f "build/logs/run-$kv.campaign"
+	if [ "${CAMPAIGN_PARALLEL:-1}" = 1 ]; then
+		campaign "$kv" &
+		pids+=($!)
+	else
+		campaign "$kv" || rc=1
+	fi
+done
+for p in "${pids[@]}"; do
+	wait "$p" || rc=1
 done
 echo "crash-campaign summary:"
 for kv in $TEST_KVERS; do
-	echo "  $kv: ${lines[$kv]:-not run}"
+	echo "  $kv: $(cat "build/logs/run-$kv.campaign" 2>/dev/null || echo "not run")"
 done
 exit $rc
