@@ -292,8 +292,9 @@ if [ "${NXD_PARALLEL:-1}" = 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 	(
 		while sleep 300; do
 			for kv in "${kvers[@]}"; do
-				p=$(grep -aoE '\[ *[0-9]+%\]' "$logs/$kv-pytest.log" 2>/dev/null | tail -n1)
-				say "$kv: $(($(date +%s) - t0))s, suite at ${p:-start}"
+				# pytest -q: one character a test, on lines of their own.
+				p=$(grep -aE '^[.sFEx]+$' "$logs/$kv-pytest.log" 2>/dev/null | tr -cd '.sFEx' | wc -c)
+				say "$kv: $(($(date +%s) - t0))s, $p of $(cat "$logs/$kv-collected.txt" 2>/dev/null || echo '?') tests done"
 			done
 		done
 	) &
