@@ -525,7 +525,15 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     dm.create(nx, table)
                     created = True
                 except DMError as e:
-                    refused = f"; reload refused ({e}), then 'format'"
+                    # The constructor must say why (dm logs "table: <dev>:
+                    # nxd: <ti->error>").
+                    why = [ln.split(" nxd: ", 1)[1] for ln in dmesg_tail(10).splitlines()
+                           if "table: " in ln and " nxd: " in ln]
+                    if not why:
+                        tot.failures.append(f"{tag}: reload refused ({e}) with no reason "
+                                            f"in the kernel log:\n{dmesg_tail(6)}")
+                        return
+                    refused = f"; reload refused ({e}: {why[-1]}), then 'format'"
                     try:
                         dm.create(nx, nxd_table(vol, ph.devno, ps.devno,
                                                 (opts + " format").strip()))
