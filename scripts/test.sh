@@ -167,8 +167,10 @@ run_kernel() {
 	rm -f "$collected_file"
 	pycmd="$penv NXD_COLLECTED_FILE=$collected_file python3 -m pytest -q -rs $pyargs --junitxml=$junit --durations=15"
 	say "$kv: $pycmd"
-	# The whole suite in one guest: about 30 min under TCG on 2 cores.
-	VM_TIMEOUT=${VM_TIMEOUT:-3000} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+	# The whole suite in one guest: 35-50 min under TCG with both kernels'
+	# guests sharing 2 cores; the per-test watchdog (900 s) catches a hang
+	# long before this guest timeout.
+	VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
 	rc=${PIPESTATUS[0]}
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
 	# or "no tests ran in 0.01s" (exit 5: a failure here too).
