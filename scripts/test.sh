@@ -294,8 +294,10 @@ if [ "${NXD_PARALLEL:-1}" = 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 	(
 		while sleep 300; do
 			for kv in "${kvers[@]}"; do
-				# pytest -q: one character a test, on lines of their own.
-				p=$(grep -aE '^[.sFEx]+$' "$logs/$kv-pytest.log" 2>/dev/null | tr -cd '.sFEx' | wc -c)
+				# pytest -q: one character a test, on lines of their own
+				# (a full line ends in "[ NN%]").
+				p=$(grep -aE '^[.sFEx]+( +\[ *[0-9]+%\])?$' "$logs/$kv-pytest.log" 2>/dev/null |
+					sed -E 's/ +\[.*//' | tr -cd '.sFEx' | wc -c)
 				say "$kv: $(($(date +%s) - t0))s, $p of $(cat "$logs/$kv-collected.txt" 2>/dev/null || echo '?') tests done"
 			done
 		done

@@ -103,6 +103,14 @@ def guest_setup():
             f.write("60")
     except OSError:
         pass
+    # Soft lockups after 120 s, not 20: under TCG a vCPU thread starved by
+    # the host (other guests on the 2 cores) is "stuck" for tens of
+    # seconds in whatever it ran (seen: clear_page_erms in an XFS read).
+    try:
+        with open("/proc/sys/kernel/watchdog_thresh", "w") as f:
+            f.write("60")
+    except OSError:
+        pass
     yield
 
 
