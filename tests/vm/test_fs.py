@@ -20,7 +20,8 @@ an ext4 with OST options, on a RAID6).
     file system's log replay, fsck, and every file fsynced before the cut.
 
 Environment:
-  NXD_FS_BIG_MB   size of the large sequential file (default 200)
+  NXD_FS_BIG_MB   size of the large sequential file (default 100: above
+                  the 64 MiB SSD, so the 1 MiB-threshold phase fills the log)
   NXD_FS_FILES    small files extracted from NXD_FS_SRC (default 2000)
   NXD_FS_SRC      source tree of the small files (default /usr/include)
 """
@@ -39,7 +40,7 @@ import nxdvm
 from nxdvm import CmdError, run
 
 MiB = 1 << 20
-BIG_MB = int(os.environ.get("NXD_FS_BIG_MB", "200"))
+BIG_MB = int(os.environ.get("NXD_FS_BIG_MB", "100"))
 NFILES = int(os.environ.get("NXD_FS_FILES", "2000"))
 SRC_ROOT = os.environ.get("NXD_FS_SRC", "/usr/include")
 MNT = "/tmp/nxd-fs-mnt"
