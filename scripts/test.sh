@@ -272,8 +272,9 @@ run_kernel() {
 	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
 }
 
-# Both kernels' guests at once (NXD_PARALLEL=1, the default): each is
-# mostly one busy vCPU, so on 2 cores this about halves the wall time.
+# Both kernels' guests at once (NXD_PARALLEL=1, the default): on the
+# 2-core host each then takes 56-61 min instead of about 35-40 alone, so
+# the pair still ends well before two in a row would.
 # Their output is printed, one kernel after the other, once both are done.
 declare -A summary extra
 fail=0
