@@ -18,6 +18,9 @@
 #   NXD_POWERCUT=0  skip the whole-guest power-cut check (scripts/powercut.sh,
 #                two more boots per kernel; NXD_POWERCUT_SEED, default
 #                101 for the first kernel, 102 for the second)
+#   NXD_FULL=1   every test on every kernel (`make test-full`); by default
+#                the slowest tests (HEAVY in tests/vm/conftest.py) are
+#                shared out, each running on one kernel only
 #   NXD_PARALLEL=0  run the kernels' guests one after the other (default:
 #                all at once; their output is printed when all are done)
 #   NXD_LOGS     log dir under build/ (default build/logs; use your own
@@ -150,6 +153,10 @@ run_kernel() {
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
 	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0}"
+	# The slowest tests run on one kernel each (tests/vm/conftest.py HEAVY).
+	if [ "${NXD_FULL:-0}" != 1 ] && [ ${#kvers[@]} -gt 1 ]; then
+		penv+=" NXD_SHARD=$kidx/${#kvers[@]}"
+	fi
 	pyargs="$NXD_TESTS -p no:cacheprovider"
 	for a in "${filter[@]}" ${PYTEST_ARGS:-}; do pyargs+=" $(printf '%q' "$a")"; done
 	# Expected: what pytest collects on the host from the same files, options
