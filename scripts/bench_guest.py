@@ -2,26 +2,39 @@
 """dm-nxd benchmark harness, guest side (python3 standard library only).
 
 Runs INSIDE the benchmark guest as root, started by scripts/bench.sh
-(`run`) or scripts/bench_calibrate.sh (`calibrate`):
+(`run`, one boot per chunk) or scripts/bench_calibrate.sh (`calibrate`):
 
-  bench_guest.py calibrate --out DIR       one hddsim drive over brd
-  bench_guest.py run --out DIR [--smoke]   the system x job matrix
+  bench_guest.py calibrate --out DIR            one hddsim drive over brd
+  bench_guest.py run --chunk NAME --out DIR     one chunk of the matrix
 
 `run` builds the emulated RAID6 (scripts/mkraid.sh) and a memory-backed SSD
-(brd), then for each system sets it up, runs the fio jobs of fio-jobs/
-against it, writes one fio JSON per run into DIR, and tears it down:
+(brd), then runs every job of the chunk on every system, job by job (all
+systems one after the other for one job, then the next job), so that host
+load drifts across systems alike.  Every job starts from a stated state:
 
-  md        the md RAID6 alone
-  ssd       the raw SSD (ceiling)
-  bcache    bcache writeback over the array, sequential_cutoff 64K
+  clean  the system is set up from scratch for the job (empty cache,
+         fresh superblocks, formatted log) and torn down after it
+  filled the same, then a not-measured fill step (the job says what)
+
+Systems:
+
+  md          the md RAID6 alone
+  ssd         the raw SSD (ceiling)
+  bcache      bcache writeback, buckets sized for the SSD
   writecache  dm-writecache over the array with the SSD
-  dmcache   dm-cache writeback smq (metadata on an 8 MiB slice of the SSD)
-  nxd       dm-nxd: nxd <array> <ssd>; skipped with a note when
-            build/<kver>/dm-nxd.ko is missing or does not load
+  dmcache     dm-cache as lvmcache lays it out: smq, writeback, metadata2
+  nxd         dm-nxd: nxd <array> <ssd> format
 
-DIR/summary.json collects every result.  A system that fails to set up is
-recorded with its error and the run goes on; everything is torn down at the
-end so that the guest powers off.
+A system that cannot be set up, or a job that fails, is recorded with the
+reason; the run goes on, and the host report (bench_report.py) exits 1.
+
+For every job: fio's JSON, the guest CPU use over the job (/proc/stat),
+every hddsim drive's busy time over the job (the bottleneck is one or the
+other), the cache occupancy before and after, and for dm-nxd the counter
+deltas.  Some jobs also record a blktrace of the member drives.
+
+DIR/summary.json collects everything.  Everything is torn down at the end
+so that the guest powers off.
 """
 
 import argparse
@@ -29,8 +42,11 @@ import datetime
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -41,16 +57,26 @@ HDDSIM_KO = os.path.join(REPO, "build", KVER, "hddsim", "dm-hddsim.ko")
 NXD_KO = os.environ.get("NXD_KO", os.path.join(REPO, "build", KVER, "dm-nxd.ko"))
 MKRAID = os.path.join(REPO, "scripts", "mkraid.sh")
 
+KiB, MiB = 1024, 1 << 20
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is
 # exactly between 159744 and 160256; the lower one is used.
-SIZES = [(5000, 5120), (10000, 10240), (20000, 19968), (40000, 39936),
+NYTRO = [(5000, 5120), (10000, 10240), (20000, 19968), (40000, 39936),
          (80000, 79872), (160000, 159744)]
 SYSTEMS = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
+CACHES = ["bcache", "writecache", "dmcache", "nxd"]
 
-SSD_MB = int(os.environ.get("SSD_MB", "256"))
+SSD_MB = int(os.environ.get("SSD_MB", "128"))
 SSD = "/dev/ram0"
 UDEV_RULE = "/etc/udev/rules.d/99-nxd-bench-nowatch.rules"
-
+TRACE_DIR = "/run/nxd-bench-trace"
+# Status counters of dm-nxd, in order (docs/status.md).
+NXD_COUNTERS = ["log_blocks", "log_used_blocks", "index_entries", "index_bytes",
+                "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
+                "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
+                "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
+                "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
+                "flushes", "discards", "recovered_segments", "recovered_blocks",
+                "recovery_us", "degraded"]
 
 T0 = time.time()
 
@@ -89,6 +115,180 @@ def modules_loaded():
     return open("/proc/modules").read()
 
 
+def wait_for(pred, timeout, step=0.5):
+    """Poll pred() until it is true or timeout seconds passed: its last value."""
+    end = time.time() + timeout
+    while True:
+        v = pred()
+        if v or time.time() >= end:
+            return v
+        time.sleep(step)
+
+
+# ------------------------------------------------------------- measurement
+
+def cpu_ticks():
+    """[(busy, total)] jiffies from /proc/stat: all CPUs, then each CPU."""
+    out = []
+    with open("/proc/stat") as f:
+        for line in f:
+            if not line.startswith("cpu"):
+                break
+            v = [int(x) for x in line.split()[1:]]
+            total = sum(v[:8])    # user nice system idle iowait irq softirq steal
+            out.append((total - v[3] - v[4], total))
+    return out
+
+
+def hddsim_counters():
+    """{drive: {bios, batches, seeks, busy_us}} of every hddsim drive."""
+    out = {}
+    for line in sh("dmsetup status --target hddsim", check=False, quiet=True).splitlines():
+        m = re.match(r"(\S+): \d+ \d+ hddsim (.*)", line)
+        if not m:
+            continue
+        w = m.group(2).split()
+        out[m.group(1)] = {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
+    return out
+
+
+class Meter:
+    """Guest CPU use and hddsim busy time between start() and stop()."""
+
+    def start(self):
+        self.t, self.cpu, self.drv = time.time(), cpu_ticks(), hddsim_counters()
+
+    def stop(self):
+        dt = max(time.time() - self.t, 1e-3)
+        pct = [100.0 * (b1 - b0) / max(t1 - t0, 1)
+               for (b0, t0), (b1, t1) in zip(self.cpu, cpu_ticks())]
+        # All vCPUs, and the busiest one: a single-threaded bottleneck
+        # (md's raid6d, a dm target's one worker) fills one vCPU only.
+        cpu, cpu_max = pct[0], max(pct[1:] or pct)
+        drv, busy = hddsim_counters(), []
+        bios = batches = 0
+        for d, c in drv.items():
+            c0 = self.drv.get(d, {})
+            busy.append(100.0 * (c.get("busy_us", 0) - c0.get("busy_us", 0)) / 1e6 / dt)
+            bios += c.get("bios", 0) - c0.get("bios", 0)
+            batches += c.get("batches", 0) - c0.get("batches", 0)
+        return dict(seconds=round(dt, 1), cpu_busy_pct=round(cpu, 1), cpu_max_pct=round(cpu_max, 1),
+                    drive_busy_pct_mean=round(sum(busy) / len(busy), 1) if busy else None,
+                    drive_busy_pct_max=round(max(busy), 1) if busy else None,
+                    drive_bios=bios, drive_batches=batches)
+
+
+class Blktrace:
+    """blktrace (bio queue events) of the array and its member drives while
+    in the block: the sizes of the requests the system sends the array and
+    those md sends each drive.  md raid456 sends its members one 4 KiB bio
+    per stripe unit, whatever it was given; dm-hddsim's merging (the
+    drives' bios per batch, in the job's meter) stands for the elevator."""
+
+    def __init__(self, md, members):
+        self.md, self.devs, self.proc, self.error = md, [md] + members, None, ""
+
+    def _names(self):
+        return sorted({f.split(".blktrace.")[0] for f in os.listdir(TRACE_DIR) if ".blktrace." in f})
+
+    def __enter__(self):
+        try:
+            if not os.path.ismount("/sys/kernel/debug"):
+                sh("mount -t debugfs none /sys/kernel/debug")
+            shutil.rmtree(TRACE_DIR, ignore_errors=True)
+            os.makedirs(TRACE_DIR)
+            cmd = ["blktrace", "-a", "queue", "-D", TRACE_DIR, "-b", "1024", "-n", "8"]
+            for d in self.devs:
+                cmd += ["-d", d]
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True)
+            # Tracing has started once every device has its output file;
+            # a SIGINT before that can leave blktrace hanging.
+            wait_for(lambda: self.proc.poll() is not None or len(self._names()) >= len(self.devs), 60)
+            if self.proc.poll() is not None:
+                self.error = "blktrace exited: %s" % self.proc.stderr.read().strip()[-300:]
+                self.proc = None
+        except Exception as e:  # noqa: BLE001 - recorded, the job goes on
+            self.error = "blktrace: %s" % e
+            self.proc = None
+        return self
+
+    def __exit__(self, *exc):
+        if not self.proc:
+            return False
+        for sig, secs in ((signal.SIGINT, 60), (signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=secs)
+                break
+            except subprocess.TimeoutExpired:
+                self.error = "blktrace did not stop on %s" % signal.Signals(sig).name
+        if self.error:
+            # A killed blktrace leaves the devices traced: the next one
+            # would get EBUSY.
+            for d in self.devs:
+                sh("blktrace -k -d %s" % d, check=False, quiet=True, timeout=30)
+        return False
+
+    def summary(self):
+        """{array: {...}, members: {...}}: per side the number and mean size
+        of read and write bios and a histogram of the write sizes."""
+        if self.error:
+            return dict(error=self.error)
+        names = self._names()
+        if not names:
+            return dict(error="blktrace wrote nothing")
+        mdname = os.path.basename(os.path.realpath(self.md))
+        out = {}
+        for side, sel in (("array", [n for n in names if n == mdname]),
+                          ("members", [n for n in names if n != mdname])):
+            hist = {"write": {}, "read": {}}
+            args = ["blkparse", "-q", "-D", TRACE_DIR, "-f", "%a %d %n\n"]
+            for n in sel:
+                args += ["-i", n]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=600) if sel else None
+            for line in (p.stdout.splitlines() if p else []):
+                w = line.split()
+                if len(w) != 3 or w[0] != "Q" or not w[2].isdigit() or w[2] == "0":
+                    continue
+                kind = "write" if "W" in w[1] else "read" if "R" in w[1] else None
+                if kind:
+                    b = int(w[2]) * 512
+                    hist[kind][b] = hist[kind].get(b, 0) + 1
+            o = dict(devices=len(sel))
+            for kind, h in hist.items():
+                n = sum(h.values())
+                o[kind + "_count"] = n
+                o[kind + "_mean_bytes"] = round(sum(k * v for k, v in h.items()) / n) if n else 0
+            o["write_hist"] = {str(k): v for k, v in sorted(hist["write"].items())}
+            out[side] = o
+        shutil.rmtree(TRACE_DIR, ignore_errors=True)
+        return out
+
+
+class Occupancy(threading.Thread):
+    """Samples a system's cache occupancy every `step` seconds."""
+
+    def __init__(self, system, step=2.0):
+        super().__init__(daemon=True)
+        self.system, self.step, self.samples = system, step, []
+        self.stop_ev = threading.Event()
+
+    def run(self):
+        t0 = time.time()
+        while not self.stop_ev.is_set():
+            o = self.system.occupancy()
+            if o is not None:
+                self.samples.append([round(time.time() - t0, 1), o.get("used_pct"), o.get("dirty_pct")])
+            self.stop_ev.wait(self.step)
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(timeout=30)
+        return self.samples
+
+
 # ---------------------------------------------------------------- base setup
 
 def base_setup():
@@ -101,7 +301,7 @@ def base_setup():
     sh("modprobe dm-mod")
     if not os.path.exists("/sys/fs/bcache"):
         sh("modprobe bcache", check=False)
-    for m in ("dm-writecache", "dm-cache", "dm-cache-smq", "raid456"):
+    for m in ("dm-writecache", "dm-cache", "dm-cache-smq", "dm-cache-cleaner", "raid456"):
         sh("modprobe %s" % m, check=False)
     if "hddsim" not in sh("dmsetup targets"):
         sh("insmod %s" % HDDSIM_KO)
@@ -129,15 +329,26 @@ def raid_down():
     sh("%s down" % MKRAID, check=False, timeout=600)
 
 
+def member_drives():
+    return sorted("/dev/mapper/" + d for d in os.listdir("/dev/mapper") if d.startswith("nxdhdd"))
+
+
 # ------------------------------------------------------------------ systems
 
+class SetupError(Exception):
+    pass
+
+
 class System:
-    name = "?"
-    desc = ""
+    """One system under test.  up() builds it from scratch (clean),
+    down() removes it.  Caches also implement occupancy(), clean() (write
+    every dirty block back: the drain phase) and restart() (stop and
+    activate again with whatever the cache holds: the cold start)."""
+    name, desc, cache = "?", "", False
 
     def __init__(self, md, ssd):
         self.md, self.ssd = md, ssd
-        self.note = ""
+        self.dev = None
 
     def up(self):
         raise NotImplementedError
@@ -145,179 +356,320 @@ class System:
     def down(self):
         pass
 
-    def state(self):
-        return ""
+    def occupancy(self):
+        return None
+
+    def clean(self, timeout):
+        return None
+
+    def restart(self):
+        return None
+
+    def counters(self):
+        return None
 
 
 class MdOnly(System):
-    name, desc = "md", "md RAID6 of 6 emulated HDDs, no cache"
+    name, desc = "md", "md RAID6 of emulated HDDs, no cache"
 
     def up(self):
-        return self.md
+        self.dev = self.md
+        return self.dev
 
 
 class RawSsd(System):
     name, desc = "ssd", "the raw SSD (brd): ceiling"
 
     def up(self):
-        return self.ssd
+        self.dev = self.ssd
+        return self.dev
+
+
+def bcache_bucket(ssd_bytes):
+    """bcache needs more than 512 buckets (register_cache_set fails with
+    "ca->sb.nbuckets is too small" otherwise); aim at 2048, 512 KiB at most."""
+    b = 512 * KiB
+    while b > 8 * KiB and ssd_bytes // b < 2048:
+        b //= 2
+    return b
 
 
 class Bcache(System):
-    name, desc = "bcache", "bcache writeback, 512 B blocks, sequential_cutoff 64K, congestion thresholds off"
+    name, cache = "bcache", True
+
+    @property
+    def desc(self):
+        return ("bcache writeback, 512 B blocks, %d KiB buckets (%d), sequential_cutoff 64K, "
+                "congestion thresholds off" % (self.bucket // KiB, self.nbuckets))
+
+    def __init__(self, md, ssd):
+        super().__init__(md, ssd)
+        self.bucket = bcache_bucket(sectors(ssd) * 512)
+        self.nbuckets = sectors(ssd) * 512 // self.bucket
+
+    def _csets(self):
+        return [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
+
+    def _bdev(self):
+        for b in sorted(os.listdir("/sys/block")):
+            if b.startswith("bcache") and os.path.exists("/dev/" + b):
+                return "/dev/" + b
+        return None
+
+    def _register(self):
+        """Register both devices and wait for an attached /dev/bcacheN."""
+        for d in (self.ssd, self.md):  # udev may have done it already
+            sh("echo %s > /sys/fs/bcache/register" % d, check=False, quiet=True)
+        dev = wait_for(self._bdev, 60, 0.2)
+        if not dev:
+            raise SetupError("no /dev/bcache* appeared")
+        csets = wait_for(self._csets, 60, 0.2)
+        if not csets:
+            raise SetupError("no bcache cache set registered (%s)"
+                             % sh("dmesg | grep -i bcache | tail -3", check=False, quiet=True))
+        self.sysd = "/sys/block/%s/bcache" % os.path.basename(dev)
+        if "no cache" in sh("cat %s/state" % self.sysd, check=False, quiet=True):
+            sh("echo %s > %s/attach" % (csets[0], self.sysd), check=False)
+        state = sh("cat %s/state" % self.sysd, check=False, quiet=True)
+        if "no cache" in state:
+            raise SetupError("bcache backing device not attached to the cache set (%s)" % state)
+        self.cset = "/sys/fs/bcache/" + csets[0]
+        self.dev = dev
+        return dev
 
     def up(self):
         zero(self.ssd, 16)
         zero(self.md, 1)
-        sh("make-bcache --wipe-bcache --writeback --block 512 -B %s -C %s" % (self.md, self.ssd))
+        sh("make-bcache --wipe-bcache --writeback --block 512 --bucket %dk -B %s -C %s"
+           % (self.bucket // KiB, self.md, self.ssd))
         settle()
-        for d in (self.ssd, self.md):  # udev usually did it already
-            sh("echo %s > /sys/fs/bcache/register" % d, check=False, quiet=True)
-        dev = None
-        for _ in range(100):
-            for b in sorted(os.listdir("/sys/block")):
-                if b.startswith("bcache"):
-                    dev = "/dev/" + b
-            if dev and os.path.exists(dev):
-                break
-            time.sleep(0.2)
-        if not dev:
-            raise RuntimeError("no /dev/bcache* appeared")
-        self.dev = dev
-        sysd = "/sys/block/%s/bcache" % os.path.basename(dev)
-        for _ in range(50):
-            if os.path.exists(sysd + "/cache"):
-                break
-            time.sleep(0.2)
-        # Registration may complete asynchronously (BCACHE_ASYNC_REGISTRATION).
-        csets = []
-        for i in range(150):
-            csets = [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
-            if csets:
-                break
-            if i % 25 == 24:
-                sh("echo %s > /sys/fs/bcache/register" % self.ssd, check=False)
-            time.sleep(0.2)
-        if not csets:
-            raise RuntimeError("no bcache cache set registered (%s)"
-                               % sh("dmesg | grep -i bcache | tail -3", check=False, quiet=True))
-        # make-bcache -B -C does not always leave the backing device attached
-        # (registration order under udev): attach it explicitly.
-        if "no cache" in sh("cat %s/state" % sysd, check=False, quiet=True):
-            sh("echo %s > %s/attach" % (csets[0], sysd), check=False)
-        state = sh("cat %s/state" % sysd, check=False, quiet=True)
-        if "no cache" in state:
-            raise RuntimeError("bcache backing device not attached to the cache set (%s)" % state)
-        sh("echo writeback > %s/cache_mode" % sysd)
-        sh("echo 65536 > %s/sequential_cutoff" % sysd)
-        for cset in os.listdir("/sys/fs/bcache"):
-            p = "/sys/fs/bcache/" + cset
-            if os.path.isdir(p) and "-" in cset:
-                sh("echo 0 > %s/congested_read_threshold_us" % p, check=False)
-                sh("echo 0 > %s/congested_write_threshold_us" % p, check=False)
+        dev = self._register()
+        sh("echo writeback > %s/cache_mode" % self.sysd)
+        sh("echo 65536 > %s/sequential_cutoff" % self.sysd)
+        # bcache bypasses a cache whose latency it finds "congested"; the
+        # TCG ramdisk would trip it.
+        sh("echo 0 > %s/congested_read_threshold_us" % self.cset, check=False)
+        sh("echo 0 > %s/congested_write_threshold_us" % self.cset, check=False)
         settle()
         return dev
 
-    def state(self):
-        d = "/sys/block/%s/bcache/" % os.path.basename(self.dev)
-        return sh("cd %s && grep -H . state cache_mode dirty_data sequential_cutoff "
-                  "stats_total/cache_hits stats_total/cache_misses stats_total/bypassed" % d,
-                  check=False, quiet=True)
-
-    def down(self):
+    def _stop(self):
         for b in os.listdir("/sys/block"):
             if b.startswith("bcache"):
                 sh("echo 1 > /sys/block/%s/bcache/stop" % b, check=False)
-        for cset in os.listdir("/sys/fs/bcache"):
-            p = "/sys/fs/bcache/" + cset
-            if os.path.isdir(p) and "-" in cset:
-                sh("echo 1 > %s/stop" % p, check=False)
-        for _ in range(150):
-            busy = [b for b in os.listdir("/sys/block") if b.startswith("bcache")]
-            csets = [c for c in os.listdir("/sys/fs/bcache") if "-" in c]
-            if not busy and not csets:
-                break
-            time.sleep(0.2)
-        else:
+        for c in self._csets():
+            sh("echo 1 > /sys/fs/bcache/%s/stop" % c, check=False)
+        gone = wait_for(lambda: not self._bdev() and not self._csets(), 60, 0.2)
+        if not gone:
             raise RuntimeError("bcache did not stop")
         settle()
+
+    def down(self):
+        self._stop()
         zero(self.ssd, 16)
         zero(self.md, 1)
 
+    def occupancy(self):
+        try:
+            dirty = parse_human(open(self.sysd + "/dirty_data").read())
+            avail = int(open(self.cset + "/cache_available_percent").read())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return dict(used_pct=100 - avail, dirty_pct=round(100.0 * dirty / (sectors(self.ssd) * 512), 1))
+
+    def clean(self, timeout):
+        # writeback_percent 0: no PD-controller throttling, write back all.
+        sh("echo 0 > %s/writeback_percent" % self.sysd)
+        t0 = time.time()
+        ok = wait_for(lambda: parse_human(open(self.sysd + "/dirty_data").read()) == 0, timeout, 1)
+        return dict(seconds=round(time.time() - t0, 1), complete=bool(ok))
+
+    def restart(self):
+        t0 = time.time()
+        self._stop()
+        t1 = time.time()
+        self._register()
+        t2 = time.time()
+        state = sh("cat %s/state" % self.sysd, check=False, quiet=True)
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), state=state)
+
+
+def parse_human(s):
+    """bcache's bch_hprint: "12.3M" -> bytes."""
+    s = s.strip()
+    m = re.match(r"([0-9.]+)([kMGTPEZY]?)", s)
+    if not m:
+        raise ValueError(s)
+    return int(float(m.group(1)) * 1024 ** " kMGTPEZY".index(m.group(2) or " "))
+
 
 class WriteCache(System):
-    name, desc = "writecache", "dm-writecache (ssd mode, 512 B blocks: the NytroXD sizes are not 4 KiB multiples) over the array"
+    name, cache = "writecache", True
+    desc = "dm-writecache, ssd mode, 512 B blocks (the NytroXD sizes are not 4 KiB multiples)"
+
+    def table(self):
+        return "0 %d writecache s %s %s 512 0" % (sectors(self.md), self.md, self.ssd)
 
     def up(self):
         zero(self.ssd, 16)
-        sh("dmsetup create bench_wc --table '0 %d writecache s %s %s 512 0'"
-           % (sectors(self.md), self.md, self.ssd))
+        sh("dmsetup create bench_wc --table '%s'" % self.table())
         settle()
-        return "/dev/mapper/bench_wc"
-
-    def state(self):
-        return sh("dmsetup status bench_wc", check=False, quiet=True)
+        self.dev = "/dev/mapper/bench_wc"
+        return self.dev
 
     def down(self):
         sh("dmsetup remove --retry bench_wc", check=False, timeout=900)
         settle()
 
+    def _status(self):
+        return [int(x) for x in sh("dmsetup status bench_wc").split()[3:7]]
+
+    def occupancy(self):
+        try:
+            _, n, free, _ = self._status()
+        except (RuntimeError, ValueError):
+            return None
+        pct = round(100.0 * (n - free) / n, 1)
+        return dict(used_pct=pct, dirty_pct=pct)  # it caches dirty blocks only
+
+    def clean(self, timeout):
+        t0 = time.time()
+        sh("dmsetup message bench_wc 0 cleaner")
+        ok = wait_for(lambda: (lambda s: s[2] == s[1] and s[3] == 0)(self._status()), timeout, 1)
+        return dict(seconds=round(time.time() - t0, 1), complete=bool(ok))
+
+    def restart(self):
+        t0 = time.time()
+        sh("dmsetup remove --retry bench_wc", timeout=900)
+        t1 = time.time()
+        sh("dmsetup create bench_wc --table '%s'" % self.table(), timeout=900)
+        t2 = time.time()
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
+                    state=sh("dmsetup status bench_wc"))
+
 
 class DmCache(System):
-    name, desc = "dmcache", "dm-cache writeback smq, 64 KiB blocks, 8 MiB metadata on the SSD"
+    name, cache = "dmcache", True
+    desc = ("dm-cache as lvmcache sets it up: 64 KiB blocks, metadata2, writeback, smq, "
+            "migration_threshold 2048; 8 MiB metadata on the SSD")
     META_SECTORS = 8 * 2048
 
-    def up(self):
-        zero(self.ssd, 16)
+    def table(self, policy="smq 2 migration_threshold 2048"):
+        return ("0 %d cache /dev/mapper/bench_cmeta /dev/mapper/bench_cdata %s 128 2 metadata2 "
+                "writeback %s" % (sectors(self.md), self.md, policy))
+
+    def _parts(self):
         ssz = sectors(self.ssd)
         sh("dmsetup create bench_cmeta --table '0 %d linear %s 0'" % (self.META_SECTORS, self.ssd))
         sh("dmsetup create bench_cdata --table '0 %d linear %s %d'"
            % (ssz - self.META_SECTORS, self.ssd, self.META_SECTORS))
         settle()
-        sh("dmsetup create bench_cache --table '0 %d cache /dev/mapper/bench_cmeta "
-           "/dev/mapper/bench_cdata %s 128 1 writeback smq 0'" % (sectors(self.md), self.md))
-        settle()
-        return "/dev/mapper/bench_cache"
 
-    def state(self):
-        return sh("dmsetup status bench_cache", check=False, quiet=True)
+    def up(self):
+        zero(self.ssd, 16)
+        self._parts()
+        sh("dmsetup create bench_cache --table '%s'" % self.table())
+        settle()
+        self.dev = "/dev/mapper/bench_cache"
+        return self.dev
 
     def down(self):
         for d in ("bench_cache", "bench_cdata", "bench_cmeta"):
             sh("dmsetup remove --retry %s" % d, check=False, timeout=900)
         settle()
 
+    def _status(self):
+        w = sh("dmsetup status bench_cache").split()
+        used, total = (int(x) for x in w[6].split("/"))
+        return used, total, int(w[13])
+
+    def occupancy(self):
+        try:
+            used, total, dirty = self._status()
+        except (RuntimeError, ValueError, IndexError):
+            return None
+        return dict(used_pct=round(100.0 * used / total, 1), dirty_pct=round(100.0 * dirty / total, 1))
+
+    def clean(self, timeout):
+        # lvconvert --uncache's way: the cleaner policy writes back every
+        # dirty block.
+        t0 = time.time()
+        sh("dmsetup suspend bench_cache")
+        sh("dmsetup reload bench_cache --table '%s'" % self.table("cleaner 0"))
+        sh("dmsetup resume bench_cache")
+        ok = wait_for(lambda: self._status()[2] == 0, timeout, 1)
+        return dict(seconds=round(time.time() - t0, 1), complete=bool(ok))
+
+    def restart(self):
+        t0 = time.time()
+        for d in ("bench_cache", "bench_cdata", "bench_cmeta"):
+            sh("dmsetup remove --retry %s" % d, timeout=900)
+        t1 = time.time()
+        self._parts()
+        sh("dmsetup create bench_cache --table '%s'" % self.table(), timeout=900)
+        t2 = time.time()
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
+                    state=sh("dmsetup status bench_cache"))
+
 
 class Nxd(System):
-    name, desc = "nxd", "dm-nxd: nxd <array> <ssd> (format)"
+    name, cache = "nxd", True
+    desc = "dm-nxd: nxd <array> <ssd> 1 format (default tunables)"
+
+    def table(self, fmt):
+        # The volume is the array less nxd's 1 MiB label area.
+        vol = (sectors(self.md) - 2048) // 8 * 8
+        return "0 %d nxd %s %s%s" % (vol, self.md, self.ssd, " 1 format" if fmt else "")
 
     def up(self):
         if not os.path.exists(NXD_KO):
-            raise SkipSystem("%s is not built (make the module first)" % NXD_KO)
+            raise SetupError("%s is not built (make module)" % NXD_KO)
         if "nxd" not in sh("dmsetup targets"):
             for m in ("libcrc32c", "crc32c"):
                 sh("modprobe %s" % m, check=False, quiet=True)
             try:
                 sh("insmod %s" % NXD_KO)
             except RuntimeError as e:
-                raise SkipSystem("dm-nxd.ko does not load: %s" % e)
+                raise SetupError("dm-nxd.ko does not load: %s" % e)
         zero(self.ssd, 16)
-        # The volume is the array less nxd's 1 MiB label area.
-        vol = (sectors(self.md) - 2048) // 8 * 8
-        sh("dmsetup create bench_nxd --table '0 %d nxd %s %s 1 format'" % (vol, self.md, self.ssd))
+        sh("dmsetup create bench_nxd --table '%s'" % self.table(True))
         settle()
-        return "/dev/mapper/bench_nxd"
-
-    def state(self):
-        return sh("dmsetup status bench_nxd", check=False, quiet=True)
+        self.dev = "/dev/mapper/bench_nxd"
+        return self.dev
 
     def down(self):
         sh("dmsetup remove --retry bench_nxd", check=False, timeout=900)
         settle()
 
+    def counters(self):
+        w = sh("dmsetup status bench_nxd", check=False, quiet=True).split()
+        if len(w) < 4 + len(NXD_COUNTERS):
+            return None
+        return dict(zip(NXD_COUNTERS, (int(x) for x in w[4:4 + len(NXD_COUNTERS)])))
 
-class SkipSystem(Exception):
-    pass
+    def occupancy(self):
+        c = self.counters()
+        if not c or not c["log_blocks"]:
+            return None
+        return dict(used_pct=round(100.0 * c["log_used_blocks"] / c["log_blocks"], 1),
+                    dirty_pct=round(100.0 * c["index_entries"] / c["log_blocks"], 1))
+
+    def clean(self, timeout):
+        t0 = time.time()
+        sh("dmsetup message bench_nxd 0 drain", timeout=timeout)
+        c = self.counters() or {}
+        return dict(seconds=round(time.time() - t0, 1), complete=c.get("index_entries") == 0)
+
+    def restart(self):
+        t0 = time.time()
+        sh("dmsetup remove --retry bench_nxd", timeout=900)
+        t1 = time.time()
+        sh("dmsetup create bench_nxd --table '%s'" % self.table(False), timeout=1800)
+        t2 = time.time()
+        c = self.counters() or {}
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
+                    recovery_us=c.get("recovery_us"), recovered_blocks=c.get("recovered_blocks"),
+                    state=sh("dmsetup status bench_nxd").split()[3])
 
 
 SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd)}
@@ -325,116 +677,288 @@ SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCach
 
 # --------------------------------------------------------------------- jobs
 
-def job_matrix(smoke):
-    """List of (job id, fio file, env overrides, description)."""
-    jobs = []
+def chunks(smoke):
+    """{chunk: [job spec]}.  A job spec: id, kind (fio|steady|drain), phase,
+    state (the stated starting state), fio file and variables, an optional
+    not-measured fill step before it, trace (blktrace the members)."""
+    burst = "clean: set up from scratch, writes capped at the burst budget"
+
+    def rand(jid, rw, bs, qd, mis=0, **kw):
+        j = dict(id=jid, kind="fio", phase="burst", state=burst, fio="rand.fio",
+                 var=dict(RW=rw, BS=bs, IODEPTH=qd, MISALIGN=mis, RWMIXREAD=50,
+                          TIME_BASED=0, BUDGET=1))
+        j.update(kw)
+        return j
+
+    small, nytro, mixed, steady, drain = [], [], [], [], []
+    for kib in (4, 8, 16):
+        for qd in (1, 8, 32):
+            small.append(rand("randwrite-%dk-qd%d" % (kib, qd), "randwrite", kib * KiB, qd,
+                              trace=(kib == 16 and qd == 8)))
+    for nominal, bs in NYTRO:
+        for mis in (0, 512):
+            nytro.append(rand("nytro-%d-%s" % (nominal, "unaligned" if mis else "aligned"),
+                              "randwrite", bs, 8, mis, nominal=nominal))
+    mixed.append(dict(id="streaming", kind="fio", phase="burst", fio="streaming.fio",
+                      state="clean", var=dict(IODEPTH=4), trace=True))
+    mixed.append(dict(id="streaming-after-small", kind="fio", phase="burst", fio="streaming.fio",
+                      var=dict(IODEPTH=4),
+                      state="filled: the burst budget of random 4 KiB writes over the whole volume "
+                            "first, so that logged blocks lie in the streamed region",
+                      fill=dict(BS=4 * KiB, REGION="all", FILL="budget")))
+    mixed.append(dict(id="interference", kind="fio", phase="burst", fio="interference.fio",
+                      state="clean", var=dict(IODEPTH=8)))
+    mixed.append(dict(id="interference-solo", kind="fio", phase="burst", fio="interference.fio",
+                      section="stream", state="clean: the 1 MiB writer of the interference job alone",
+                      var=dict(IODEPTH=8)))
+    mixed.append(dict(id="read-after-write-cache", kind="fio", phase="read", fio="rand.fio",
+                      state="filled: every 4 KiB block of a region of 1/8 of the SSD written "
+                            "once; the job reads that region (served by the cache)",
+                      fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
+                      var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
+                               TIME_BASED=1, REGION="readback")))
+    mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand.fio",
+                      state="clean: reads of a region never written through the cache "
+                            "(served by the HDDs)",
+                      var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
+                               TIME_BASED=1, REGION="cold")))
+    mixed.append(dict(id="mix70-4k", kind="fio", phase="burst", fio="rand.fio", state="clean",
+                      var=dict(RW="randrw", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=70,
+                               TIME_BASED=1, REGION="all")))
+    steady.append(dict(id="steady-4k", kind="steady", phase="steady",
+                       state="clean, then random 4 KiB writes at QD 8 over a working set of "
+                             "4x the SSD until past the settle window; then cold start "
+                             "(stop, activate with the full cache) and drain (write back all)",
+                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
+                                TIME_BASED=1, REGION="steady"), trace=True))
+    drain.append(dict(id="drain-4k", kind="drain", phase="drain", fio="rand.fio",
+                      state="filled: random 4 KiB writes, each block once, over a region 8x the "
+                            "SSD, totalling 60 % of the SSD; the job writes all back (md: the "
+                            "same writes straight to the array)",
+                      fill=dict(BS=4 * KiB, REGION="drain", FILL="drain"),
+                      var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
+                               TIME_BASED=1, REGION="drain"), trace=True))
     if smoke:
-        # Reduced: one size, both alignments and all three patterns once.
-        jobs.append(dict(job="randwrite", nominal=5000, bs=5120, misalign=0))
-        jobs.append(dict(job="randrewrite", nominal=5000, bs=5120, misalign=512))
-        jobs.append(dict(job="randread", nominal=5000, bs=5120, misalign=0))
-        jobs.append(dict(job="interference"))
-        jobs.append(dict(job="drain"))
-    else:
-        for nominal, bs in SIZES:
-            for pat in ("randwrite", "randrewrite", "randread"):
-                for mis in (0, 512):
-                    jobs.append(dict(job=pat, nominal=nominal, bs=bs, misalign=mis))
-        jobs.append(dict(job="interference"))
-        jobs.append(dict(job="streaming"))
-        jobs.append(dict(job="drain"))
-    only = [x for x in os.environ.get("BENCH_JOBS", "").split(",") if x]
-    if only:
-        jobs = [j for j in jobs if any(job_id(j).startswith(x) for x in only)]
-    return jobs
+        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], steady[0], drain[0]])
+    return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 
-def job_id(j):
-    if "bs" in j:
-        return "%s-%d-%s" % (j["job"], j["nominal"], "unaligned" if j["misalign"] else "aligned")
-    return j["job"]
+def region(name, vol_bytes, ssd_bytes, args):
+    """(offset, size) in bytes of a named region of the volume."""
+    al = 1 * MiB
+    if name == "all":
+        return 0, vol_bytes // al * al - al
+    if name == "readback":
+        return 0, max(ssd_bytes // 8 // al * al, al)
+    if name == "cold":      # the far end: never written by a clean job
+        size = max(ssd_bytes // 8 // al * al, al)
+        return (vol_bytes - 2 * size) // al * al, size
+    if name == "steady":
+        return 0, min(4 * ssd_bytes, vol_bytes // al * al - al)
+    if name == "drain":
+        return 0, min(8 * ssd_bytes, vol_bytes // al * al - al)
+    raise ValueError(name)
 
 
-def fio_env(target, j, args):
+def fio_env(target, var, vol_bytes, ssd_bytes, args):
     env = dict(os.environ)
-    env.update(TARGET=target, RUNTIME=str(args.runtime), RAMP=str(args.ramp),
-               SIZE="100%", IODEPTH=str(args.iodepth), BS=str(j.get("bs", 4096)),
-               MISALIGN=str(j.get("misalign", 0)), REWRITE_SIZE=args.rewrite_size,
-               DRAIN_SIZE=args.drain_size)
-    if j["job"] == "drain":
-        env["RUNTIME"] = str(args.drain_runtime)
+    reg = var.get("REGION", "all")
+    off, size = region(reg, vol_bytes, ssd_bytes, args)
+    mis = int(var.get("MISALIGN", 0))
+    budget = args.burst_pct * ssd_bytes // 100 // 4096 * 4096
+    env.update(TARGET=target, RUNTIME=str(args.runtime), RAMP=str(args.ramp), SIZE=str(size - mis),
+               OFFSET=str(off + mis), IO_SIZE=str(budget if var.get("BUDGET") else size - mis))
+    for k, v in var.items():
+        if k not in ("REGION", "BUDGET", "MISALIGN"):
+            env[k] = str(v)
+    if var.get("TIME_BASED") == 0:
+        env["RAMP"] = "0"  # a budgeted burst is measured from its first I/O
     return env
 
 
-def parse_fio(data, j):
+def parse_fio(data):
     """Per-group results of one fio JSON output."""
     groups = {}
     for job in data.get("jobs", []):
         g = groups.setdefault(job["groupid"], dict(name=job["jobname"], r_iops=0.0, w_iops=0.0,
-                                                    r_bw=0, w_bw=0, lat=[], p99=[]))
+                                                    r_bw=0, w_bw=0, lat=[], pct={}, ios=0))
         for d in ("read", "write"):
             s = job[d]
             if s.get("total_ios", 0) == 0 and s.get("io_bytes", 0) == 0:
                 continue
             g[d[0] + "_iops"] += s["iops"]
             g[d[0] + "_bw"] += s["bw_bytes"]
+            g["ios"] += s.get("total_ios", 0)
             g["lat"].append(s["clat_ns"]["mean"] / 1000.0 if "clat_ns" in s else 0)
-            pct = s.get("clat_ns", {}).get("percentile", {})
-            if "99.000000" in pct:
-                g["p99"].append(pct["99.000000"] / 1000.0)
+            for p, v in s.get("clat_ns", {}).get("percentile", {}).items():
+                k = "p%g" % float(p)
+                g["pct"][k] = max(g["pct"].get(k, 0), v / 1000.0)
     out = []
     for gid, g in sorted(groups.items()):
-        if j["job"] == "randrewrite" and g["name"] == "firstpass":
-            continue
         out.append(dict(group=g["name"], iops=round(g["r_iops"] + g["w_iops"], 1),
-                        mbps=round((g["r_bw"] + g["w_bw"]) / 1e6, 2),
+                        read_iops=round(g["r_iops"], 1), write_iops=round(g["w_iops"], 1),
+                        mbps=round((g["r_bw"] + g["w_bw"]) / 1e6, 2), ios=g["ios"],
                         lat_us=round(max(g["lat"]) if g["lat"] else 0, 1),
-                        p99_us=round(max(g["p99"]) if g["p99"] else 0, 1)))
+                        p50_us=round(g["pct"].get("p50", 0), 1),
+                        p99_us=round(g["pct"].get("p99", 0), 1),
+                        p99_9_us=round(g["pct"].get("p99.9", 0), 1)))
     return out
 
 
-def run_job(system, target, j, args):
-    jid = job_id(j)
-    out = os.path.join(args.out, "%s__%s.json" % (system, jid))
-    env = fio_env(target, j, args)
-    limit = int(env["RUNTIME"]) * 3 + args.ramp * 2 + 180
-    cmd = ["fio", "--output-format=json", "--output=" + out, os.path.join(JOBS, j["job"] + ".fio")]
+def run_fio(fio, env, out, section=None, extra=(), limit=None):
+    cmd = ["fio", "--output-format=json", "--output=" + out]
+    if section:
+        cmd.append("--section=" + section)
+    cmd += list(extra) + [os.path.join(JOBS, fio)]
+    limit = limit or int(env["RUNTIME"]) * 3 + int(env["RAMP"]) * 2 + 180
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=limit)
+    if p.returncode != 0:
+        raise RuntimeError("fio %s exit %d: %s" % (fio, p.returncode, p.stderr.strip()[-500:]))
+    with open(out) as f:
+        text = f.read()
+    # fio may print warnings before the JSON document.
+    return json.loads(text[text.index("{"):])
+
+
+def do_fill(sysobj, fill, vol_bytes, ssd_bytes, args, outbase):
+    """The not-measured preparation step of a job."""
+    off, size = region(fill["REGION"], vol_bytes, ssd_bytes, args)
+    if fill["FILL"] == "budget":
+        amount = args.burst_pct * ssd_bytes // 100
+    elif fill["FILL"] == "drain":
+        amount = args.drain_fill_pct * ssd_bytes // 100
+    else:
+        amount = size
+    env = dict(os.environ, TARGET=sysobj.dev, RUNTIME=str(args.fill_limit), RAMP="0",
+               IODEPTH="8", BS=str(fill["BS"]), OFFSET=str(off), SIZE=str(size),
+               FILL_SIZE=str(amount // 4096 * 4096))
     t0 = time.time()
-    rec = dict(system=system, id=jid, job=j["job"], nominal=j.get("nominal"), bs=j.get("bs"),
-               misalign=j.get("misalign"))
-    try:
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=limit)
-        if p.returncode != 0:
-            raise RuntimeError("fio exit %d: %s" % (p.returncode, p.stderr.strip()[-500:]))
-        with open(out) as f:
-            text = f.read()
-        # fio may print warnings before the JSON document.
-        data = json.loads(text[text.index("{"):])
-        rec["groups"] = parse_fio(data, j)
-        rec["ok"] = True
-    except Exception as e:  # noqa: BLE001 - recorded, the run goes on
-        rec["ok"] = False
-        rec["error"] = str(e)[-800:]
-    rec["seconds"] = round(time.time() - t0, 1)
-    brief = ", ".join("%s %.0f IOPS %.1f MB/s" % (g["group"], g["iops"], g["mbps"])
-                      for g in rec.get("groups", []))
-    log("%-10s %-32s %s" % (system, jid, brief if rec["ok"] else "FAILED: " + rec["error"][:300]))
-    return rec
+    data = run_fio("fill.fio", env, outbase + ".fill.json", limit=args.fill_limit + 300)
+    g = parse_fio(data)
+    return dict(bytes=amount, seconds=round(time.time() - t0, 1),
+                iops=g[0]["iops"] if g else 0, occupancy=sysobj.occupancy())
 
 
-def time_drain(name):
-    """Destage the whole log with the drain message: seconds and bytes
-    (from destaged_bytes, counter 15 of the status line, docs/status.md)."""
-    def destaged():
-        f = sh("dmsetup status %s" % name, quiet=True).split()
-        return int(f[4 + 14])              # start len nxd state, then counters
-    b0, t0 = destaged(), time.time()
-    sh("dmsetup message %s 0 drain" % name, timeout=1800)
-    secs = time.time() - t0
-    nbytes = destaged() - b0
-    return dict(seconds=round(secs, 1), bytes=nbytes,
-                mbps=round(nbytes / secs / 1e6, 2) if secs > 0 else 0)
+def delta(a, b):
+    if not a or not b:
+        return None
+    return {k: b[k] - a[k] for k in a if b[k] != a[k]}
+
+
+def iops_timeline(prefix):
+    """fio's per-second IOPS log -> [[t_s, iops], ...]."""
+    path = prefix + "_iops.1.log"
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as f:
+        for line in f:
+            w = [x.strip() for x in line.split(",")]
+            if len(w) >= 2 and w[0].isdigit():
+                out.append([round(int(w[0]) / 1000.0, 1), int(w[1])])
+    os.unlink(path)
+    return out
+
+
+def run_job(sysobj, j, args, rec):
+    """Run one job on a system that is up: fills rec."""
+    name = sysobj.name
+    outbase = os.path.join(args.out, "%s__%s" % (name, j["id"]))
+    vol = sectors(sysobj.dev) * 512
+    ssd = sectors(sysobj.ssd) * 512
+    rec["occupancy_before"] = sysobj.occupancy()
+    if j.get("fill") and not (j["kind"] == "drain" and not sysobj.cache):
+        rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
+        rec["occupancy_before"] = rec["fill"]["occupancy"]
+    env = fio_env(sysobj.dev, j["var"], vol, ssd, args)
+    c0 = sysobj.counters()
+    meter = Meter()
+
+    if j["kind"] == "fio" or (j["kind"] == "drain" and not sysobj.cache):
+        # (md and ssd have nothing to drain: they get the same random 4 KiB
+        # writes of the region, straight, for the drain rate to compare.)
+        meter.start()
+        tr = Blktrace(sysobj.md, member_drives()) if j.get("trace") and name != "ssd" else None
+        if tr:
+            with tr:
+                data = run_fio(j["fio"], env, outbase + ".json", j.get("section"))
+            rec["blktrace"] = tr.summary()
+        else:
+            data = run_fio(j["fio"], env, outbase + ".json", j.get("section"))
+        rec["meter"] = meter.stop()
+        rec["groups"] = parse_fio(data)
+    elif j["kind"] == "steady":
+        secs = args.steady_s if sysobj.cache else args.steady_nocache_s
+        env.update(RUNTIME=str(secs), RAMP="0")
+        occ = Occupancy(sysobj)
+        occ.start()
+        meter.start()
+        data = run_fio("rand.fio", env, outbase + ".json", limit=secs + 600,
+                       extra=["--write_iops_log=" + outbase, "--log_avg_msec=1000"])
+        rec["meter"] = meter.stop()
+        rec["occupancy_timeline"] = occ.stop()
+        rec["groups"] = parse_fio(data)
+        tl = iops_timeline(outbase)
+        rec["iops_timeline"] = tl
+        win = [v for t, v in tl if t > secs - args.steady_window_s]
+        half = len(win) // 2
+        if win:
+            rec["steady_iops"] = round(sum(win) / len(win), 1)
+            a, b = win[:half], win[half:]
+            if a and b:
+                ma, mb = sum(a) / len(a), sum(b) / len(b)
+                rec["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
+        rec["occupancy_after"] = sysobj.occupancy()
+        if sysobj.cache:
+            rec["cold"] = sysobj.restart()
+            rec["occupancy_after_cold"] = sysobj.occupancy()
+            log("%-10s cold start with a full cache: %s" % (name, rec["cold"]))
+            c1 = sysobj.counters()
+            m2 = Meter()
+            m2.start()
+            with Blktrace(sysobj.md, member_drives()) as tr:
+                rec["drain"] = sysobj.clean(args.clean_limit)
+            rec["drain"]["meter"] = m2.stop()
+            rec["drain"]["blktrace"] = tr.summary()
+            rec["drain"]["counters"] = delta(c1, sysobj.counters())
+            log("%-10s drain after steady state: %s" % (name, rec["drain"]["seconds"]))
+    elif j["kind"] == "drain":
+        occ0 = sysobj.occupancy() or {}
+        meter.start()
+        with Blktrace(sysobj.md, member_drives()) as tr:
+            rec["drain"] = sysobj.clean(args.clean_limit)
+        rec["meter"] = meter.stop()
+        rec["drain"]["blktrace"] = tr.summary()
+        # Bytes written back: dm-nxd counts them; for the others, what
+        # was dirty when the drain began (part of the fill may have been
+        # written back during it).
+        c = delta(c0, sysobj.counters()) or {}
+        if "destaged_bytes" in c:
+            nbytes = c["destaged_bytes"]
+        else:
+            nbytes = int((occ0.get("dirty_pct") or 0) / 100.0 * ssd)
+        secs = rec["drain"]["seconds"]
+        rec["drain"]["bytes"] = nbytes
+        rec["drain"]["mbps"] = round(nbytes / secs / 1e6, 2) if secs else None
+    rec["counters"] = delta(c0, sysobj.counters())
+    if "occupancy_after" not in rec:
+        rec["occupancy_after"] = sysobj.occupancy()
+
+
+def brief(rec):
+    if not rec.get("ok"):
+        return "FAILED: " + rec.get("error", "")[:300]
+    parts = ["%s %.0f IOPS %.1f MB/s p99 %.0f us" % (g["group"], g["iops"], g["mbps"], g["p99_us"])
+             for g in rec.get("groups", [])]
+    if "steady_iops" in rec:
+        parts.append("steady %.0f IOPS (settle %s %%)" % (rec["steady_iops"], rec.get("settle_change_pct")))
+    if "drain" in rec:
+        parts.append("drain %s s" % rec["drain"].get("seconds"))
+    m = rec.get("meter", {})
+    parts.append("cpu %s%% (busiest %s%%) drives %s%%" % (m.get("cpu_busy_pct"), m.get("cpu_max_pct"),
+                                                        m.get("drive_busy_pct_max")))
+    return ", ".join(parts)
 
 
 # ---------------------------------------------------------------------- run
@@ -442,17 +966,22 @@ def time_drain(name):
 def cmd_run(args):
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
-    summary = dict(started=datetime.datetime.utcnow().isoformat() + "Z", kernel=KVER,
-                   smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
-                   iodepth=args.iodepth, ssd_mb=SSD_MB,
-                   hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
-                            size_mb=int(os.environ.get("HDD_SIZE_MB", "128")),
-                            chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
-                            hddsim_opts=os.environ.get("HDDSIM_OPTS", "")),
-                   systems={}, results=[])
+    jobs = chunks(args.smoke)[args.chunk]
+    only = [x for x in os.environ.get("BENCH_JOBS", "").split(",") if x]
+    if only:
+        jobs = [j for j in jobs if any(j["id"].startswith(x) for x in only)]
     wanted = [s for s in args.systems.split(",") if s] if args.systems else SYSTEMS
-    jobs = job_matrix(args.smoke)
-    md = None
+    summary = dict(started=datetime.datetime.utcnow().isoformat() + "Z", kernel=KVER,
+                   chunk=args.chunk, smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
+                   ssd_mb=SSD_MB, burst_pct=args.burst_pct, steady_s=args.steady_s,
+                   steady_window_s=args.steady_window_s, drain_fill_pct=args.drain_fill_pct,
+                   hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
+                            size_mb=int(os.environ.get("HDD_SIZE_MB", "256")),
+                            chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
+                            group_threads=os.environ.get("RAID_GROUP_THREADS", ""),
+                            hddsim_opts=os.environ.get("HDDSIM_OPTS", "")),
+                   jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"]) for j in jobs],
+                   systems={}, results=[])
 
     def save():
         summary["seconds"] = round(time.time() - t_start, 1)
@@ -462,63 +991,55 @@ def cmd_run(args):
     try:
         base_setup()
         log("modules loaded")
-        # Writing every backing page once (brd/null_blk allocate on first
-        # write) costs minutes under a loaded TCG host: full runs only.
+        # brd/null_blk allocate on first write, which costs minutes under
+        # TCG: every page is written once first (not in the smoke run).
         prefill = os.environ.get("BENCH_PREFILL", "0" if args.smoke else "1") == "1"
         ssd = ssd_up(prefill)
         md = raid_up(prefill)
         summary["md"] = md
         summary["md_sectors"] = sectors(md)
         summary["md_detail"] = sh("mdadm --detail %s" % md, check=False)
-        log("array %s (%d MiB), SSD %s (%d MiB)" % (md, sectors(md) // 2048, ssd, SSD_MB))
+        summary["md_settings"] = sh("cd /sys/block/%s/md && grep -H . stripe_cache_size "
+                                    "group_thread_cnt" % os.path.basename(os.path.realpath(md)),
+                                    check=False, quiet=True)
+        log("array %s (%d MiB), SSD %s (%d MiB), chunk %s: %s" % (
+            md, sectors(md) // 2048, ssd, SSD_MB, args.chunk, ", ".join(j["id"] for j in jobs)))
         for name in wanted:
-            cls = SYSTEM_CLASSES[name]
-            st = dict(desc=cls.desc, status="ran", note="")
-            summary["systems"][name] = st
-            sysobj = cls(md, ssd)
-            t0 = time.time()
-            try:
-                target = sysobj.up()
-                st["target"] = target
-                log("== %s: %s on %s" % (name, cls.desc, target))
-            except SkipSystem as e:
-                st.update(status="skipped", note=str(e))
-                log("== %s SKIPPED: %s" % (name, e))
-                save()
-                continue
-            except Exception as e:  # noqa: BLE001
-                st.update(status="setup-failed", note=str(e)[-800:])
-                log("== %s SETUP FAILED: %s" % (name, e))
-                traceback.print_exc()
+            summary["systems"][name] = dict(desc=SYSTEM_CLASSES[name](md, ssd).desc, status="ran",
+                                            note="")
+        for j in jobs:
+            for name in wanted:
+                st = summary["systems"][name]
+                sysobj = SYSTEM_CLASSES[name](md, ssd)
+                rec = dict(system=name, id=j["id"], chunk=args.chunk, phase=j["phase"],
+                           state=j["state"], nominal=j.get("nominal"),
+                           bs=j.get("var", {}).get("BS"), iodepth=j.get("var", {}).get("IODEPTH"),
+                           misalign=j.get("var", {}).get("MISALIGN"), ok=False)
+                t0 = time.time()
                 try:
-                    sysobj.down()
-                except Exception:  # noqa: BLE001
-                    pass
-                save()
-                continue
-            try:
-                for j in jobs:
-                    rec = run_job(name, target, j, args)
-                    if name == "nxd" and j["job"] == "drain" and rec["ok"]:
-                        rec["destage"] = time_drain("bench_nxd")
-                        log("nxd        destage of the drain job's log: %s" % rec["destage"])
-                    summary["results"].append(rec)
-                    save()
-                st["state_after"] = sysobj.state()
-                # Per-drive counters (cumulative over the run): bios batches seeks busy_us
-                st["hddsim_after"] = sh("dmsetup status | grep '^nxdhdd'", check=False, quiet=True)
-            finally:
-                try:
-                    sysobj.down()
+                    try:
+                        sysobj.up()
+                    except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+                        st["status"] = "setup-failed"
+                        st["note"] = ("%s: %s" % (j["id"], e))[-800:]
+                        raise
+                    run_job(sysobj, j, args, rec)
+                    rec["ok"] = True
                 except Exception as e:  # noqa: BLE001
-                    st["note"] += " teardown: %s" % e
-                    log("teardown of %s failed: %s" % (name, e))
-            failed = [r["id"] for r in summary["results"] if r["system"] == name and not r["ok"]]
-            if failed:
-                st["status"] = "partial"
-                st["note"] += " failed jobs: " + ", ".join(failed)
-            st["seconds"] = round(time.time() - t0, 1)
-            save()
+                    rec["error"] = str(e)[-800:]
+                    traceback.print_exc()
+                finally:
+                    try:
+                        sysobj.down()
+                    except Exception as e:  # noqa: BLE001
+                        rec["ok"] = False
+                        rec["error"] = rec.get("error", "") + " teardown: %s" % e
+                rec["seconds"] = round(time.time() - t0, 1)
+                if not rec["ok"] and st["status"] == "ran":
+                    st["status"] = "partial"
+                log("%-10s %-24s %s" % (name, j["id"], brief(rec)))
+                summary["results"].append(rec)
+                save()
     finally:
         teardown_all()
         save()
@@ -605,35 +1126,42 @@ def cmd_calibrate(args):
     return 0
 
 
+def env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     smoke = os.environ.get("BENCH_SMOKE", "") not in ("", "0")
     r = sub.add_parser("run")
     r.add_argument("--out", required=True)
+    r.add_argument("--chunk", required=True)
     r.add_argument("--smoke", action="store_true", default=smoke)
     r.add_argument("--systems", default=os.environ.get("BENCH_SYSTEMS", ""),
                    help="comma separated subset of " + ",".join(SYSTEMS))
-    r.add_argument("--runtime", type=int, default=int(os.environ.get("BENCH_RUNTIME", "0")))
-    r.add_argument("--ramp", type=int, default=int(os.environ.get("BENCH_RAMP", "-1")))
-    r.add_argument("--iodepth", type=int, default=int(os.environ.get("BENCH_IODEPTH", "8")))
-    r.add_argument("--rewrite-size", default=os.environ.get("BENCH_REWRITE_SIZE", "16M"))
-    r.add_argument("--drain-size", default=os.environ.get("BENCH_DRAIN_SIZE", ""))
-    r.add_argument("--drain-runtime", type=int, default=0)
     c = sub.add_parser("calibrate")
     c.add_argument("--out", required=True)
-    c.add_argument("--runtime", type=int, default=int(os.environ.get("CAL_RUNTIME", "10")))
+    c.add_argument("--runtime", type=int, default=env_int("CAL_RUNTIME", 10))
+    sub.add_parser("chunks", help="print the chunk names of the full matrix")
     args = ap.parse_args()
+    if args.cmd == "chunks":
+        print(" ".join(chunks(False)))
+        return 0
     if args.cmd == "calibrate":
         return cmd_calibrate(args)
-    if args.runtime <= 0:
-        args.runtime = 3 if args.smoke else 10
-    if args.ramp < 0:
-        args.ramp = 0 if args.smoke else 2
-    if not args.drain_size:
-        args.drain_size = "16M" if args.smoke else "128M"
-    if not args.drain_runtime:
-        args.drain_runtime = args.runtime if args.smoke else args.runtime * 3
+    sm = args.smoke
+    args.runtime = env_int("BENCH_RUNTIME", 3 if sm else 10)
+    args.ramp = env_int("BENCH_RAMP", 0 if sm else 2)
+    args.burst_pct = env_int("BENCH_BURST_PCT", 20)
+    args.drain_fill_pct = env_int("BENCH_DRAIN_FILL_PCT", 60)
+    args.steady_s = env_int("BENCH_STEADY_S", 12 if sm else 240)
+    args.steady_nocache_s = env_int("BENCH_STEADY_NOCACHE_S", 6 if sm else 120)
+    args.steady_window_s = env_int("BENCH_STEADY_WINDOW_S", 6 if sm else 120)
+    args.fill_limit = env_int("BENCH_FILL_LIMIT", 60 if sm else 300)
+    args.clean_limit = env_int("BENCH_CLEAN_LIMIT", 300 if sm else 900)
+    if args.chunk not in chunks(sm):
+        ap.error("chunk %s: not one of %s" % (args.chunk, " ".join(chunks(sm))))
     return cmd_run(args)
 
 

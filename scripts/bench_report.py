@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """dm-nxd benchmark report, host side (run by scripts/bench.sh).
 
-  bench_report.py [--no-docs] [--check-all-ran] results/<timestamp>
+  bench_report.py [--no-docs] DIR [DIR...]
 
-Reads results/<timestamp>/summary.json (written by bench_guest.py in the
-guest), prints a markdown table, draws PNG plots (matplotlib, when it is
-installed: Debian python3-matplotlib) into docs/bench/ and results/<ts>/,
-and replaces the text between <!-- bench:begin --> and <!-- bench:end --> in
-docs/performance.md.
+Each DIR holds a summary.json (one chunk, written by bench_guest.py in the
+guest) or sub-directories that do (results/<timestamp>/<chunk>/).  The
+chunks are merged into one report (a job run twice: the later run counts),
+written to <first DIR>/report.md, printed, and, unless --no-docs, put
+between <!-- bench:begin --> and <!-- bench:end --> in docs/performance.md
+with PNG plots in docs/bench/ (matplotlib: Debian python3-matplotlib).
 
---check-all-ran (smoke): exit 1 unless every system ran every job.  dm-nxd
-is the exception: when its module is not built, does not load or its table
-is refused, it is reported as skipped with the reason, not as a failure.
+Exit status 1 when a system could not be set up or a job failed in any
+chunk, or a system is missing from a chunk: "every peer runs, or the run
+fails".
 """
 
 import argparse
+import glob
 import json
 import os
-import shutil
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,88 +26,386 @@ DOC = os.path.join(REPO, "docs", "performance.md")
 IMGDIR = os.path.join(REPO, "docs", "bench")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 ORDER = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
-PATTERNS = ["randwrite", "randrewrite", "randread"]
-NOMINAL = [5000, 10000, 20000, 40000, 80000, 160000]
+PEERS = ["bcache", "writecache", "dmcache"]
+NYTRO = [5000, 10000, 20000, 40000, 80000, 160000]
 
 
-def systems_of(s):
-    return [n for n in ORDER if n in s["systems"]] + [n for n in s["systems"] if n not in ORDER]
+def load(dirs):
+    chunks = []
+    for d in dirs:
+        paths = [os.path.join(d, "summary.json")] if os.path.exists(os.path.join(d, "summary.json")) \
+            else sorted(glob.glob(os.path.join(d, "*", "summary.json")))
+        for p in paths:
+            with open(p) as f:
+                s = json.load(f)
+            s["path"] = os.path.relpath(os.path.dirname(p), REPO)
+            chunks.append(s)
+    if not chunks:
+        sys.exit("bench_report: no summary.json under %s" % " ".join(dirs))
+    results = {}
+    for s in chunks:
+        for r in s["results"]:
+            results[(r["system"], r["id"])] = r
+    return chunks, results
 
 
-def result(s, system, rid):
-    for r in s["results"]:
-        if r["system"] == system and r["id"] == rid:
-            return r
-    return None
+def systems_of(chunks):
+    seen = []
+    for s in chunks:
+        for n in s["systems"]:
+            if n not in seen:
+                seen.append(n)
+    return [n for n in ORDER if n in seen] + [n for n in seen if n not in ORDER]
 
 
-def cell(r, group=None, what="iops"):
-    if r is None:
+class R:
+    """Accessors over the merged results."""
+
+    def __init__(self, results):
+        self.res = results
+
+    def get(self, system, jid):
+        r = self.res.get((system, jid))
+        return r if r and r.get("ok") else None
+
+    def group(self, system, jid, group=None):
+        r = self.get(system, jid)
+        if not r or not r.get("groups"):
+            return None
+        gs = r["groups"]
+        return next((g for g in gs if g["group"] == group), None) if group else gs[-1]
+
+    def val(self, system, jid, key="iops", group=None):
+        g = self.group(system, jid, group)
+        return g.get(key) if g else None
+
+
+def fmt(v, nd=0):
+    if v is None:
         return "-"
-    if not r.get("ok"):
-        return "FAIL"
-    gs = r["groups"]
-    g = next((g for g in gs if g["group"] == group), None) if group else (gs[-1] if gs else None)
-    if g is None:
+    return ("%%.%df" % nd) % v
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def failures(chunks, results, names):
+    bad = []
+    for s in chunks:
+        for n in names:
+            st = s["systems"].get(n)
+            if st is None:
+                bad.append("chunk %s: system %s did not run" % (s["chunk"], n))
+            elif st["status"] != "ran":
+                bad.append("chunk %s: %s %s: %s" % (s["chunk"], n, st["status"], st.get("note", "")))
+        ran = {(r["system"], r["id"]) for r in s["results"]}
+        for j in s.get("jobs", []):
+            for n in s["systems"]:
+                if (n, j["id"]) not in ran:
+                    bad.append("chunk %s: %s never ran %s" % (s["chunk"], n, j["id"]))
+    for (n, jid), r in sorted(results.items()):
+        if not r.get("ok"):
+            bad.append("%s %s FAILED: %s" % (n, jid, r.get("error", "")[:300]))
+    return bad
+
+
+def headline(rr, names):
+    """The targets of the write-path (16) and destage (17) issues."""
+    rows = []
+
+    def add(issue, target, measured, met, note=""):
+        rows.append([issue, target, measured, "-" if met is None else ("yes" if met else "**no**"), note])
+
+    small = ["randwrite-%dk-qd%d" % (k, q) for k in (4, 8, 16) for q in (8, 32)]
+    r_ssd = [ratio(rr.val("nxd", j), rr.val("ssd", j)) for j in small]
+    r_md = [ratio(rr.val("nxd", j), rr.val("md", j)) for j in small]
+    if all(x is not None for x in r_ssd):
+        add(16, "4/8/16 KiB aligned writes, QD 8 and 32: >= 90 % of the raw SSD",
+            "%.0f-%.0f %%" % (100 * min(r_ssd), 100 * max(r_ssd)), min(r_ssd) >= 0.9)
+    else:
+        add(16, "4/8/16 KiB aligned writes, QD 8 and 32: >= 90 % of the raw SSD", "not measured", None)
+    if all(x is not None for x in r_md):
+        add(16, "same jobs: >= 30x md alone", "%.1f-%.1fx" % (min(r_md), max(r_md)), min(r_md) >= 30)
+    else:
+        add(16, "same jobs: >= 30x md alone", "not measured", None)
+    for peer in ("writecache", "bcache"):
+        rs = [ratio(rr.val("nxd", j), rr.val(peer, j)) for j in small]
+        if all(x is not None for x in rs):
+            add(16, "same jobs: ahead of %s" % peer, "%.2f-%.2fx" % (min(rs), max(rs)), min(rs) > 1)
+        else:
+            add(16, "same jobs: ahead of %s" % peer, "not measured", None)
+    ny = ["nytro-%d-%s" % (n, a) for n in (5000, 10000, 20000) for a in ("aligned", "unaligned")]
+    rs = [ratio(rr.val("nxd", j), rr.val("ssd", j)) for j in ny]
+    if all(x is not None for x in rs):
+        add(16, "NytroXD 5000-20000 B, aligned and unaligned: >= 70 % of the raw SSD",
+            "%.0f-%.0f %%" % (100 * min(rs), 100 * max(rs)), min(rs) >= 0.7)
+    else:
+        add(16, "NytroXD 5000-20000 B, aligned and unaligned: >= 70 % of the raw SSD", "not measured", None)
+    p = ratio(rr.val("nxd", "randwrite-4k-qd8", "p99_us"), rr.val("ssd", "randwrite-4k-qd8", "p99_us"))
+    add(16, "p99 latency of 4 KiB writes (QD 8): <= 2x the raw SSD",
+        "%.1fx" % p if p is not None else "not measured", None if p is None else p <= 2)
+    for jid in ("streaming", "streaming-after-small"):
+        s = ratio(rr.val("nxd", jid, "mbps"), rr.val("md", "streaming", "mbps"))
+        add(16, "1 MiB streaming%s: >= 95 %% of md alone" % (" after small writes" if "after" in jid else ""),
+            "%.0f %%" % (100 * s) if s is not None else "not measured", None if s is None else s >= 0.95)
+    d = rr.get("nxd", "drain-4k")
+    mean = None
+    if d:
+        c = d.get("counters") or {}
+        if c.get("destage_bios"):
+            mean = c.get("destaged_bytes", 0) / c["destage_bios"]
+    add(17, "drain of random 4 KiB over 8x the log: mean HDD write >= 64 KiB",
+        "%.1f KiB" % (mean / 1024) if mean else "not measured", None if not mean else mean >= 65536,
+        "dm-nxd's destage bios (destaged_bytes / destage_bios)")
+    dr = d["drain"].get("mbps") if d and d.get("drain") else None
+    md_direct = rr.val("md", "drain-4k", "mbps")
+    x = ratio(dr, md_direct)
+    add(17, "drain rate >= 5x random direct 4 KiB writes to the array",
+        "%.1fx (%.2f vs %.2f MB/s)" % (x, dr, md_direct) if x else "not measured",
+        None if x is None else x >= 5)
+    st = rr.get("nxd", "steady-4k")
+    sv = st.get("steady_iops") if st else None
+    md_st = (rr.get("md", "steady-4k") or {}).get("steady_iops")
+    x = ratio(sv, md_st)
+    add(17, "steady state (working set 4x the log): >= 3x md alone",
+        "%.1fx" % x if x else "not measured", None if x is None else x >= 3)
+    for peer in PEERS:
+        pv = (rr.get(peer, "steady-4k") or {}).get("steady_iops")
+        x = ratio(sv, pv)
+        add(17, "steady state: ahead of %s" % peer, "%.2fx" % x if x else "not measured",
+            None if x is None else x > 1)
+    solo = rr.val("nxd", "interference-solo", "mbps", "stream")
+    mixed = rr.val("nxd", "interference", "mbps", "stream")
+    x = ratio(mixed, solo)
+    add(17, "interference: the 1 MiB writer keeps >= 90 % of its solo bandwidth",
+        "%.0f %%" % (100 * x) if x else "not measured", None if x is None else x >= 0.9)
+    x = ratio(rr.val("nxd", "interference", "mbps", "small"), rr.val("md", "interference", "mbps", "small"))
+    add(17, "interference: small writers >= 20x their bandwidth on md alone",
+        "%.1fx" % x if x else "not measured", None if x is None else x >= 20)
+    return table(["issue", "target", "dm-nxd measured", "met", "how"], rows)
+
+
+def bound(m):
+    """Which resource limited a job: the guest CPU or the drives."""
+    if not m or m.get("cpu_busy_pct") is None:
         return "-"
-    if what == "mbps":
-        return "%.1f MB/s" % g["mbps"]
-    return "%.0f (%.1f MB/s)" % (g["iops"], g["mbps"])
+    cpu, one, drv = m["cpu_busy_pct"], m.get("cpu_max_pct") or 0, m.get("drive_busy_pct_max")
+    if drv is not None and drv >= 80:
+        return "drives"
+    if cpu >= 85:
+        return "CPU"
+    if one >= 90:
+        return "one vCPU"
+    return "neither"
 
 
-def markdown(s, images):
-    names = systems_of(s)
-    lines = []
-    mode = "smoke (reduced matrix, %d s per job: numbers are not meaningful)" % s["runtime"] if s["smoke"] \
-        else "full matrix, %d s per job after %d s ramp" % (s["runtime"], s["ramp"])
-    hdd = s.get("hdd", {})
-    lines.append("Run %s, guest kernel %s, %s; QD %d per job; array: md RAID6 of %s x %s MiB "
-                 "hddsim drives, chunk %s KiB%s; SSD: brd %d MiB.  Total %s s.  Raw fio JSON: "
-                 "`results/<timestamp>/`, summary: `results/summary.json`."
-                 % (s["started"], s["kernel"], mode, s["iodepth"], hdd.get("count"), hdd.get("size_mb"),
-                    hdd.get("chunk_kb"),
-                    (", hddsim options `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "",
-                    s["ssd_mb"], s.get("seconds", "?")))
-    lines.append("")
-    lines.append("| system | setup | status |")
-    lines.append("|---|---|---|")
+def merge(m):
+    """The drives' bios per batch (dm-hddsim's merging) over a job."""
+    if not m or not m.get("drive_batches"):
+        return "-"
+    return "%.1f" % (m["drive_bios"] / m["drive_batches"])
+
+
+def markdown(chunks, rr, names, images):
+    L = []
+    smoke = any(s.get("smoke") for s in chunks)
+    s0 = chunks[0]
+    hdd = s0.get("hdd", {})
+    L.append("%s: guest kernel %s; array: md RAID6 of %s x %s MiB hddsim drives, chunk %s KiB%s; "
+             "SSD: brd %d MiB; burst budget %s %% of the SSD; steady state %s s, settle window %s s. "
+             "Raw fio JSON and summaries: `%s`."
+             % ("SMOKE run (numbers are not meaningful)" if smoke else "Full run",
+                s0["kernel"], hdd.get("count"), hdd.get("size_mb"), hdd.get("chunk_kb"),
+                (", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "",
+                s0["ssd_mb"], s0.get("burst_pct"), s0.get("steady_s"), s0.get("steady_window_s"),
+                os.path.dirname(s0["path"])))
+    L.append("")
+    L += table(["chunk (one boot each)", "started", "seconds", "jobs"],
+               [[s["chunk"], s["started"][:19], s.get("seconds", "?"), len(s.get("jobs", []))]
+                for s in chunks])
+    status = {}
+    for s in chunks:
+        for n, st in s["systems"].items():
+            cur = status.setdefault(n, dict(desc=st.get("desc", ""), status="ran", note=""))
+            if st["status"] != "ran":
+                cur["status"] = st["status"]
+                cur["note"] += " %s: %s" % (s["chunk"], st.get("note", ""))
+    L += table(["system", "setup", "status"],
+               [[n, status[n]["desc"], status[n]["status"] + (": " + status[n]["note"].strip()[:300]
+                                                              .replace("|", "/") if status[n]["note"] else "")]
+                for n in names])
+    L.append("### Headline: the targets of the performance issues")
+    L.append("")
+    L += headline(rr, names)
+
+    L.append("### Burst: random writes from a clean cache (IOPS)")
+    L.append("")
+    L.append("Each job on a system set up from scratch, stopped after the burst budget or the "
+             "runtime; 4 KiB aligned.")
+    L.append("")
+    rows = []
+    for k in (4, 8, 16):
+        for q in (1, 8, 32):
+            j = "randwrite-%dk-qd%d" % (k, q)
+            nx, sd, md = rr.val("nxd", j), rr.val("ssd", j), rr.val("md", j)
+            rows.append(["%d KiB QD %d" % (k, q)] + [fmt(rr.val(n, j)) for n in names] +
+                        [fmt(100 * ratio(nx, sd)) if ratio(nx, sd) else "-",
+                         fmt(ratio(nx, md), 1) if ratio(nx, md) else "-"])
+    L += table(["job"] + names + ["nxd % of ssd", "nxd / md"], rows)
+    rows = []
+    for n in NYTRO:
+        for a in ("aligned", "unaligned"):
+            j = "nytro-%d-%s" % (n, a)
+            nx, sd = rr.val("nxd", j), rr.val("ssd", j)
+            rows.append(["%d B %s" % (n, a)] + [fmt(rr.val(x, j)) for x in names] +
+                        [fmt(100 * ratio(nx, sd)) if ratio(nx, sd) else "-"])
+    L.append("NytroXD transfer sizes (run as the nearest multiple of 512 B), QD 8, IOPS:")
+    L.append("")
+    L += table(["size"] + names + ["nxd % of ssd"], rows)
+    L.append("Completion latency of 4 KiB writes at QD 8 (us): p50 / p99 / p99.9")
+    L.append("")
+    L += table(["system", "p50", "p99", "p99.9"],
+               [[n] + [fmt(rr.val(n, "randwrite-4k-qd8", k)) for k in ("p50_us", "p99_us", "p99_9_us")]
+                for n in names])
+
+    L.append("### Streaming, interference, reads, mix")
+    L.append("")
+    rows = [["1 MiB streaming (MB/s)"] + [fmt(rr.val(n, "streaming", "mbps"), 1) for n in names],
+            ["1 MiB streaming after the 4 KiB burst (MB/s)"] +
+            [fmt(rr.val(n, "streaming-after-small", "mbps"), 1) for n in names],
+            ["interference: 4 x 8 KiB writers (IOPS)"] +
+            [fmt(rr.val(n, "interference", "iops", "small")) for n in names],
+            ["interference: 1 MiB writer beside them (MB/s)"] +
+            [fmt(rr.val(n, "interference", "mbps", "stream"), 1) for n in names],
+            ["interference: 1 MiB writer alone (MB/s)"] +
+            [fmt(rr.val(n, "interference-solo", "mbps", "stream"), 1) for n in names],
+            ["4 KiB reads of data just written (IOPS)"] +
+            [fmt(rr.val(n, "read-after-write-cache")) for n in names],
+            ["4 KiB reads never written through the cache (IOPS)"] +
+            [fmt(rr.val(n, "read-hdd")) for n in names],
+            ["70/30 read/write 4 KiB (IOPS)"] + [fmt(rr.val(n, "mix70-4k")) for n in names]]
+    L += table(["job"] + names, rows)
+    c = (rr.get("nxd", "read-after-write-cache") or {}).get("counters") or {}
+    if c:
+        L.append("dm-nxd's reads of data just written: %d read bios served from the log, %d from "
+                 "the HDD." % (c.get("reads_ssd", 0), c.get("reads_hdd", 0)))
+        L.append("")
+
+    L.append("### Steady state, cold start and drain")
+    L.append("")
+    rows = []
     for n in names:
-        st = s["systems"][n]
-        note = st.get("note", "").strip().replace("|", "/").replace("\n", " ")
-        lines.append("| %s | %s | %s%s |" % (n, st.get("desc", ""), st["status"],
-                                           (": " + note[:300]) if note else ""))
-    lines.append("")
-    lines.append("IOPS (MB/s) per job; randrewrite shows the second (measured) pass; "
-                 "sizes are the NytroXD sizes, run as the nearest multiple of 512 bytes.")
-    lines.append("")
-    lines.append("| job | " + " | ".join(names) + " |")
-    lines.append("|---" * (len(names) + 1) + "|")
-    ids = []
-    for r in s["results"]:
-        if r["id"] not in ids:
-            ids.append(r["id"])
-    for rid in ids:
-        j = next(r for r in s["results"] if r["id"] == rid)
-        if j["job"] == "interference":
-            lines.append("| interference: 4 x 8 KiB random writers | " +
-                         " | ".join(cell(result(s, n, rid), "small") for n in names) + " |")
-            lines.append("| interference: 1 MiB sequential writer | " +
-                         " | ".join(cell(result(s, n, rid), "stream", "mbps") for n in names) + " |")
+        r = rr.get(n, "steady-4k")
+        if not r:
+            rows.append([n] + ["-"] * 7)
             continue
-        label = rid
-        if j.get("bs"):
-            label = "%s %d (%d B) %s" % (j["job"], j["nominal"], j["bs"],
-                                        "unaligned" if j["misalign"] else "aligned")
-        what = "mbps" if j["job"] == "streaming" else "iops"
-        lines.append("| %s | " % label + " | ".join(cell(result(s, n, rid), None, what) for n in names) + " |")
-    lines.append("")
+        occ = r.get("occupancy_after") or {}
+        cold = r.get("cold") or {}
+        dr = r.get("drain") or {}
+        rows.append([n, fmt(r.get("steady_iops")), fmt(r.get("settle_change_pct"), 1),
+                     fmt(occ.get("used_pct"), 0), fmt(occ.get("dirty_pct"), 0),
+                     "%s / %s" % (cold.get("stop_s", "-"), cold.get("start_s", "-"))
+                     + (" (recovery %.1f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
+                     fmt(dr.get("seconds"), 1) + ("" if dr.get("complete", True) else " (not done)"),
+                     fmt(r["meter"].get("cpu_busy_pct")) + " / " + fmt(r["meter"].get("drive_busy_pct_max"))])
+    L += table(["system", "steady IOPS (settle window)", "change over the window (%)", "cache used at end (%)",
+                "dirty at end (%)", "cold start: stop / activate (s)", "drain after (s)",
+                "CPU / drives busy (%)"], rows)
+    rows = []
+    for n in names:
+        r = rr.get(n, "drain-4k")
+        if not r:
+            rows.append([n] + ["-"] * 6)
+            continue
+        if "drain" in r:
+            d = r["drain"]
+            arr = (d.get("blktrace") or {}).get("array") or {}
+            c = r.get("counters") or {}
+            mean = c.get("destaged_bytes", 0) / c["destage_bios"] if c.get("destage_bios") else None
+            rows.append([n, fmt(r["fill"]["bytes"] / 2 ** 20), fmt((r.get("occupancy_before") or {}).get("dirty_pct")),
+                         fmt(d.get("seconds"), 1) + ("" if d.get("complete") else " (not done)"),
+                         fmt(d.get("mbps"), 2),
+                         fmt(arr["write_mean_bytes"] / 1024, 1) if arr.get("write_count") else "-",
+                         fmt(mean / 1024, 1) if mean else "-", merge(r.get("meter"))])
+        else:
+            rows.append([n, "-", "-", "-", fmt(rr.val(n, "drain-4k", "mbps"), 2) + " (direct writes)", "-", "-",
+                         merge(r.get("meter"))])
+    L.append("Drain: random 4 KiB writes, each block once, over a region 8x the SSD, %s %% of the SSD; "
+             "then write everything back (md, ssd: the same kind of writes straight to the device)."
+             % s0.get("drain_fill_pct"))
+    L.append("")
+    L += table(["system", "filled (MiB)", "dirty at start (%)", "drain (s)", "MB/s written back",
+                "mean write to the array (KiB, blktrace)", "mean destage bio (KiB, dm-nxd)",
+                "drive bios per batch"], rows)
+
+    L.append("### Where the time went")
+    L.append("")
+    L.append("Guest CPU busy (all vCPUs and the busiest one, /proc/stat) and the busiest hddsim "
+             "drive's busy time, over each job: `drives` when a drive was >= 80 % busy; `CPU` when "
+             "the vCPUs were >= 85 % busy, `one vCPU` when one was >= 90 % (a single thread such as "
+             "md's raid6d); then the emulation, not the disks, set the pace.  Under TCG the guest "
+             "cannot see the host taking its vCPUs away, so `neither` can also mean a loaded host.")
+    L.append("")
+    jids = []
+    for s in chunks:
+        for j in s.get("jobs", []):
+            if j["id"] not in jids:
+                jids.append(j["id"])
+    rows = []
+    for j in jids:
+        row = [j]
+        for n in names:
+            r = rr.get(n, j)
+            m = (r or {}).get("meter")
+            row.append("%s/%s/%s %s" % (fmt(m.get("cpu_busy_pct")), fmt(m.get("cpu_max_pct")),
+                                         fmt(m.get("drive_busy_pct_max")), bound(m))
+                       if m else "-")
+        rows.append(row)
+    L += table(["job (CPU % all / busiest vCPU / busiest drive %)"] + names, rows)
+    rows = []
+    for n in names:
+        for j in jids:
+            r = rr.get(n, j)
+            if not r:
+                continue
+            for label, bt, m in (("", r.get("blktrace"), r.get("meter")),
+                                 (" (drain)", (r.get("drain") or {}).get("blktrace"),
+                                  (r.get("drain") or {}).get("meter"))):
+                if not bt:
+                    continue
+                if bt.get("error"):
+                    rows.append([n, j + label, bt["error"][:120], "", "", "", ""])
+                    continue
+                a, mb = bt.get("array") or {}, bt.get("members") or {}
+                top = sorted(a.get("write_hist", {}).items(), key=lambda kv: -kv[1])[:4]
+                rows.append([n, j + label,
+                             "%d / %.1f" % (a.get("write_count", 0), a.get("write_mean_bytes", 0) / 1024),
+                             "%d / %.1f" % (a.get("read_count", 0), a.get("read_mean_bytes", 0) / 1024),
+                             ", ".join("%.1f KiB x%d" % (int(k) / 1024, v) for k, v in top),
+                             "%d / %.1f" % (mb.get("write_count", 0), mb.get("write_mean_bytes", 0) / 1024),
+                             merge(m)])
+    if rows:
+        L.append("Requests the system sent the array, and those md sent the drives (blktrace queue "
+                 "events on the md device and the hddsim devices).  md raid456 hands its members one "
+                 "4 KiB bio per stripe unit; the drive model merges contiguous queued bios into one "
+                 "service (the elevator's work), hence the drives' bios per batch.")
+        L.append("")
+        L += table(["system", "job", "array writes / mean KiB", "array reads / mean KiB",
+                    "commonest array write sizes", "member writes / mean KiB", "drive bios per batch"], rows)
     for title, path in images:
-        lines.append("![%s](%s)" % (title, path))
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+        L.append("![%s](%s)" % (title, path))
+        L.append("")
+    return "\n".join(L).rstrip() + "\n"
 
 
-def plots(s, outdirs):
+def plots(chunks, rr, names, outdirs):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -114,71 +413,109 @@ def plots(s, outdirs):
     except ImportError:
         print("bench_report: matplotlib not installed: no plots (apt-get install python3-matplotlib)")
         return []
-    names = systems_of(s)
     made = []
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5), squeeze=False)
-    for col, pat in enumerate(PATTERNS):
-        for row, mis in enumerate((0, 512)):
-            ax = axes[row][col]
-            for n in names:
-                pts = sorted((r["nominal"], r["groups"][-1]["iops"]) for r in s["results"]
-                             if r["system"] == n and r["job"] == pat and r.get("misalign") == mis
-                             and r.get("ok") and r["groups"])
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
-            ax.set_title("%s, %s" % (pat, "unaligned (+512 B)" if mis else "4 KiB aligned"))
-            ax.set_xscale("log")
-            ax.set_xlim(4000, 200000)
-            ax.set_xticks(NOMINAL)
-            ax.set_xticklabels([str(n) for n in NOMINAL], fontsize=8)
-            ax.minorticks_off()
-            if ax.lines:
-                ax.set_yscale("log")
-            else:
-                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
-            ax.set_xlabel("transfer size (bytes, NytroXD nominal)")
-            ax.set_ylabel("IOPS")
-            ax.grid(True, alpha=0.3)
-            if ax.lines:
-                ax.legend(fontsize=8)
-    fig.suptitle("IOPS by transfer size (QD %d%s)" % (s["iodepth"], ", SMOKE run" if s["smoke"] else ""))
-    fig.tight_layout()
-    for d in outdirs:
-        fig.savefig(os.path.join(d, "bench-iops.png"), dpi=80)
-    plt.close(fig)
-    made.append(("IOPS by transfer size per system", "bench/bench-iops.png"))
+    tag = " (SMOKE)" if any(s.get("smoke") for s in chunks) else ""
+
+    def save(fig, fname, title):
+        fig.tight_layout()
+        for d in outdirs:
+            fig.savefig(os.path.join(d, fname), dpi=80)
+        plt.close(fig)
+        made.append((title, "bench/" + fname))
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    for ax, mis in zip(axes[:2], ("aligned", "unaligned")):
+        for n in names:
+            pts = [(x, rr.val(n, "nytro-%d-%s" % (x, mis))) for x in NYTRO]
+            pts = [p for p in pts if p[1]]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
+        ax.set_title("NytroXD sizes, %s, QD 8" % mis)
+        ax.set_xscale("log")
+        ax.set_xticks(NYTRO)
+        ax.set_xticklabels([str(x) for x in NYTRO], fontsize=7)
+        ax.minorticks_off()
+        ax.set_xlabel("transfer size (bytes)")
+    ax = axes[2]
+    for n in names:
+        pts = [(q, rr.val(n, "randwrite-4k-qd%d" % q)) for q in (1, 8, 32)]
+        pts = [p for p in pts if p[1]]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
+    ax.set_title("4 KiB aligned random writes by queue depth")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([1, 8, 32])
+    ax.set_xticklabels(["1", "8", "32"])
+    ax.set_xlabel("queue depth")
+    for ax in axes:
+        ax.set_ylabel("IOPS")
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
+    fig.suptitle("Burst random writes from a clean cache" + tag)
+    save(fig, "bench-iops.png", "IOPS by transfer size and queue depth")
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs = range(len(names))
+    for i, (k, lab) in enumerate((("p50_us", "p50"), ("p99_us", "p99"), ("p99_9_us", "p99.9"))):
+        ax.bar([x + i * 0.27 for x in xs], [rr.val(n, "randwrite-4k-qd8", k) or 0 for n in names],
+               width=0.27, label=lab)
+    ax.set_xticks([x + 0.27 for x in xs])
+    ax.set_xticklabels(names)
+    ax.set_yscale("log")
+    ax.set_ylabel("completion latency (us)")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title("4 KiB random writes, QD 8: latency percentiles" + tag)
+    save(fig, "bench-latency.png", "Latency percentiles of 4 KiB writes")
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    small, stream, labels = [], [], []
-    for n in names:
-        r = result(s, n, "interference")
-        if not r or not r.get("ok"):
-            continue
-        g = {x["group"]: x for x in r["groups"]}
-        labels.append(n)
-        small.append(g.get("small", {}).get("iops", 0))
-        stream.append(g.get("stream", {}).get("mbps", 0))
-    a1.bar(labels, small, color="tab:blue")
+    a1.bar(names, [rr.val(n, "interference", "iops", "small") or 0 for n in names], color="tab:blue")
     a1.set_title("4 x 8 KiB random writers (IOPS, summed)")
     a1.set_yscale("log")
-    a2.bar(labels, stream, color="tab:orange")
-    a2.set_title("1 MiB sequential writer beside them (MB/s)")
+    w = 0.4
+    a2.bar([x - w / 2 for x in xs], [rr.val(n, "interference-solo", "mbps", "stream") or 0 for n in names],
+           width=w, label="alone", color="tab:gray")
+    a2.bar([x + w / 2 for x in xs], [rr.val(n, "interference", "mbps", "stream") or 0 for n in names],
+           width=w, label="beside the small writers", color="tab:orange")
+    a2.set_xticks(list(xs))
+    a2.set_xticklabels(names)
+    a2.set_title("1 MiB sequential writer (MB/s)")
+    a2.legend(fontsize=8)
     for a in (a1, a2):
         a.grid(True, axis="y", alpha=0.3)
-    fig.suptitle("Interference%s" % (" (SMOKE run)" if s["smoke"] else ""))
-    fig.tight_layout()
-    for d in outdirs:
-        fig.savefig(os.path.join(d, "bench-interference.png"), dpi=80)
-    plt.close(fig)
-    made.append(("Interference: small random writers beside a streamer", "bench/bench-interference.png"))
+    fig.suptitle("Interference" + tag)
+    save(fig, "bench-interference.png", "Interference: small random writers beside a streamer")
+
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for n in names:
+        r = rr.get(n, "steady-4k")
+        if not r:
+            continue
+        tl = r.get("iops_timeline") or []
+        if tl:
+            a1.plot([t for t, _ in tl], [v for _, v in tl], label=n, lw=1)
+        oc = [x for x in (r.get("occupancy_timeline") or []) if x[1] is not None]
+        if oc:
+            a2.plot([x[0] for x in oc], [x[1] for x in oc], label=n + " used")
+            a2.plot([x[0] for x in oc], [x[2] or 0 for x in oc], ls="--", label=n + " dirty")
+    a1.set_ylabel("IOPS (1 s averages)")
+    if a1.lines:
+        a1.set_yscale("log")
+    a1.legend(fontsize=7)
+    a1.grid(True, alpha=0.3)
+    a2.set_ylabel("cache occupancy (%)")
+    a2.set_xlabel("seconds")
+    a2.legend(fontsize=7, ncol=2)
+    a2.grid(True, alpha=0.3)
+    fig.suptitle("Steady state: random 4 KiB writes over 4x the SSD, QD 8" + tag)
+    save(fig, "bench-steady.png", "Steady state: IOPS and cache occupancy over time")
     return made
 
 
 def update_doc(text):
-    if os.path.exists(DOC):
-        doc = open(DOC).read()
-    else:
-        doc = "# Performance\n"
+    doc = open(DOC).read() if os.path.exists(DOC) else "# Performance\n"
     block = BEGIN + "\n" + text + END
     if BEGIN in doc and END in doc:
         a = doc.index(BEGIN)
@@ -190,47 +527,35 @@ def update_doc(text):
         f.write(doc)
 
 
-def check_all_ran(s):
-    bad = []
-    for n in systems_of(s):
-        st = s["systems"][n]
-        rs = [r for r in s["results"] if r["system"] == n]
-        failed = [r["id"] for r in rs if not r.get("ok")]
-        if n == "nxd" and (st["status"] != "ran" or failed):
-            print("bench_report: NOTE: dm-nxd %s: %s" % (st["status"], st.get("note", "").strip()))
-            continue
-        if st["status"] != "ran" or not rs or failed:
-            bad.append("%s: %s %s %s" % (n, st["status"], st.get("note", ""), " ".join(failed)))
-    missing = [n for n in ORDER if n not in s["systems"]]
-    if missing and not os.environ.get("BENCH_SYSTEMS"):
-        bad.append("systems never reached: " + ", ".join(missing))
-    for b in bad:
-        print("bench_report: FAILED %s" % b)
-    if not bad:
-        print("bench_report: every system ran (%d results)" % len(s["results"]))
-    return not bad
-
-
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("resdir")
+    ap.add_argument("dirs", nargs="+")
     ap.add_argument("--no-docs", action="store_true")
-    ap.add_argument("--check-all-ran", action="store_true")
     a = ap.parse_args()
-    s = json.load(open(os.path.join(a.resdir, "summary.json")))
-    outdirs = [a.resdir] + ([] if a.no_docs else [IMGDIR])
+    chunks, results = load(a.dirs)
+    names = systems_of(chunks)
+    rr = R(results)
+    outdirs = [a.dirs[0]] + ([] if a.no_docs else [IMGDIR])
     for d in outdirs:
         os.makedirs(d, exist_ok=True)
-    images = plots(s, outdirs)
-    text = markdown(s, images)
-    with open(os.path.join(a.resdir, "report.md"), "w") as f:
+    images = plots(chunks, rr, names, outdirs)
+    text = markdown(chunks, rr, names, images)
+    with open(os.path.join(a.dirs[0], "report.md"), "w") as f:
         f.write(text.replace("](bench/", "]("))
     print(text)
     if not a.no_docs:
         update_doc(text)
         print("bench_report: updated %s" % os.path.relpath(DOC, REPO))
-    ok = check_all_ran(s) if a.check_all_ran else True
-    return 0 if ok else 1
+    missing = [n for n in ORDER if n not in names]
+    bad = failures(chunks, results, names)
+    if missing and not os.environ.get("BENCH_SYSTEMS"):
+        bad.append("systems never reached: " + ", ".join(missing))
+    for b in bad:
+        print("bench_report: FAILED %s" % b)
+    if not bad:
+        print("bench_report: every system ran every job (%d results in %d chunks)"
+              % (len(results), len(chunks)))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 #   HDD_SIZE_MB   size of each drive in MiB (default 128)
 #   RAID_CHUNK_KB md chunk size in KiB (default 64)
 #   RAID_NAME     md array name (default nxdbench)
+#   RAID_GROUP_THREADS  md's group_thread_cnt (raid456 worker threads that
+#                 share stripe handling with raid6d; unset: md's default, 0)
 #   HDDSIM_OPTS   optional hddsim arguments, e.g. "4 seek_us 8000 rot_us 8333"
 #                 (default: the module's calibrated defaults)
 #   HDD_BACKING   nullb (default: null_blk memory_backed via configfs) or brd
@@ -114,6 +116,9 @@ up() {
 	[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
 	# A bigger stripe cache lets raid6 batch full-stripe writes.
 	echo 1024 > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
+	if [ -n "${RAID_GROUP_THREADS:-}" ]; then
+		echo "$RAID_GROUP_THREADS" > "/sys/block/$(basename "$md")/md/group_thread_cnt"
+	fi
 	log "RAID6 $md: $N x ${HDD_SIZE_MB} MiB hddsim drives, chunk ${RAID_CHUNK_KB}K"
 	echo "$md"
 }
