@@ -123,31 +123,26 @@ def headline(rr, names):
     def add(issue, target, measured, met, note=""):
         rows.append([issue, target, measured, "-" if met is None else ("yes" if met else "**no**"), note])
 
-    small = ["randwrite-%dk-qd%d" % (k, q) for k in (4, 8, 16) for q in (8, 32)]
-    r_ssd = [ratio(rr.val("nxd", j), rr.val("ssd", j)) for j in small]
-    r_md = [ratio(rr.val("nxd", j), rr.val("md", j)) for j in small]
-    if all(x is not None for x in r_ssd):
-        add(16, "4/8/16 KiB aligned writes, QD 8 and 32: >= 90 % of the raw SSD",
-            "%.0f-%.0f %%" % (100 * min(r_ssd), 100 * max(r_ssd)), min(r_ssd) >= 0.9)
-    else:
-        add(16, "4/8/16 KiB aligned writes, QD 8 and 32: >= 90 % of the raw SSD", "not measured", None)
-    if all(x is not None for x in r_md):
-        add(16, "same jobs: >= 30x md alone", "%.1f-%.1fx" % (min(r_md), max(r_md)), min(r_md) >= 30)
-    else:
-        add(16, "same jobs: >= 30x md alone", "not measured", None)
-    for peer in ("writecache", "bcache"):
-        rs = [ratio(rr.val("nxd", j), rr.val(peer, j)) for j in small]
+    def over(target, jobs, ref, fmt_range, ok):
+        """A target over several jobs: the range of dm-nxd / ref."""
+        rs = [ratio(rr.val("nxd", j), rr.val(ref, j)) for j in jobs]
         if all(x is not None for x in rs):
-            add(16, "same jobs: ahead of %s" % peer, "%.2f-%.2fx" % (min(rs), max(rs)), min(rs) > 1)
+            add(16, target, fmt_range(min(rs), max(rs)), ok(min(rs)))
         else:
-            add(16, "same jobs: ahead of %s" % peer, "not measured", None)
+            add(16, target, "not measured", None)
+
+    small = ["randwrite-%dk-qd%d" % (k, q) for k in (4, 8, 16) for q in (8, 32)]
+    pct = lambda lo, hi: "%.0f-%.0f %%" % (100 * lo, 100 * hi)  # noqa: E731
+    over("4/8/16 KiB aligned writes, QD 8 and 32: >= 90 % of the raw SSD", small, "ssd", pct,
+         lambda lo: lo >= 0.9)
+    over("same jobs: >= 30x md alone", small, "md", lambda lo, hi: "%.1f-%.1fx" % (lo, hi),
+         lambda lo: lo >= 30)
+    for peer in ("writecache", "bcache"):
+        over("same jobs: ahead of %s" % peer, small, peer, lambda lo, hi: "%.2f-%.2fx" % (lo, hi),
+             lambda lo: lo > 1)
     ny = ["nytro-%d-%s" % (n, a) for n in (5000, 10000, 20000) for a in ("aligned", "unaligned")]
-    rs = [ratio(rr.val("nxd", j), rr.val("ssd", j)) for j in ny]
-    if all(x is not None for x in rs):
-        add(16, "NytroXD 5000-20000 B, aligned and unaligned: >= 70 % of the raw SSD",
-            "%.0f-%.0f %%" % (100 * min(rs), 100 * max(rs)), min(rs) >= 0.7)
-    else:
-        add(16, "NytroXD 5000-20000 B, aligned and unaligned: >= 70 % of the raw SSD", "not measured", None)
+    over("NytroXD 5000-20000 B, aligned and unaligned: >= 70 % of the raw SSD", ny, "ssd", pct,
+         lambda lo: lo >= 0.7)
     p = ratio(rr.val("nxd", "randwrite-4k-qd8", "p99_us"), rr.val("ssd", "randwrite-4k-qd8", "p99_us"))
     add(16, "p99 latency of 4 KiB writes (QD 8): <= 2x the raw SSD",
         "%.1fx" % p if p is not None else "not measured", None if p is None else p <= 2)
