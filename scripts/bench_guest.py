@@ -63,7 +63,6 @@ KiB, MiB = 1024, 1 << 20
 NYTRO = [(5000, 5120), (10000, 10240), (20000, 19968), (40000, 39936),
          (80000, 79872), (160000, 159744)]
 SYSTEMS = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
-CACHES = ["bcache", "writecache", "dmcache", "nxd"]
 
 SSD_MB = int(os.environ.get("SSD_MB", "128"))
 SSD = "/dev/ram0"
@@ -743,7 +742,7 @@ def chunks(smoke):
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 
-def region(name, vol_bytes, ssd_bytes, args):
+def region(name, vol_bytes, ssd_bytes):
     """(offset, size) in bytes of a named region of the volume."""
     al = 1 * MiB
     if name == "all":
@@ -763,7 +762,7 @@ def region(name, vol_bytes, ssd_bytes, args):
 def fio_env(target, var, vol_bytes, ssd_bytes, args):
     env = dict(os.environ)
     reg = var.get("REGION", "all")
-    off, size = region(reg, vol_bytes, ssd_bytes, args)
+    off, size = region(reg, vol_bytes, ssd_bytes)
     mis = int(var.get("MISALIGN", 0))
     budget = args.burst_pct * ssd_bytes // 100 // 4096 * 4096
     env.update(TARGET=target, RUNTIME=str(args.runtime), RAMP=str(args.ramp), SIZE=str(size - mis),
@@ -823,7 +822,7 @@ def run_fio(fio, env, out, section=None, extra=(), limit=None):
 
 def do_fill(sysobj, fill, vol_bytes, ssd_bytes, args, outbase):
     """The not-measured preparation step of a job."""
-    off, size = region(fill["REGION"], vol_bytes, ssd_bytes, args)
+    off, size = region(fill["REGION"], vol_bytes, ssd_bytes)
     if fill["FILL"] == "budget":
         amount = args.burst_pct * ssd_bytes // 100
     elif fill["FILL"] == "drain":
