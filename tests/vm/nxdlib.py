@@ -102,7 +102,9 @@ class NullBlk:
 
 def dm_create(name, table):
     sh(f"dmsetup create {name}", input=table + "\n")
-    sh("udevadm settle", check=False)
+    # dmsetup waits for its own node; a bounded settle keeps one stuck
+    # udev worker from costing the default 120 s.
+    sh("udevadm settle --timeout=10", check=False)
     return f"/dev/mapper/{name}"
 
 
