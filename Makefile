@@ -197,6 +197,11 @@ bench:
 crash-campaign:
 	@SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),4)' $(TOP)/scripts/crash-campaign.sh
 
+# The same workloads without cuts: live and replayed volume checked exactly.
+.PHONY: crash-soak
+crash-soak:
+	@SOAK=1 SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),8)' $(TOP)/scripts/crash-campaign.sh
+
 bench-smoke:
 	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi

@@ -26,6 +26,8 @@
 #include <linux/vmalloc.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
+#include <linux/hash.h>
+#include <linux/log2.h>
 
 #include "nxd.h"
 
@@ -83,8 +85,53 @@ static void nxd_batch_insert(struct nxd_batch *b, u64 block, u8 idx)
 	b->hvals[h] = idx;
 }
 
-static void nxd_batch_reset(struct nxd_batch *b)
+static u32 *nxd_merging_slot(struct nxd_c *nc, u64 block)
 {
+	return &nc->merging[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
+}
+
+/* Is a block of [first, last] being merged by the writer?  Under nc->lock. */
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 r, rl = last >> NXD_REGION_SHIFT;
+
+	if (!nc->nr_merging)
+		return false;
+	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
+		return true;
+	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
+		if (nc->merging[hash_64(r, ilog2(NXD_MERGE_SLOTS))])
+			return true;
+	return false;
+}
+
+static void nxd_unmerge_locked(struct nxd_c *nc, u64 block)
+{
+	u32 *c = nxd_merging_slot(nc, block);
+
+	if (!WARN_ON_ONCE(!*c || !nc->nr_merging)) {
+		(*c)--;
+		nc->nr_merging--;
+	}
+}
+
+/* Indexed or given up: the batch's merged blocks no longer hold writes back. */
+static void nxd_batch_unmerge(struct nxd_c *nc, struct nxd_batch *b)
+{
+	u32 i;
+
+	if (bitmap_empty(b->merged, NXD_SEG_MAX_DATA))
+		return;
+	spin_lock(&nc->lock);
+	for_each_set_bit(i, b->merged, NXD_SEG_MAX_DATA)
+		nxd_unmerge_locked(nc, b->blocks[i]);
+	spin_unlock(&nc->lock);
+	bitmap_zero(b->merged, NXD_SEG_MAX_DATA);
+}
+
+static void nxd_batch_reset(struct nxd_c *nc, struct nxd_batch *b)
+{
+	nxd_batch_unmerge(nc, b);
 	b->nr_data = 0;
 	b->nr_inval = 0;
 	b->fua = false;
@@ -281,7 +328,7 @@ static void nxd_batch_abort(struct nxd_c *nc, int err)
 		op->error = err;
 		nxd_inval_ack(nc, op);
 	}
-	nxd_batch_reset(bt);
+	nxd_batch_reset(nc, bt);
 }
 
 /*
@@ -317,7 +364,7 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 		list_del(&op->bnode);
 		nxd_inval_park(nc, op);
 	}
-	nxd_batch_reset(bt);
+	nxd_batch_reset(nc, bt);
 }
 
 static bool nxd_ring_has_room(struct nxd_c *nc, u32 nr_data, u64 *pos)
@@ -432,7 +479,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	list_for_each_entry_safe(op, tmp, &bt->invals, bnode)
 		nxd_inval_ack(nc, op);
 	INIT_LIST_HEAD(&bt->invals);
-	nxd_batch_reset(bt);
+	nxd_batch_reset(nc, bt);
 	if (nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.low_wm))
 		nxd_destager_wake(nc);
 }
@@ -485,6 +532,14 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 			old_mask = e->mask;
 			slot = e->slot;
 			epoch = nxd_read_epoch_get(nc);
+			/*
+			 * The destager may drop this entry before the merged
+			 * block is indexed; a write that saw neither would go
+			 * to the HDD and the merge would bring the copy's
+			 * other sectors back over it.
+			 */
+			(*nxd_merging_slot(nc, blk))++;
+			nc->nr_merging++;
 		}
 		spin_unlock(&nc->lock);
 		if (old_mask) {
@@ -493,6 +548,9 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 				       1, data);
 			nxd_read_epoch_put(nc, epoch);
 			if (r) {
+				spin_lock(&nc->lock);
+				nxd_unmerge_locked(nc, blk);
+				spin_unlock(&nc->lock);
 				/* Only this write fails; the log keeps its copy. */
 				nxd_count(nc, NXD_CTR(ssd_errors), 1);
 				DMERR_LIMIT("%s: SSD read of logged block %llu failed (%d)",
@@ -507,6 +565,8 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 		nxd_batch_insert(bt, blk, idx);
 		bt->blocks[idx] = blk;
 		bt->masks[idx] = old_mask;
+		if (old_mask)
+			__set_bit(idx, bt->merged);
 	}
 	bt->masks[idx] |= mask;
 	if (bio && bt->last_bio != bio) {
@@ -837,12 +897,35 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
 }
 
+/*
+ * An HDD write that map sent here because a merge was in progress: once
+ * the open batch is indexed, nothing logged under it means no INVAL.
+ */
+static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
+{
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	bool logged;
+
+	nxd_batch_commit(nc);
+	spin_lock(&nc->lock);
+	logged = nxd_range_logged(nc, s >> 3, (e - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (logged)
+		return false;
+	nxd_count(nc, NXD_CTR(writes_direct), 1);
+	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+	return true;
+}
+
 static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	if (atomic_read(&nc->degraded))
 		nxd_degraded_bio(nc, bio);
+	else if (bio_op(bio) == REQ_OP_WRITE && pb->route == NXD_H_HDD &&
+		 nxd_writer_direct(nc, bio))
+		return;
 	else if (bio_op(bio) == REQ_OP_DISCARD || pb->route == NXD_H_HDD)
 		nxd_inval_start(nc, bio);
 	else

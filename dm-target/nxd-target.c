@@ -641,8 +641,10 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 					READ_ONCE(t->write_threshold),
 					nc->hdd_io_min, READ_ONCE(t->mode));
 	if (!to_log) {
+		/* A merge in the writer must be indexed before this lands. */
 		spin_lock(&nc->lock);
-		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3);
+		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3);
 		spin_unlock(&nc->lock);
 		if (!logged) {
 			nxd_count(nc, NXD_CTR(writes_direct), 1);
@@ -662,7 +664,8 @@ static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	pb->bytes = 0;		/* not a read or write: no histogram */
 	nxd_count(nc, NXD_CTR(discards), 1);
 	spin_lock(&nc->lock);
-	logged = nr && nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3);
+	logged = nr && (nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
+			nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3));
 	spin_unlock(&nc->lock);
 	if (!logged) {
 		if (!bdev_max_discard_sectors(nc->hdd->bdev)) {

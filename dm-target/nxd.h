@@ -93,6 +93,8 @@ struct nxd_pb {
 	struct nxd_inval *inval;
 };
 
+#define NXD_MERGE_SLOTS	64
+
 /* pb->error: its segment failed; redo the bio on the degraded path. */
 #define NXD_PB_RETRY	1
 
@@ -104,6 +106,8 @@ struct nxd_batch {
 	bool fua;			/* PREFLUSH|FUA the segment */
 	u64 blocks[NXD_SEG_MAX_DATA];
 	u8 masks[NXD_SEG_MAX_DATA];
+	/* merged with a logged copy: counted in nxd_c.merging until indexed */
+	DECLARE_BITMAP(merged, NXD_SEG_MAX_DATA);
 	/* block -> data index + 1 for merging writes to one block */
 	u64 hkeys[256];
 	u8 hvals[256];
@@ -170,6 +174,13 @@ struct nxd_c {
 	struct list_head parked;
 	bool log_full;
 	struct nxd_batch batch;
+	/*
+	 * Blocks of the open batch merged with a logged copy, per hashed
+	 * 1 MiB region, under @lock: until the merged block is indexed, a
+	 * write must not go round the writer to the HDD (nxd_merging_locked).
+	 */
+	u32 merging[NXD_MERGE_SLOTS];
+	u32 nr_merging;
 
 	/* Destager */
 	struct task_struct *destager;
@@ -199,6 +210,7 @@ struct nxd_c {
 /* nxd-target.c */
 int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v);
 sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot);
 int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,

@@ -21,11 +21,21 @@
 # build/logs/<kver>-crash-campaign-detail.txt, and each cut with a loss
 # leaves build/logs/<kver>-pcut-seed<S>-cut<I>.json.
 # Exits non-zero if any kernel lost data, hung, or failed to run.
+#
+# SOAK=1 (make crash-soak): the same workloads without power cuts; after
+# each round an fsync makes every completed write durable, the live volume
+# is checked, then replayed from its log (both devices powered off with
+# everything flushed) and checked again (test_pcut_live_soak; summary in
+# build/logs/<kver>-crash-soak.txt, losses in <kver>-soak-seed*.json).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 2
 SEEDS=${SEEDS:-8}
+kind=campaign switch=CAMPAIGN
+if [ "${SOAK:-0}" = 1 ]; then
+	kind=soak switch=SOAK
+fi
 CUTS=${CUTS:-4}
 case $SEEDS in
 *-* | *,*) seeds=$SEEDS ;;
@@ -55,21 +65,21 @@ campaign() {
 		echo "build FAILED" >"build/logs/run-$kv.campaign"
 		return 1
 	fi
-	sumf=build/logs/$kv-crash-campaign.txt
+	sumf=build/logs/$kv-crash-$kind.txt
 	before=$(wc -l <"$sumf" 2>/dev/null || echo 0)
 	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
 	VM_TIMEOUT=$timeout scripts/vm-run.sh "$kv" \
-		"NXD_PCUT_CAMPAIGN=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
+		"NXD_PCUT_$switch=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
 		"NXD_PCUT_MAX_N=${MAX_N:-6000}" \
-		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k campaign" \
-		>"build/logs/$kv-crash-campaign-pytest.txt" 2>&1
+		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k $kind" \
+		>"build/logs/$kv-crash-$kind-pytest.txt" 2>&1
 	grc=$?
-	tail -n 3 "build/logs/$kv-crash-campaign-pytest.txt" | sed "s/^/crash-campaign[$kv]: /"
+	tail -n 3 "build/logs/$kv-crash-$kind-pytest.txt" | sed "s/^/crash-campaign[$kv]: /"
 	after=$(wc -l <"$sumf" 2>/dev/null || echo 0)
 	if [ "$after" -gt "$before" ]; then
 		line=$(tail -n 1 "$sumf" | cut -d' ' -f3-)
 	else
-		line="no summary (guest exit $grc; see build/logs/$kv-crash-campaign-pytest.txt)"
+		line="no summary (guest exit $grc; see build/logs/$kv-crash-$kind-pytest.txt)"
 	fi
 	echo "$line" >"build/logs/run-$kv.campaign"
 	return $grc

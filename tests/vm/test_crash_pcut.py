@@ -485,6 +485,14 @@ def chain_plan(seed, ncuts):
     return fmt, grow
 
 
+def recs_near(wl, res):
+    """Every write or discard touching a 4 KiB block of a reported problem:
+    the evidence needed to tell a stale merge (RMW) from a stale destage."""
+    blocks = {pr["sector"] >> 3 for pr in res["problems"]}
+    return [r.asdict() for r in wl.recs
+            if any(r.s0 >> 3 <= b <= (r.s0 + r.n - 1) >> 3 for b in blocks)]
+
+
 def nonzero_sectors(img, start, end):
     """Sectors [start, end) of @img that are not zeros."""
     return [s for s in range(start, end) if img[s * SECTOR:(s + 1) * SECTOR] != ZERO]
@@ -732,12 +740,10 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             summary(fname, line)
             if res["lost"] or res["unexplained"]:
                 path = os.path.join(LOGS, f"{KVER}-pcut-seed{seed}-cut{i}.json")
-                first = {pr["sector"] for pr in res["problems"][:3]}
-                near = [r.asdict() for r in wl.recs
-                        if any(r.s0 <= x < r.s0 + r.n for x in first)]
                 with open(path, "w") as f:
                     json.dump({"seed": seed, "cut": i, "opts": opts, "params": p,
-                               "result": res, "flushes": wl.flushes, "recs_at_first": near,
+                               "result": res, "flushes": wl.flushes,
+                               "recs_at_first": recs_near(wl, res),
                                "nxd_at_cut": nst, "dmesg": dmesg_tail(80),
                                "status_first": st_first, "status_other": st_other}, f,
                               indent=1, default=str)
@@ -745,6 +751,96 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                                     f"{res['unexplained']} (details: {path}); first: "
                                     f"{res['problems'][:3]}")
             init = img
+            wid_base = wl._wid
+    finally:
+        for n in reversed(names):
+            if n in dm.devs:
+                try:
+                    dm.remove(n)
+                except DMError:
+                    pass
+        ssd_nb.close()
+        hdd_nb.close()
+
+
+def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
+    """The campaign's workload without power cuts: after each round of
+    writers (and the admin thread in half the rounds) an fsync makes every
+    completed write durable, so the oracle checks the live volume exactly;
+    then both devices lose power with everything flushed (keep 100), nxd
+    is recovered from the log and checked again.  A loss here is a bug of
+    the live data path or of replay, not of what a cut happened to keep."""
+    hdd_nb = NullBlk(HDD_MIB, discard=True)
+    ssd_nb = NullBlk(SSD_MIB, discard=True)
+    names = (f"psh{seed}", f"pss{seed}", f"psn{seed}")
+    try:
+        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
+        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
+        vol = crashlib.data_sectors(ph.sectors)
+        table = nxd_table(vol, ph.devno, ps.devno, opts)
+        nx = names[2]
+        dm.create(nx, table)
+        init = bytes(vol * SECTOR)
+        wid_base = 0
+        rng = random.Random(seed * 31337)
+        for i in range(rounds):
+            p = cut_params(seed, i)
+            tag = f"soak seed {seed} round {i} opts '{opts}' admin {p['admin']}"
+            for d in (ph, ps):
+                d.set(keep=100, torn=0)
+            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
+                          admin=nx if p["admin"] else None)
+            wl.start()
+            time.sleep(rng.uniform(*secs))
+            alive = wl.stop()
+            if alive or wl.stuck:
+                tot.stuck += 1
+                tot.failures.append(f"{tag}: writers stuck without any cut: {dm.status(nx)}")
+                return
+            fd = os.open(dm.node(nx), os.O_RDWR)
+            try:
+                f = [time.monotonic_ns(), None, False]
+                os.fsync(fd)
+                f[1], f[2] = time.monotonic_ns(), True
+                wl.flushes.append(f)
+            finally:
+                os.close(fd)
+            results = []
+            for phase in ("live", "replayed"):
+                if phase == "replayed":
+                    ph.cut()
+                    ps.cut()
+                    if not removed(dm, nx, tot, f"{tag}: remove after the cut"):
+                        return
+                    ph.power_on()
+                    ps.power_on()
+                    dm.create(nx, table)
+                nst = parse_nxd_status(dm.status(nx))
+                img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+                res = oracle(img, init, wl, vol, seed, wid_base)
+                results.append(f"{phase}: lost {res['lost']} unexplained {res['unexplained']}")
+                tot.cuts += phase == "replayed"
+                tot.sectors += res["sectors"]
+                tot.lost += res["lost"]
+                tot.unexplained += res["unexplained"]
+                tot.durable += res["durable_writes"]
+                if res["lost"] or res["unexplained"]:
+                    path = os.path.join(LOGS, f"{KVER}-soak-seed{seed}-round{i}-{phase}.json")
+                    with open(path, "w") as fo:
+                        json.dump({"seed": seed, "round": i, "opts": opts, "phase": phase,
+                                   "result": res, "flushes": wl.flushes,
+                                   "recs_at_first": recs_near(wl, res), "nxd": nst,
+                                   "dmesg": dmesg_tail(80)}, fo, indent=1, default=str)
+                    tot.failures.append(f"{tag}: {phase}: lost {res['lost']} unexplained "
+                                        f"{res['unexplained']} (details: {path}); first: "
+                                        f"{res['problems'][:3]}")
+                    summary(fname, f"{tag}: FAILED {results}")
+                    return
+                init = img
+            summary(fname, f"{tag}: {len(wl.recs)} writes/discards {wl.counts}; nxd "
+                    f"logged {nst['writes_logged']} direct {nst['writes_direct']} around_full "
+                    f"{nst['writes_around_full']} inval {nst['invalidations']} rmw "
+                    f"{nst.get('rmw_reads')} destaged_blocks {nst['destaged_blocks']}; {results}")
             wid_base = wl._wid
     finally:
         for n in reversed(names):
@@ -858,4 +954,19 @@ def test_pcut_crash_campaign(pdm):
     line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
             f"in {time.monotonic() - t0:.0f}s")
     summary("crash-campaign.txt", line)
+    assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)
+
+
+@pytest.mark.skipif(os.environ.get("NXD_PCUT_SOAK") != "1",
+                    reason="the soak runs from make crash-soak (NXD_PCUT_SOAK=1)")
+def test_pcut_live_soak(pdm):
+    rounds = int(os.environ.get("NXD_PCUT_CUTS", "8"))
+    tot = Totals()
+    seeds = _seeds()
+    t0 = time.monotonic()
+    for seed in seeds:
+        opts = OPTSETS[seed % len(OPTSETS)]
+        run_soak(pdm, seed, opts, rounds, tot, "crash-soak-detail.txt")
+    summary("crash-soak.txt", f"crash-soak {KVER}: seeds {seeds[0]}-{seeds[-1]} x {rounds} "
+            f"rounds: {tot.line()} in {time.monotonic() - t0:.0f}s")
     assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)

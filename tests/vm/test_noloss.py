@@ -17,6 +17,12 @@ wrote, never against the volume.
  - test_clean_only_after_successful_flushes: a suspend whose SSD flush
    fails must not mark the log CLEAN (a CLEAN log is replayed without data
    checksums); the SSD is a dm-pcut device with failing flushes.
+ - test_direct_write_waits_for_queued_merge: a large write went straight
+   to the HDD at map time because the destager had just dropped the
+   logged copy under it, while a small write queued before it was merging
+   that copy (RMW); the merged block, committed after, brought the old
+   copy's sectors back over the large write (crash campaign run 6, seed
+   357 cut 6, 6.1).
 """
 import os
 import threading
@@ -200,3 +206,68 @@ def test_clean_only_after_successful_flushes(dm, loopdev, nullb):
     v.remove()
     _, sb = X.newest_sb(ssd.path)
     assert sb["flags"] & 1, sb
+
+
+def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
+    """A small write W merging a logged block B (RMW read held 3 s by a
+    slow SSD), the destager dropping B's entry meanwhile, then a large
+    write H over B: H must not overtake W to the HDD, or W's merged block
+    (old sectors of B) lands over H.  Sectors of B that only H wrote must
+    read H's data, live and after a reload."""
+    nxdvm.modprobe("dm-delay")
+    hdd = loopdev(64)
+    ssd_base = nullb(16)
+    n = nxdvm.dev_sectors(ssd_base)
+    line = lambda read_ms: f"0 {n} delay {ssd_base} 0 {read_ms} {ssd_base} 0 0"  # noqa: E731
+    dm.create("nxdm-ssd", line(0))
+    ssd = "/dev/mapper/nxdm-ssd"
+    v = Vol(dm, "nxdm", hdd, ssd, opts=["low_watermark", "0"])
+    B = 100                                 # the block; H covers blocks 96-127
+    v.pause()
+    old = _pattern("old", B, BLOCK)
+    with X.Fd(v.dev) as f:
+        f.pwrite(B * BLOCK, old)
+        f.fsync()
+    assert v.status()["index_entries"] == 1
+    dm.reload("nxdm-ssd", line(3000))       # every SSD read now takes 3 s
+    w_data = _pattern("w", B, 512)
+    errors = []
+    t = {}
+
+    def small():
+        try:
+            with X.Fd(v.dev) as g:
+                g.pwrite(B * BLOCK + 7 * 512, w_data)     # sector 7 of B: a merge
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        t["w_done"] = time.monotonic() - t0
+
+    t0 = time.monotonic()
+    v.message("resume_destage")             # its round reads the segment: 3 s
+    time.sleep(1.5)
+    w = threading.Thread(target=small)
+    w.start()                               # its RMW read of B: 3 s
+    nxdvm.wait_for(lambda: v.status()["index_entries"] == 0, timeout=60,
+                   what="the destager dropping B's entry")
+    t["dropped"] = time.monotonic() - t0
+    # The setup: W is still merging when H comes.
+    assert w.is_alive(), f"W finished before the destager dropped B: no race set up ({t}, {errors})"
+    h = _pattern("h", B, 32 * BLOCK)
+    with X.Fd(v.dev) as f:
+        f.pwrite(96 * BLOCK, h)
+    w.join(timeout=120)
+    assert not w.is_alive() and not errors, errors
+    dm.reload("nxdm-ssd", line(0))
+    hb = h[(B - 96) * BLOCK:(B - 96 + 1) * BLOCK]
+
+    def check(when):
+        with X.Fd(v.dev, write=False) as f:
+            got = f.pread(B * BLOCK, BLOCK)
+        assert got[:7 * 512] == hb[:7 * 512], \
+            f"{when}: sectors 0-6 of B are not the large write's " \
+            f"({'the old copy' if got[:512] == old[:512] else 'something else'})"
+        assert got[7 * 512:] in (hb[7 * 512:], w_data), f"{when}: sector 7 of B"
+
+    check("live")
+    v.recreate()
+    check("after reload")
