@@ -13,6 +13,10 @@
  *   see the logged copy, which was the newest acknowledged data.
  * - Small writes overlapping such an in-flight HDD write are held until it
  *   is acknowledged, so an INVAL never kills a newer logged copy.
+ * - A partial write merged with a logged copy (RMW) counts in nc->merging
+ *   until the merged block is indexed: map sends no write round the writer
+ *   to the HDD over it meanwhile, or the merge, if the destager dropped the
+ *   copy in between, would bring the copy's other sectors back over it.
  * - Degraded (an SSD write failed, the log is frozen): nothing is logged.
  *   A write over logged blocks goes to the HDD with FUA and is parked
  *   until the destager has moved the log's tail past every logged copy
