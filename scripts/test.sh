@@ -129,6 +129,7 @@ fi
 SKIP_ALLOW=(
 	"6.6|^tests/vm/test_faults.py:[0-9]+: dm-flakey has no error_reads on this kernel"
 	"|^tests/vm/test_crash_pcut.py:[0-9]+: the campaign runs from make crash-campaign"
+	"|^tests/vm/test_crash_pcut.py:[0-9]+: the soak runs from make crash-soak"
 )
 ver_lt() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$1" ]; }
 skip_allowed() { # KVER REASON

@@ -202,14 +202,16 @@ class DMSetup:
             cmd.append("--nolockfs")
         run(cmd + [name])
 
-    def resume(self, name):
-        run(["dmsetup", "resume", name])
+    def resume(self, name, nosync=False):
+        # nosync: do not wait for udev's probe of the device (slow on a
+        # device that delays reads).
+        run(["dmsetup", "resume", name] + (["--noudevsync"] if nosync else []))
 
-    def reload(self, name, table, noflush=False):
+    def reload(self, name, table, noflush=False, nosync=False):
         """load + suspend + resume: swap in a new table."""
         self.load(name, table)
         self.suspend(name, noflush=noflush)
-        self.resume(name)
+        self.resume(name, nosync=nosync)
 
     def table(self, name):
         return run(["dmsetup", "table", name]).stdout.strip()
