@@ -485,6 +485,18 @@ def chain_plan(seed, ncuts):
     return fmt, grow
 
 
+def teardown(dm, names, *nbs):
+    """Remove the dm devices @names (last first), then close the null_blks."""
+    for n in reversed(names):
+        if n in dm.devs:
+            try:
+                dm.remove(n)
+            except DMError:
+                pass
+    for nb in nbs:
+        nb.close()
+
+
 def recs_near(wl, res):
     """Every write or discard touching a 4 KiB block of a reported problem:
     the evidence needed to tell a stale merge (RMW) from a stale destage."""
@@ -753,14 +765,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             init = img
             wid_base = wl._wid
     finally:
-        for n in reversed(names):
-            if n in dm.devs:
-                try:
-                    dm.remove(n)
-                except DMError:
-                    pass
-        ssd_nb.close()
-        hdd_nb.close()
+        teardown(dm, names, ssd_nb, hdd_nb)
 
 
 def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
@@ -843,14 +848,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                     f"{nst.get('rmw_reads')} destaged_blocks {nst['destaged_blocks']}; {results}")
             wid_base = wl._wid
     finally:
-        for n in reversed(names):
-            if n in dm.devs:
-                try:
-                    dm.remove(n)
-                except DMError:
-                    pass
-        ssd_nb.close()
-        hdd_nb.close()
+        teardown(dm, names, ssd_nb, hdd_nb)
 
 
 def dmesg_tail(n=15):
