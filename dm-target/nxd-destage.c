@@ -13,9 +13,10 @@
  *
  * SSD read errors never degrade the volume: the round stops before the
  * segment that cannot be read and is retried.  A segment whose header
- * reads back bad is destaged from the in-memory index.  Degraded (the log
- * frozen), the destager empties the log whatever the watermarks, and the
- * tail is recorded in the HDD label instead of the SSD superblock.
+ * reads back bad is destaged from the in-memory index.  A block that fails
+ * its checksum (the SSD lost it) is never copied over the HDD.  Degraded
+ * (the log frozen), the destager empties the log whatever the watermarks,
+ * and the tail is recorded in the HDD label instead of the SSD superblock.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -311,6 +312,22 @@ static u32 nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd, int *err)
 }
 
 /*
+ * A logged block read back for destaging that fails its checksum: the SSD
+ * lost it (a dropped or torn write).  Never copy it over the HDD, which
+ * holds older but good data; the entry is dropped with the round, as a
+ * replay would have stopped before it.  Under nc->lock.
+ */
+static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db, bool ok)
+{
+	if (ok)
+		return true;
+	nxd_count(nc, NXD_CTR(ssd_errors), 1);
+	DMERR_LIMIT("%s: logged block %llu (slot %u) fails its checksum: lost, not destaged",
+		    dm_table_device_name(nc->ti->table), db->block, db->slot);
+	return false;
+}
+
+/*
  * A committed segment whose header no longer decodes: its live blocks are
  * the index entries pointing into it (a walk of the whole index, on this
  * rare path only); its data blocks were read with it.
@@ -335,8 +352,10 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 		db->block = e->block;
 		db->slot = e->slot;
 		db->mask = e->mask;
-		db->copy = dec == NXD_D_COPY;
 		db->data = hdr + (size_t)(e->slot - sd->pos) * NXD_BLOCK_SIZE;
+		db->copy = dec == NXD_D_COPY &&
+			   nxd_destage_data_ok(nc, db,
+					       nxd_crc16(nxd_block_crc(db->data)) == e->rsvd);
 	}
 	return true;
 }
@@ -402,8 +421,9 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			db->block = rec.block;
 			db->slot = e->slot;
 			db->mask = e->mask;
-			db->copy = dec == NXD_D_COPY;
 			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
+			db->copy = dec == NXD_D_COPY &&
+				   nxd_destage_data_ok(nc, db, nxd_block_crc(db->data) == rec.val);
 			d++;
 		}
 		if (cut)

@@ -427,9 +427,10 @@ void nxd_batch_commit(struct nxd_c *nc)
 
 	nxd_seg_init(hdr, nc->sb.vol_uuid, nc->ring.next_seq, nc->sb.gen, pos);
 	r = 0;
-	for (i = 0; i < bt->nr_data && r >= 0; i++)
-		r = nxd_seg_add_data(hdr, bt->blocks[i], bt->masks[i],
-				     nxd_block_crc(nxd_batch_data(bt, i)));
+	for (i = 0; i < bt->nr_data && r >= 0; i++) {
+		bt->crcs[i] = nxd_block_crc(nxd_batch_data(bt, i));
+		r = nxd_seg_add_data(hdr, bt->blocks[i], bt->masks[i], bt->crcs[i]);
+	}
 	list_for_each_entry(op, &bt->invals, bnode) {
 		u64 b = op->full_first;
 
@@ -470,7 +471,9 @@ void nxd_batch_commit(struct nxd_c *nc)
 				  bt->masks[i], &old);
 		if (r == 1)
 			nxd_seg_put_locked(nc, old.slot);
-		WARN_ON_ONCE(r < 0);
+		if (!WARN_ON_ONCE(r < 0))
+			nxd_index_find(&nc->ix, bt->blocks[i])->rsvd =
+				nxd_crc16(bt->crcs[i]);
 	}
 	spin_unlock(&nc->lock);
 

@@ -367,6 +367,7 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 {
 	struct nxd_ient old;
 	u32 i, d = 0;
+	int r;
 
 	spin_lock(&nc->lock);
 	for (i = 0; i < si->nr_recs; i++) {
@@ -383,9 +384,12 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 		nxd_seg_rec(hdr, i, &rec);
 		if (rec.type != NXD_REC_DATA)
 			continue;
-		if (nxd_index_set(&nc->ix, rec.block, si->pos + 1 + d, rec.mask,
-				  &old) == 1)
+		r = nxd_index_set(&nc->ix, rec.block, si->pos + 1 + d, rec.mask,
+				  &old);
+		if (r == 1)
 			nxd_seg_put_locked(nc, old.slot);
+		if (r >= 0)
+			nxd_index_find(&nc->ix, rec.block)->rsvd = nxd_crc16(rec.val);
 		d++;
 	}
 	spin_unlock(&nc->lock);

@@ -95,6 +95,16 @@ struct nxd_pb {
 
 #define NXD_MERGE_SLOTS	64
 
+/*
+ * The index keeps 16 bits of each logged block's crc32c (nxd_ient.rsvd),
+ * so that a block destaged without its segment header (unreadable) is
+ * checked before it overwrites the HDD.
+ */
+static inline u16 nxd_crc16(u32 crc)
+{
+	return (u16)(crc ^ (crc >> 16));
+}
+
 /* pb->error: its segment failed; redo the bio on the degraded path. */
 #define NXD_PB_RETRY	1
 
@@ -106,6 +116,7 @@ struct nxd_batch {
 	bool fua;			/* PREFLUSH|FUA the segment */
 	u64 blocks[NXD_SEG_MAX_DATA];
 	u8 masks[NXD_SEG_MAX_DATA];
+	u32 crcs[NXD_SEG_MAX_DATA];	/* of the data blocks, at commit */
 	/* merged with a logged copy: counted in nxd_c.merging until indexed */
 	DECLARE_BITMAP(merged, NXD_SEG_MAX_DATA);
 	/* block -> data index + 1 for merging writes to one block */

@@ -23,6 +23,10 @@ wrote, never against the volume.
    that copy (RMW); the merged block, committed after, brought the old
    copy's sectors back over the large write (crash campaign run 6, seed
    357 cut 6, 6.1).
+ - test_lost_block_is_not_destaged: a segment the SSD lost (header and
+   data block gone) is destaged from the index, but a block failing its
+   checksum is not copied: the destager used to write the slot's stale
+   contents over fsync'd HDD data (test_flakey_drop[ssd], 6.12).
 """
 import os
 import threading
@@ -272,3 +276,36 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     check("live")
     v.recreate()
     check("after reload")
+
+
+@pytest.mark.dmesg_allow(r"nxd.*(unreadable|fails its checksum)")
+def test_lost_block_is_not_destaged(dm, loopdev, nullb):
+    """Block B holds O on the HDD; N is logged over it (ring slot 0: the
+    header, slot 1: the data); then the SSD loses both slots (zeroed
+    behind the volume's back).  A drain must not copy the zeroed slot over
+    O: B reads O (a replay would have stopped at the lost segment too)."""
+    hdd = loopdev(64)
+    ssd = nullb(16)
+    B = 300
+    old = _pattern("old", B, BLOCK)
+    X.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
+    v = Vol(dm, "nxdlb", hdd, ssd)
+    v.pause()
+    with X.Fd(v.dev) as f:
+        assert f.pread(B * BLOCK, BLOCK) == old
+        f.pwrite(B * BLOCK, _pattern("new", B, BLOCK))
+        f.fsync()
+    assert v.status()["index_entries"] == 1
+    ring = 8 * BLOCK                            # NXD_RING_START: ring slot 0
+    assert X.pread_dev(ssd, ring, BLOCK)[:8] == b"\0NXDSEG1", "slot 0 holds no header"
+    X.pwrite_dev(ssd, ring, bytes(2 * BLOCK))   # header and data block lost
+    marker = nxdvm.kmsg_mark("lost block")
+    v.message("resume_destage")
+    v.drain()
+    assert X.pread_dev(hdd, B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
+    assert X.wait_kmsg(marker, r"logged block 300 .*fails its checksum"), \
+        "no message naming the lost block"
+    st = v.status()
+    assert st["state"] == "ok" and st["index_entries"] == 0, st
+    with X.Fd(v.dev, write=False) as f:
+        assert f.pread(B * BLOCK, BLOCK) == old
