@@ -485,7 +485,7 @@ def chain_plan(seed, ncuts):
     return fmt, grow
 
 
-def teardown(dm, names, *nbs):
+def remove_devices(dm, names, *nbs):
     """Remove the dm devices @names (last first), then close the null_blks."""
     for n in reversed(names):
         if n in dm.devs:
@@ -765,7 +765,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             init = img
             wid_base = wl._wid
     finally:
-        teardown(dm, names, ssd_nb, hdd_nb)
+        remove_devices(dm, names, ssd_nb, hdd_nb)
 
 
 def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
@@ -848,7 +848,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                     f"{nst.get('rmw_reads')} destaged_blocks {nst['destaged_blocks']}; {results}")
             wid_base = wl._wid
     finally:
-        teardown(dm, names, ssd_nb, hdd_nb)
+        remove_devices(dm, names, ssd_nb, hdd_nb)
 
 
 def dmesg_tail(n=15):
