@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Where the CPU goes on the small-write path, in ONE guest: 4 KiB random
+# writes at QD 8 on the raw SSD, dm-writecache and dm-nxd (log empty,
+# destage paused; 128 MiB written over a 64 MiB region), each under `perf record -a -g` (cpu-clock: TCG has no
+# PMU).  Both "SSD" and "HDD" are brd ramdisks, so that the HDD is never
+# the bottleneck and only the write path is measured.
+#   scripts/profile-write.sh [KVER]        from the host
+# Writes build/logs/profile-<kver>/{SYSTEM.fio.txt,SYSTEM.perf.txt,summary.txt}.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+if [ "${1:-}" != --guest ]; then
+	kv=${1:-6.1.0-56-amd64}
+	make -s module-"$kv" >/dev/null
+	exec env VM_TIMEOUT=${VM_TIMEOUT:-1200} scripts/vm-run.sh "$kv" "scripts/profile-write.sh --guest"
+fi
+out=build/logs/profile-$(uname -r)
+mkdir -p "$out"
+modprobe dm-mod; modprobe dm-writecache; modprobe libcrc32c || true
+grep -q '^dm_nxd ' /proc/modules || insmod "build/$(uname -r)/dm-nxd.ko"
+modprobe brd rd_nr=2 rd_size=$((256 * 1024))
+echo 0 >/proc/sys/kernel/kptr_restrict
+echo -1 >/proc/sys/kernel/perf_event_paranoid
+sz=$(blockdev --getsz /dev/ram1)
+vol=$((sz - 8192))
+
+cpu() { awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat; }
+
+run() {	# NAME DEV
+	local name=$1 dev=$2 c0 c1
+	c0=$(cpu)
+	perf record -q -a -g -e cpu-clock -F 499 -o "/tmp/$name.data" -- \
+		fio --name="$name" --filename="$dev" --rw=randwrite --bs=4k --iodepth=8 \
+		--ioengine=libaio --direct=1 --size=64m --io_size=128m --runtime=120 \
+		--randrepeat=0 --output-format=json >"$out/$name.fio.json" 2>/dev/null
+	c1=$(cpu)
+	perf report -i "/tmp/$name.data" --no-children --sort sym --stdio \
+		--percent-limit 0.5 -g none 2>/dev/null >"$out/$name.perf.txt" || true
+	perf report -i "/tmp/$name.data" --no-children --sort comm --stdio \
+		-g none 2>/dev/null >"$out/$name.comm.txt" || true
+	python3 - "$name" "$out/$name.fio.json" "$c0" "$c1" <<'EOF' | tee -a "$out/summary.txt"
+import json, sys
+name, f, c0, c1 = sys.argv[1:]
+j = json.load(open(f))["jobs"][0]["write"]
+b0, i0 = map(int, c0.split()); b1, i1 = map(int, c1.split())
+busy = b1 - b0
+ios = j["total_ios"]
+print(f"{name:12s} {j['iops']:9.0f} IOPS  p99 {j['clat_ns']['percentile']['99.000000']/1000:8.0f} us"
+      f"  busy {100*busy/max(1,busy+i1-i0):5.1f}%  CPU per write {busy*10000/max(1,ios):7.1f} us")
+EOF
+}
+
+: >"$out/summary.txt"
+run ssd /dev/ram0
+dmsetup create pw-wc --table "0 $sz writecache s /dev/ram1 /dev/ram0 4096 0"
+run writecache /dev/mapper/pw-wc
+dmsetup remove --retry pw-wc
+dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
+dmsetup create pw-nxd --table "0 $vol nxd /dev/ram1 /dev/ram0 1 format"
+dmsetup message pw-nxd 0 pause_destage
+run nxd /dev/mapper/pw-nxd
+dmsetup status pw-nxd >"$out/nxd.status.txt"
+dmsetup remove --retry pw-nxd
+cat "$out/summary.txt"
