@@ -7,19 +7,22 @@
 # PMU).  Both "SSD" and "HDD" are brd ramdisks, so that the HDD is never
 # the bottleneck and only the write path is measured.
 #   scripts/profile-write.sh [KVER]        from the host
-# Writes build/logs/profile-<kver>/{SYSTEM.fio.txt,SYSTEM.perf.txt,summary.txt}.
+#   PROFILE_MODULES="main=build/KVER/dm-nxd.ko wp=/work/wp/build/KVER/dm-nxd.ko"
+#                  several dm-nxd builds, one after the other in the same boot
+# Writes build/logs/profile-<kver>/{SYSTEM.fio.json,SYSTEM.perf.txt,summary.txt}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
 	kv=${1:-6.1.0-56-amd64}
 	make -s module-"$kv" >/dev/null
-	exec env VM_TIMEOUT=${VM_TIMEOUT:-1200} scripts/vm-run.sh "$kv" "scripts/profile-write.sh --guest"
+	exec env VM_TIMEOUT=${VM_TIMEOUT:-1200} scripts/vm-run.sh "$kv" \
+		"PROFILE_MODULES='${PROFILE_MODULES:-}' scripts/profile-write.sh --guest"
 fi
 out=build/logs/profile-$(uname -r)
 mkdir -p "$out"
 modprobe dm-mod; modprobe dm-writecache; modprobe libcrc32c || true
-grep -q '^dm_nxd ' /proc/modules || insmod "build/$(uname -r)/dm-nxd.ko"
+mods=${PROFILE_MODULES:-nxd=build/$(uname -r)/dm-nxd.ko}
 modprobe brd rd_nr=2 rd_size=$((256 * 1024))
 echo 0 >/proc/sys/kernel/kptr_restrict
 echo -1 >/proc/sys/kernel/perf_event_paranoid
@@ -57,10 +60,18 @@ run ssd /dev/ram0
 dmsetup create pw-wc --table "0 $sz writecache s /dev/ram1 /dev/ram0 4096 0"
 run writecache /dev/mapper/pw-wc
 dmsetup remove --retry pw-wc
-dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
-dmsetup create pw-nxd --table "0 $vol nxd /dev/ram1 /dev/ram0 1 format"
-dmsetup message pw-nxd 0 pause_destage
-run nxd /dev/mapper/pw-nxd
-dmsetup status pw-nxd >"$out/nxd.status.txt"
-dmsetup remove --retry pw-nxd
+for m in $mods; do
+	label=${m%%=*}
+	ko=${m#*=}
+	rmmod dm_nxd 2>/dev/null || true
+	insmod "$ko"
+	dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
+	dd if=/dev/zero of=/dev/ram1 bs=1M count=4 status=none
+	dd if=/dev/zero of=/dev/ram1 bs=1M seek=$((sz / 2048 - 4)) count=4 status=none
+	dmsetup create pw-nxd --table "0 $vol nxd /dev/ram1 /dev/ram0 1 format"
+	dmsetup message pw-nxd 0 pause_destage
+	run "$label" /dev/mapper/pw-nxd
+	dmsetup status pw-nxd >"$out/$label.status.txt"
+	dmsetup remove --retry pw-nxd
+done
 cat "$out/summary.txt"
