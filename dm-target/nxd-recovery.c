@@ -33,13 +33,18 @@
 #define NXD_ERR_LOG_ABANDONED \
 	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
+/*
+ * PREFLUSH: a tail that moves past a segment whose blocks newer segments
+ * superseded must not be durable before those segments are, or a crash
+ * loses both copies (crash campaign, 6.1, seed 507 cut 7).
+ */
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
 	nc->sb.sb_seq++;
 	nxd_sb_encode(&nc->sb, nc->sb_buf);
 	/* Alternate copies so a torn write leaves the other one intact. */
-	return nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, nc->sb.sb_seq & 1,
-			  1, nc->sb_buf);
+	return nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
+			  nc->sb.sb_seq & 1, 1, nc->sb_buf);
 }
 
 /* A failed superblock write degrades the volume and freezes the log. */
@@ -167,6 +172,12 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
 
 	if (r)
 		return r;
+	/*
+	 * As nxd_sb_write_locked(): the superseding copies durable first.  The
+	 * SSD failed already; if it cannot flush, no promise about its
+	 * volatile cache can be kept either way.
+	 */
+	nxd_ssd_flush(nc);
 	mutex_lock(&nc->sb_lock);
 	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, tail_pos, tail_seq);
 	mutex_unlock(&nc->sb_lock);

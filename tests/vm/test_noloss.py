@@ -27,6 +27,10 @@ wrote, never against the volume.
    data block gone) is destaged from the index, but a block failing its
    checksum is not copied: the destager used to write the slot's stale
    contents over fsync'd HDD data (test_flakey_drop[ssd], 6.12).
+ - test_tail_passes_superseded_copy_only_when_newer_is_durable: the
+   destager moved the tail past a segment whose block a newer, not yet
+   durable segment had superseded, and a power cut lost both copies
+   (crash campaign, 6.1, seed 507 cut 7).
 """
 import os
 import threading
@@ -309,3 +313,53 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb):
     assert st["state"] == "ok" and st["index_entries"] == 0, st
     with X.Fd(v.dev, write=False) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
+
+
+def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
+    """Block B logged (O, flushed), 2100 other blocks logged one segment
+    each, then N logged over B (not flushed): O's segment is dead, N's
+    lies past the first destage round (2048 segments).  That round moves
+    the tail past O's segment; a power cut then (both devices, keep 0: the
+    SSD's volatile cache is dropped) must leave B reading O or N.  The
+    tail's superblock write used to be FUA without PREFLUSH, so it could
+    be durable while N's segment was not: B read the HDD's older data
+    (crash campaign, 6.1, seed 507 cut 7)."""
+    pcutlib.load_module()
+    hdd = pcutlib.Pcut(dm, "nxtl-h", nullb(64), "gtail", 31)
+    ssd = pcutlib.Pcut(dm, "nxtl-s", nullb(64), "gtail", 32)
+    for p in (hdd, ssd):
+        # A cache that holds everything (no write-back when full).
+        p.set(keep=0, torn=0, max_cached=1 << 20)
+    # destage_rate 1: after the first round the destager sleeps seconds;
+    # ssd_discard 0: no TRIMs in the SSD's cache.
+    v = Vol(dm, "nxtl", hdd.path, ssd.path,
+            opts=["low_watermark", "0", "destage_rate", "1", "ssd_discard", "0"])
+    v.pause()
+    B, FILL0, NFILL = 4100, 8192, 2100
+    old = _pattern("old", B, BLOCK)
+    new = _pattern("new", B, BLOCK)
+    with X.Fd(v.dev) as f:
+        f.pwrite(B * BLOCK, old)
+        f.fsync()
+        for i in range(NFILL):                      # one segment each (QD 1)
+            f.pwrite((FILL0 + i) * BLOCK, _pattern("fill", i, BLOCK))
+        f.pwrite(B * BLOCK, new)
+    st = v.status()
+    assert st["segments_written"] >= NFILL + 2 and st["segments_reclaimed"] == 0, st
+    v.message("resume_destage")
+    nxdvm.wait_for(lambda: v.status()["segments_reclaimed"] > 0, timeout=300,
+                   interval=0.05, what="the first destage round")
+    st = v.status()
+    hdd.cut()
+    ssd.cut()
+    # The setup: one round reclaimed O's segment and left N's in the log.
+    assert st["segments_reclaimed"] < NFILL + 2 and st["index_entries"] > 0, st
+    v.remove()
+    hdd.power_on()
+    ssd.power_on()
+    v.recreate()
+    with X.Fd(v.dev, write=False) as f:
+        got = f.pread(B * BLOCK, BLOCK)
+    assert got in (old, new), \
+        f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
+        f"neither the flushed copy nor the newer one (status before the cut: {st})"
