@@ -63,6 +63,7 @@ HEAVY = {
     "test_faults.py::test_live_operations_under_fio": 62,
     "test_crash_pcut.py::test_pcut_crash_slice[log_all]": 58,
     "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]": 55,
+    "test_noloss.py::test_tail_passes_superseded_copy_only_when_newer_is_durable": 50,
 }
 
 
