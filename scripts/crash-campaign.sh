@@ -66,7 +66,7 @@ campaign() {
 		return 1
 	fi
 	sumf=build/logs/$kv-crash-$kind.txt
-	before=$(wc -l <"$sumf" 2>/dev/null || echo 0)
+	before=$(wc -l 2>/dev/null <"$sumf" || echo 0)
 	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
 	VM_TIMEOUT=$timeout scripts/vm-run.sh "$kv" \
 		"NXD_PCUT_$switch=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
@@ -75,7 +75,7 @@ campaign() {
 		>"build/logs/$kv-crash-$kind-pytest.txt" 2>&1
 	grc=$?
 	tail -n 3 "build/logs/$kv-crash-$kind-pytest.txt" | sed "s/^/crash-campaign[$kv]: /"
-	after=$(wc -l <"$sumf" 2>/dev/null || echo 0)
+	after=$(wc -l 2>/dev/null <"$sumf" || echo 0)
 	if [ "$after" -gt "$before" ]; then
 		line=$(tail -n 1 "$sumf" | cut -d' ' -f3-)
 	else
