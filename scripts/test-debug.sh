@@ -570,6 +570,14 @@ if [ -z "${NXD_KVM:-}" ]; then
 	NXD_KVM=$(scripts/vm-run.sh --kvm-probe "$stock")
 fi
 export NXD_KVM VM_KERNEL=$tree VM_TIMEOUT=${VM_TIMEOUT:-10800}
+# kasan_multi_shot: KASAN reports every bug, not only the first one.
+export VM_APPEND=${VM_APPEND:-log_buf_len=16M kasan_multi_shot}
+# A boot whose kernel reported a bug before the guest command (seen: an
+# intermittent KASAN wild-memory-access in rcu_is_watching during CPU
+# bring-up under TCG) has lockdep switched off by the taint: the guest
+# gives up at once (exit 75) and the host boots again, up to
+# NXD_DEBUG_BOOTS (3) times.
+boot_guard='if dmesg | grep -qE "BUG:|WARNING:|Disabling lock debugging"; then echo "test-debug: kernel report before the tests, rebooting"; dmesg | grep -m3 -E "BUG:|WARNING:"; exit 75; fi; '
 
 # boot MODE CMD: one guest; 0 if CMD passed and the kernel log is clean.
 declare -A result
@@ -579,8 +587,14 @@ boot() {
 	local console=$logs/$kver-$m-console.log dmesg=$logs/$kver-$m-dmesg.txt
 	rm -f "$console" "$dmesg" "$logs/$kver-$m-splats.txt"
 	say "$m: $cmd"
-	VM_CONSOLE=$console VM_DMESG=$dmesg scripts/vm-run.sh "$kver" "$cmd" 2>&1 | tee "$logs/$kver-$m.log"
-	rc=${PIPESTATUS[0]}
+	local attempt
+	for attempt in $(seq 1 "${NXD_DEBUG_BOOTS:-3}"); do
+		VM_CONSOLE=$console VM_DMESG=$dmesg scripts/vm-run.sh "$kver" "$boot_guard$cmd" 2>&1 | tee "$logs/$kver-$m.log"
+		rc=${PIPESTATUS[0]}
+		[ "$rc" = 75 ] || break
+		say "$m: boot $attempt had a kernel report before the tests; booting again"
+		cp "$console" "$logs/$kver-$m-console-boot$attempt.log"
+	done
 	# The dmesg the guest saved, else (crash, timeout) the console.
 	if [ -s "$dmesg" ]; then splats=$(splat_filter "$dmesg"); else splats=$(splat_filter "$console"); fi
 	if [ -n "$splats" ]; then
