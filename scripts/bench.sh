@@ -22,7 +22,9 @@
 # BENCH_JOBS (job-id prefixes), BENCH_RUNTIME, BENCH_RAMP, BENCH_BURST_PCT,
 # BENCH_STEADY_S, BENCH_STEADY_WINDOW_S, BENCH_DRAIN_FILL_PCT, SSD_MB,
 # HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, HDDSIM_OPTS,
-# BENCH_TIMEOUT (seconds a boot, default 2400), BENCH_NO_DOCS=1 (leave
+# BENCH_APPEND (extra guest kernel command line, e.g. "clocksource=tsc
+# tsc=reliable": the emulated HPET costs every system alike), BENCH_TIMEOUT
+# (seconds a boot, default 2400), BENCH_NO_DOCS=1 (leave
 # docs/ alone), BENCH_OUT (results directory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +71,7 @@ for c in $chunks; do
 	set +e
 	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
 		--disable-kvm --cpus 2 --memory 3G --rwdir="$here/$out" \
+		${BENCH_APPEND:+--append "$BENCH_APPEND"} \
 		--exec "cd $here && env $vars python3 scripts/bench_guest.py run --chunk $c --out $here/$cdir" \
 		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
 	rc=${PIPESTATUS[0]}

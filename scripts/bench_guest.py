@@ -970,8 +970,12 @@ def cmd_run(args):
     if only:
         jobs = [j for j in jobs if any(j["id"].startswith(x) for x in only)]
     wanted = [s for s in args.systems.split(",") if s] if args.systems else SYSTEMS
+    with open("/proc/cmdline") as f:
+        cmdline = f.read().strip()
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        clocksource = f.read().strip()
     summary = dict(started=datetime.datetime.utcnow().isoformat() + "Z", kernel=KVER,
-                   chunk=args.chunk, smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
+                   cmdline=cmdline, clocksource=clocksource, chunk=args.chunk, smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
                    ssd_mb=SSD_MB, burst_pct=args.burst_pct, steady_s=args.steady_s,
                    steady_window_s=args.steady_window_s, drain_fill_pct=args.drain_fill_pct,
                    hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
