@@ -213,11 +213,11 @@ def markdown(chunks, rr, names, images):
     smoke = any(s.get("smoke") for s in chunks)
     s0 = chunks[0]
     hdd = s0.get("hdd", {})
-    L.append("%s: guest kernel %s; array: md RAID6 of %s x %s MiB hddsim drives, chunk %s KiB%s; "
+    L.append("%s: guest kernel %s (clocksource %s); array: md RAID6 of %s x %s MiB hddsim drives, chunk %s KiB%s; "
              "SSD: brd %d MiB; burst budget %s %% of the SSD; steady state %s s, settle window %s s. "
              "Raw fio JSON and summaries: `%s`."
              % ("SMOKE run (numbers are not meaningful)" if smoke else "Full run",
-                s0["kernel"], hdd.get("count"), hdd.get("size_mb"), hdd.get("chunk_kb"),
+                s0["kernel"], s0.get("clocksource", "not recorded"), hdd.get("count"), hdd.get("size_mb"), hdd.get("chunk_kb"),
                 (", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "",
                 s0["ssd_mb"], s0.get("burst_pct"), s0.get("steady_s"), s0.get("steady_window_s"),
                 os.path.dirname(s0["path"])))
