@@ -604,8 +604,11 @@ boot() {
 		head -n 15 <<<"$splats" | sed 's/^/  | /'
 	fi
 	if [ "$m" = suite ] || [ "$m" = campaign ]; then
-		line=$(grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' \
-			"$logs/$kver-$m.log" | tail -n1 | sed -E 's/^=+ //; s/ =+$//')
+		# The console too: a guest whose init fell back to the serial
+		# console prints there (colours and all), not to vng's stdout.
+		line=$(cat "$logs/$kver-$m.log" "$console" | sed 's/\x1b\[[0-9;]*m//g' |
+			grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' |
+			tail -n1 | sed -E 's/^=+ //; s/ =+$//')
 		# No summary (timeout, guest died): what the -v lines say.
 		[ -n "$line" ] || line="no pytest summary; $(grep -cE '::.* PASSED' "$logs/$kver-$m.log") passed, $(grep -cE '::.* (FAILED|ERROR)' "$logs/$kver-$m.log") failed/error before the end"
 	else
@@ -624,7 +627,7 @@ boot() {
 	local start_ln boot_bad off
 	start_ln=$(grep -n -m1 'virtme-ng-init: starting script' "$console" | cut -d: -f1)
 	if [ -n "$start_ln" ]; then
-		boot_bad=$(head -n "$start_ln" "$console" | grep -m1 -E 'BUG:|WARNING:' | sed 's/^\[ *[0-9.]*\] //')
+		boot_bad=$(head -n "$start_ln" "$console" | grep -v '^#' | grep -m1 -E 'BUG:|WARNING:' | sed 's/^\[ *[0-9.]*\] //')
 		[ -n "$boot_bad" ] && line+=" [boot-time report before the tests, not dm-nxd: $boot_bad]"
 	fi
 	off=$(grep -m1 'Disabling lock debugging due to kernel taint' "$console" | sed -E 's/^\[ *([0-9.]+)\].*/\1/')
