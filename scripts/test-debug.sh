@@ -606,7 +606,7 @@ boot() {
 	if [ "$m" = suite ] || [ "$m" = campaign ]; then
 		# The console too: a guest whose init fell back to the serial
 		# console prints there (colours and all), not to vng's stdout.
-		line=$(cat "$logs/$kver-$m.log" "$console" | sed 's/\x1b\[[0-9;]*m//g' |
+		line=$(cat "$logs/$kver-$m.log" "$console" | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' |
 			grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' |
 			tail -n1 | sed -E 's/^=+ //; s/ =+$//')
 		# No summary (timeout, guest died): what the -v lines say.
