@@ -8,7 +8,8 @@
 # the bottleneck and only the write path is measured.
 #   scripts/profile-write.sh [KVER]        from the host
 #   PROFILE_MODULES="main=build/KVER/dm-nxd.ko wp=/work/wp/build/KVER/dm-nxd.ko"
-#                  several dm-nxd builds, one after the other in the same boot
+#                  several dm-nxd builds, one after the other in the same boot;
+#                  LABEL=KO,key=value,... adds table options
 # Writes build/logs/profile-<kver>/{SYSTEM.fio.json,SYSTEM.perf.txt,summary.txt}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,12 +64,21 @@ dmsetup remove --retry pw-wc
 for m in $mods; do
 	label=${m%%=*}
 	ko=${m#*=}
+	opts=
+	nopt=1
+	if [ "${ko#*,}" != "$ko" ]; then	# ko,key=val,...: table options
+		for kv in $(tr ',' ' ' <<<"${ko#*,}"); do
+			opts+=" ${kv%%=*} ${kv#*=}"
+			nopt=$((nopt + 2))
+		done
+		ko=${ko%%,*}
+	fi
 	rmmod dm_nxd 2>/dev/null || true
 	insmod "$ko"
 	dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
 	dd if=/dev/zero of=/dev/ram1 bs=1M count=4 status=none
 	dd if=/dev/zero of=/dev/ram1 bs=1M seek=$((sz / 2048 - 4)) count=4 status=none
-	dmsetup create pw-nxd --table "0 $vol nxd /dev/ram1 /dev/ram0 1 format"
+	dmsetup create pw-nxd --table "0 $vol nxd /dev/ram1 /dev/ram0 $nopt format$opts"
 	dmsetup message pw-nxd 0 pause_destage
 	run "$label" /dev/mapper/pw-nxd
 	dmsetup status pw-nxd >"$out/$label.status.txt"
