@@ -58,6 +58,8 @@ EOF
 
 : >"$out/summary.txt"
 run ssd /dev/ram0
+# dm-writecache formats only a zeroed superblock ("Invalid magic" otherwise).
+dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
 dmsetup create pw-wc --table "0 $sz writecache s /dev/ram1 /dev/ram0 4096 0"
 run writecache /dev/mapper/pw-wc
 dmsetup remove --retry pw-wc
