@@ -670,11 +670,17 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 				return;
 			}
 			/* Partial blocks over logged data: wait for space. */
+			nc->room_wait = true;
 			bio_list_add(&nc->held, bio);
 			return;
 		}
 	}
-	nc->log_full = false;
+	/*
+	 * A smaller write that fits must not clear the flag a held one set:
+	 * a paused destager would never run for it, and nothing would kick it.
+	 */
+	if (!nc->room_wait)
+		nc->log_full = false;
 
 	atomic_set(&pb->pending, 1);
 	iter = bio->bi_iter;
@@ -971,6 +977,8 @@ static int nxd_writer_fn(void *data)
 			bio_list_merge(&nc->held, &bios);
 			bios = nc->held;
 			bio_list_init(&nc->held);
+			/* Set again by any of them that still finds no room. */
+			nc->room_wait = false;
 		}
 		while ((bio = bio_list_pop(&bios)))
 			nxd_writer_bio(nc, bio);

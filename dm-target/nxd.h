@@ -184,6 +184,7 @@ struct nxd_c {
 	/* writer only: degraded HDD writes waiting for their logged copies */
 	struct list_head parked;
 	bool log_full;
+	bool room_wait;			/* a held bio waits for log space; writer only */
 	struct nxd_batch batch;
 	/*
 	 * Blocks of the open batch merged with a logged copy, per hashed
