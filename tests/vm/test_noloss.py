@@ -27,12 +27,21 @@ wrote, never against the volume.
    data block gone) is destaged from the index, but a block failing its
    checksum is not copied: the destager used to write the slot's stale
    contents over fsync'd HDD data (test_flakey_drop[ssd], 6.12).
+ - test_held_write_not_stranded_by_a_smaller_one: a partial write over
+   logged blocks that found no room was held and the destager woken; a
+   smaller write right after it found room and cleared the log-full flag
+   before the destager looked, so with destage paused no round ran, no
+   kick came and the held write never completed.  The likely cause of a
+   make-test hang (6.1, test_recovery_after_remove_and_reload: destage
+   paused, no round ever run, one write pending), whose pieces of one
+   split 4 MiB write were seen held and cleared this way.
  - test_tail_passes_superseded_copy_only_when_newer_is_durable: the
    destager moved the tail past a segment whose block a newer, not yet
    durable segment had superseded, and a power cut lost both copies
    (crash campaign, 6.1, seed 507 cut 7).
 """
 import os
+import subprocess
 import threading
 import time
 
@@ -363,3 +372,107 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     assert got in (old, new), \
         f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
         f"neither the flushed copy nor the newer one (status before the cut: {st})"
+
+
+def _pin(pid, cpu):
+    os.sched_setaffinity(pid, {cpu})
+
+
+def _thread_pid(name):
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/comm") as f:
+                    if f.read().strip() == name:
+                        return int(p)
+            except OSError:
+                pass
+    raise AssertionError(f"no thread {name}")
+
+
+def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
+    """Destage paused; the log filled until it has room for a one-block
+    segment and no more (what a write is room-checked for).  Then A, an
+    unaligned 127-block write over logged blocks (no room: held until the
+    destager makes some), and B, one aligned block elsewhere (room), while
+    the destager cannot run: it is pinned to CPU 1, where a SCHED_FIFO
+    process spins (RT throttling off) until B has completed.  A must
+    complete: B must not have cleared the flag that makes a paused
+    destager run for A.  (A spinning Python thread let the destager in at
+    every GIL hand-off, and the test passed on the old module.)"""
+    if os.cpu_count() < 2:
+        pytest.skip("needs 2 CPUs")
+    v = Vol(dm, "nxdheld", loopdev(64), nullb(16))
+    v.pause()
+    st = v.status()
+    assert st["log_blocks"] == 4088, st
+    seg = 64 * 1024
+    with X.Fd(v.dev) as f:
+        # One segment each: 217 x 17 + 2 + 3 x 3 = 3700 blocks, 388 free.
+        for i in range(217):
+            f.pwrite(i * seg, bytes([i % 251 + 1]) * seg)
+        f.pwrite(20 * MiB, b"\1" * BLOCK)
+        for i in range(3):
+            f.pwrite(21 * MiB + i * 2 * BLOCK, b"\2" * 2 * BLOCK)
+    st = v.status()
+    free = st["log_blocks"] - st["log_used_blocks"]
+    # nxd_log_room: k + headers + 1 + open batch + 1 + 384 reserved blocks,
+    # so a one-block write fits and nothing larger does (A's pieces, however
+    # the block layer splits it, span more than one block each).
+    assert free == 1 + 1 + 1 + 1 + 384, st
+    kn = "%d:%d" % v.devnum()
+    writer, destager = _thread_pid(f"nxd-w/{kn}"), _thread_pid(f"nxd-d/{kn}")
+    _pin(writer, 0)
+    _pin(destager, 1)
+    _pin(0, 0)
+    hog = None
+    a_off, a = 512, os.urandom(127 * BLOCK)
+    b_off, b = 30 * MiB, os.urandom(BLOCK)
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+    aio = pcutlib.AIO(2, len(a))
+    done = {}
+    rt = "/proc/sys/kernel/sched_rt_runtime_us"
+    with open(rt) as f:
+        rt_old = f.read().strip()
+    try:
+        # No RT throttling: the destager must not get 5 % of CPU 1.
+        with open(rt, "w") as f:
+            f.write("-1")
+        # A separate process: a Python thread would give CPU 1 away at
+        # every GIL hand-off.
+        hog = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", "1",
+                                "sh", "-c", "while :; do :; done"])
+        time.sleep(0.2)
+        aio.submit_write(fd, a_off, a, False, "A")
+        aio.submit_write(fd, b_off, b, False, "B")
+        deadline = time.monotonic() + 30
+        while "B" not in done and time.monotonic() < deadline:
+            for tag, res in aio.reap(1, timeout=1):
+                done[tag] = res
+        hog.kill()
+        hog.wait()
+        assert "B" in done, f"B not done while the destager could not run: {v.status()}"
+        deadline = time.monotonic() + 120
+        while len(done) < 2 and time.monotonic() < deadline:
+            for tag, res in aio.reap(1, timeout=5):
+                done[tag] = res
+        if len(done) < 2:
+            v.message("resume_destage")         # unstick it, then fail
+            for tag, res in aio.reap(2 - len(done), timeout=120):
+                done[tag] = res
+            pytest.fail("the held write was still pending 120 s after the smaller "
+                        f"one completed, destage paused: {v.status()}")
+        assert done == {"A": len(a), "B": len(b)}, done
+    finally:
+        if hog and hog.poll() is None:
+            hog.kill()
+            hog.wait()
+        with open(rt, "w") as f:
+            f.write(rt_old)
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+        if aio.inflight == 0:
+            aio.close()
+        os.close(fd)
+    with X.Fd(v.dev, write=False) as f:
+        assert f.pread(a_off, len(a)) == a
+        assert f.pread(b_off, len(b)) == b
