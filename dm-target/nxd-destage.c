@@ -82,7 +82,7 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 	if (!READ_ONCE(nc->running))
 		return false;
 	spin_lock(&nc->lock);
-	empty = !nc->ring.count;
+	empty = !nc->ring.count || nc->ring.first_seq >= nc->commit_seq;
 	spin_unlock(&nc->lock);
 	if (empty)
 		return false;
@@ -317,13 +317,15 @@ static u32 nxd_destage_read(struct nxd_c *nc, struct nxd_round *rd, int *err)
  * holds older but good data; the entry is dropped with the round, as a
  * replay would have stopped before it.  Under nc->lock.
  */
-static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db, bool ok)
+static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db,
+				bool ok, bool nocrc)
 {
 	if (ok)
 		return true;
 	nxd_count(nc, NXD_CTR(ssd_errors), 1);
-	DMERR_LIMIT("%s: logged block %llu (slot %u) fails its checksum: lost, not destaged",
-		    dm_table_device_name(nc->ti->table), db->block, db->slot);
+	DMERR_LIMIT("%s: logged block %llu (slot %u) %s: lost, not destaged",
+		    dm_table_device_name(nc->ti->table), db->block, db->slot,
+		    nocrc ? "has no header to vouch for it" : "fails its checksum");
 	return false;
 }
 
@@ -353,9 +355,11 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 		db->slot = e->slot;
 		db->mask = e->mask;
 		db->data = hdr + (size_t)(e->slot - sd->pos) * NXD_BLOCK_SIZE;
+		/* ORDERED, header lost: nothing vouches for the data. */
 		db->copy = dec == NXD_D_COPY &&
-			   nxd_destage_data_ok(nc, db,
-					       nxd_crc16(nxd_block_crc(db->data)) == e->rsvd);
+			   nxd_destage_data_ok(nc, db, !(e->flags & NXD_IE_NOCRC) &&
+					       nxd_crc16(nxd_block_crc(db->data)) == e->rsvd,
+					       e->flags & NXD_IE_NOCRC);
 	}
 	return true;
 }
@@ -423,7 +427,8 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			db->mask = e->mask;
 			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
 			db->copy = dec == NXD_D_COPY &&
-				   nxd_destage_data_ok(nc, db, nxd_block_crc(db->data) == rec.val);
+				   nxd_destage_data_ok(nc, db, (si.flags & NXD_SEG_ORDERED) ||
+						       nxd_block_crc(db->data) == rec.val, false);
 			d++;
 		}
 		if (cut)
@@ -475,7 +480,9 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	spin_lock(&nc->lock);
 	first_seq = nc->ring.first_seq;
 	rd->first_seq = first_seq;
-	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS; i++) {
+	/* Committed segments only: the newest may still be filling. */
+	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS &&
+	     first_seq + i < nc->commit_seq; i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 
 		if (blocks + 1 + sd->nr_data > nc->dbuf_blocks)

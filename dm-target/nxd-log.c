@@ -37,9 +37,6 @@
 
 #define DM_MSG_PREFIX "nxd log"
 
-/* Space kept for INVAL-only segments and wrap waste. */
-#define NXD_LOG_RESERVE		(3 * NXD_SEG_MAX_BLOCKS)
-
 int nxd_batch_init(struct nxd_batch *b)
 {
 	b->buf = vzalloc((size_t)NXD_SEG_MAX_BLOCKS * NXD_BLOCK_SIZE);
@@ -89,11 +86,6 @@ static void nxd_batch_insert(struct nxd_batch *b, u64 block, u8 idx)
 	b->hvals[h] = idx;
 }
 
-static u32 *nxd_merging_slot(struct nxd_c *nc, u64 block)
-{
-	return &nc->merging[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
-}
-
 /* Is a block of [first, last] being merged by the writer?  Under nc->lock. */
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
 {
@@ -104,14 +96,14 @@ bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
 	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
 		return true;
 	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
-		if (nc->merging[hash_64(r, ilog2(NXD_MERGE_SLOTS))])
+		if (*nxd_region_ctr(nc->merging, r << NXD_REGION_SHIFT))
 			return true;
 	return false;
 }
 
 static void nxd_unmerge_locked(struct nxd_c *nc, u64 block)
 {
-	u32 *c = nxd_merging_slot(nc, block);
+	u32 *c = nxd_region_ctr(nc->merging, block);
 
 	if (!WARN_ON_ONCE(!*c || !nc->nr_merging)) {
 		(*c)--;
@@ -219,7 +211,7 @@ bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
 /* ---- segment commit ---- */
 
 /* Writer only.  A bio whose segment failed is redone, degraded. */
-static void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
+void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
@@ -355,6 +347,7 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 	frz = nxd_log_freeze(nc);
 	if (frz) {
 		nxd_batch_abort(nc, frz);
+		nxd_fast_fail(nc, 0);
 		return;
 	}
 	while ((bio = bio_list_pop(&bt->bios))) {
@@ -369,14 +362,27 @@ static void nxd_batch_fail(struct nxd_c *nc, int err)
 		nxd_inval_park(nc, op);
 	}
 	nxd_batch_reset(nc, bt);
+	/* The direct segments after it, and its own ring space. */
+	nxd_fast_fail(nc, 0);
 }
 
-static bool nxd_ring_has_room(struct nxd_c *nc, u32 nr_data, u64 *pos)
+/*
+ * Place the batch at the ring's head, after the open direct segment
+ * (closed here), and push it uncommitted: direct segments opened from now
+ * on come after it.
+ */
+static bool nxd_batch_reserve(struct nxd_c *nc, u32 nr_data, u64 *pos, u64 *seq)
 {
 	bool ok;
 
 	spin_lock(&nc->lock);
+	if (nc->fopen)
+		nxd_fast_close_locked(nc);
 	ok = !nxd_ring_reserve(&nc->ring, nr_data, pos);
+	if (ok) {
+		*seq = nc->ring.next_seq;
+		nxd_ring_push(&nc->ring, *pos, nr_data, 0);
+	}
 	spin_unlock(&nc->lock);
 	return ok;
 }
@@ -388,8 +394,9 @@ void nxd_batch_commit(struct nxd_c *nc)
 	void *hdr = bt->buf;
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	struct nxd_ient old;
+	struct nxd_segd *sd;
 	struct bio *bio;
-	u64 pos, dropped = 0;
+	u64 pos, seq, dropped = 0;
 	u32 i;
 	int r;
 
@@ -404,7 +411,9 @@ void nxd_batch_commit(struct nxd_c *nc)
 		INIT_LIST_HEAD(&bt->invals);
 		return;
 	}
-	while (!nxd_ring_has_room(nc, bt->nr_data, &pos)) {
+	/* Segments are committed in seq order: the direct ones first. */
+	nxd_fast_sync(nc, U64_MAX);
+	while (!nxd_batch_reserve(nc, bt->nr_data, &pos, &seq)) {
 		if (atomic_read(&nc->degraded)) {
 			nxd_batch_fail(nc, 0);
 			return;
@@ -419,13 +428,16 @@ void nxd_batch_commit(struct nxd_c *nc)
 		nc->log_full = true;
 		nxd_destager_wake(nc);
 		wait_event_timeout(nc->ewq, false, HZ / 20);
+		nxd_fast_sync(nc, U64_MAX);
 	}
+	/* Opened between the sync and the reservation: before this batch. */
+	nxd_fast_sync(nc, seq);
 	if (atomic_read(&nc->degraded)) {
 		nxd_batch_fail(nc, 0);
 		return;
 	}
 
-	nxd_seg_init(hdr, nc->sb.vol_uuid, nc->ring.next_seq, nc->sb.gen, pos);
+	nxd_seg_init(hdr, nc->sb.vol_uuid, seq, nc->sb.gen, pos);
 	r = 0;
 	for (i = 0; i < bt->nr_data && r >= 0; i++) {
 		bt->crcs[i] = nxd_block_crc(nxd_batch_data(bt, i));
@@ -456,7 +468,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	}
 
 	spin_lock(&nc->lock);
-	if (nc->frozen_end && nc->ring.next_seq >= nc->frozen_end) {
+	if (nc->frozen_end && seq >= nc->frozen_end) {
 		/* Frozen while it was in flight: it is past the log's end. */
 		spin_unlock(&nc->lock);
 		nxd_batch_fail(nc, 0);
@@ -465,7 +477,9 @@ void nxd_batch_commit(struct nxd_c *nc)
 	/* Same order as recovery: INVALs kill older copies, then new data. */
 	list_for_each_entry(op, &bt->invals, bnode)
 		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
-	nxd_ring_push(&nc->ring, pos, bt->nr_data, bt->nr_data);
+	sd = nxd_ring_at(&nc->ring, seq - nc->ring.first_seq);
+	sd->live = bt->nr_data;
+	nc->commit_seq = seq + 1;
 	for (i = 0; i < bt->nr_data; i++) {
 		r = nxd_index_set(&nc->ix, bt->blocks[i], pos + 1 + i,
 				  bt->masks[i], &old);
@@ -526,6 +540,7 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 	u32 slot = 0;
 	void *data;
 	int idx, epoch = -1, r;
+	bool counted = false;
 
 	idx = nxd_batch_lookup(bt, blk);
 	if (idx < 0) {
@@ -534,6 +549,19 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 		data = nxd_batch_data(bt, bt->nr_data);
 
 		spin_lock(&nc->lock);
+		if (mask != 0xff && nxd_fast_region_busy(nc, blk)) {
+			/*
+			 * A direct write of this region is not indexed yet:
+			 * keep new ones out (map checks the merge counter),
+			 * commit those, then look the block up.
+			 */
+			(*nxd_region_ctr(nc->merging, blk))++;
+			nc->nr_merging++;
+			counted = true;
+			spin_unlock(&nc->lock);
+			nxd_fast_sync(nc, U64_MAX);
+			spin_lock(&nc->lock);
+		}
 		e = nxd_index_find(&nc->ix, blk);
 		if (e && (e->mask & ~mask)) {
 			old_mask = e->mask;
@@ -545,8 +573,11 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 			 * to the HDD and the merge would bring the copy's
 			 * other sectors back over it.
 			 */
-			(*nxd_merging_slot(nc, blk))++;
-			nc->nr_merging++;
+			if (!counted) {
+				(*nxd_region_ctr(nc->merging, blk))++;
+				nc->nr_merging++;
+				counted = true;
+			}
 		}
 		spin_unlock(&nc->lock);
 		if (old_mask) {
@@ -572,7 +603,7 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 		nxd_batch_insert(bt, blk, idx);
 		bt->blocks[idx] = blk;
 		bt->masks[idx] = old_mask;
-		if (old_mask)
+		if (counted)
 			__set_bit(idx, bt->merged);
 	}
 	bt->masks[idx] |= mask;
@@ -863,7 +894,7 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
 	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked)) &&
-		     atomic_read(&nc->kick));
+		     atomic_read(&nc->kick)) || nxd_fast_has_work(nc);
 }
 
 /* Degraded: nothing is logged; see the ordering rules at the top. */
@@ -964,6 +995,7 @@ static int nxd_writer_fn(void *data)
 		list_splice_init(&nc->done_invals, &done);
 		spin_unlock_irq(&nc->qlock);
 
+		nxd_fast_ready(nc);
 		list_for_each_entry_safe(op, tmp, &done, bnode) {
 			list_del(&op->bnode);
 			nxd_inval_finish(nc, op);

@@ -145,9 +145,12 @@ int nxd_log_freeze(struct nxd_c *nc)
 	if (nc->frozen)
 		goto out;
 	spin_lock(&nc->lock);
-	/* The writer pushes no segment past this (nxd_batch_commit). */
+	/*
+	 * The writer commits no segment past this; uncommitted ones (direct
+	 * segments filling, a batch in flight) are void from now on.
+	 */
 	if (!nc->frozen_end)
-		nc->frozen_end = nc->ring.next_seq;
+		nc->frozen_end = nc->commit_seq;
 	nxd_ring_tail(&nc->ring, &pos, &seq);
 	spin_unlock(&nc->lock);
 	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, pos, seq);
@@ -389,8 +392,10 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 			nxd_inval_range_locked(nc, rec.block, rec.block + rec.val - 1);
 	}
 	nxd_ring_push(&nc->ring, si->pos, si->nr_data, si->nr_data);
+	nc->commit_seq = nc->ring.next_seq;
 	for (i = 0; i < si->nr_recs; i++) {
 		struct nxd_rec rec;
+		struct nxd_ient *e;
 
 		nxd_seg_rec(hdr, i, &rec);
 		if (rec.type != NXD_REC_DATA)
@@ -399,8 +404,11 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 				  &old);
 		if (r == 1)
 			nxd_seg_put_locked(nc, old.slot);
-		if (r >= 0)
-			nxd_index_find(&nc->ix, rec.block)->rsvd = nxd_crc16(rec.val);
+		e = r >= 0 ? nxd_index_find(&nc->ix, rec.block) : NULL;
+		if (e && (si->flags & NXD_SEG_ORDERED))
+			e->flags |= NXD_IE_NOCRC;
+		else if (e)
+			e->rsvd = nxd_crc16(rec.val);
 		d++;
 	}
 	spin_unlock(&nc->lock);
@@ -453,6 +461,7 @@ int nxd_meta_load(struct nxd_c *nc)
 	spin_lock(&nc->lock);
 	nxd_index_clear(&nc->ix);
 	nxd_ring_reset(&nc->ring, pos, seq);
+	nc->commit_seq = seq;
 	spin_unlock(&nc->lock);
 	nc->rec_segments = 0;
 	nc->rec_blocks = 0;
@@ -473,7 +482,8 @@ int nxd_meta_load(struct nxd_c *nc)
 				torn = true;
 				break;
 			}
-			if (!clean && si.nr_data)
+			/* ORDERED: the header landed after its data. */
+			if (!clean && si.nr_data && !(si.flags & NXD_SEG_ORDERED))
 				r = nxd_ssd_io(nc, REQ_OP_READ,
 					       nc->sb.ring_start + pos + 1,
 					       si.nr_data, hdr + NXD_BLOCK_SIZE);
@@ -491,7 +501,8 @@ int nxd_meta_load(struct nxd_c *nc)
 			DMERR("%s: 'accept_log_loss': continuing without them", name);
 			break;
 		}
-		if (!clean && !nxd_seg_data_ok(hdr, &si)) {
+		if (!clean && !(si.flags & NXD_SEG_ORDERED) &&
+		    !nxd_seg_data_ok(hdr, &si)) {
 			torn = true;
 			break;
 		}

@@ -341,6 +341,7 @@ static void nxd_dtr(struct dm_target *ti)
 	nxd_index_free(&nc->ix);
 	nxd_ring_free(&nc->ring);
 	nxd_batch_free(&nc->batch);
+	nxd_fast_free(nc);
 	nxd_destage_free(nc);
 	vfree(nc->dbuf);
 	kfree(nc->sb_buf);
@@ -455,7 +456,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	nc->dbuf = vmalloc((size_t)NXD_DBUF_BLOCKS * NXD_BLOCK_SIZE);
 	/* All the destager needs, so that it never runs short later. */
 	if (!nc->sb_buf || !nc->dbuf || nxd_batch_init(&nc->batch) ||
-	    nxd_destage_alloc(nc))
+	    nxd_fast_alloc(nc) || nxd_destage_alloc(nc))
 		goto bad;
 
 	nc->vol = nxd_vol_get(ti, &nc->opt);
@@ -482,6 +483,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			  nc->sb.tail_seq);
 	if (r)
 		goto bad;
+	nc->commit_seq = nc->sb.tail_seq;
 
 	ti->error = "Cannot start threads";
 	r = nxd_writer_start(nc);
@@ -518,6 +520,8 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	pb->fg_hdd = false;
 	pb->error = 0;
 	pb->inval = NULL;
+	pb->fast = NXD_FAST_NONE;
+	pb->fseg = NULL;
 	atomic_set(&pb->pending, 0);
 }
 
@@ -651,6 +655,8 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 			return nxd_remap_hdd(nc, bio);
 		}
 	}
+	if (to_log && nxd_fast_map(nc, bio, pb))
+		return DM_MAPIO_REMAPPED;
 	pb->route = to_log ? NXD_H_SSD : NXD_H_HDD;
 	nxd_writer_queue(nc, bio);
 	return DM_MAPIO_SUBMITTED;
@@ -719,6 +725,8 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 	struct nxd_c *nc = ti->private;
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
+	if (pb->fast == NXD_FAST_INFLIGHT)
+		return nxd_fast_endio(nc, bio, pb, error);
 	if (pb->epoch >= 0)
 		nxd_read_epoch_put(nc, pb->epoch);
 	if (pb->fg_hdd && atomic_dec_and_test(&nc->hdd_fg_inflight))

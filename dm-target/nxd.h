@@ -79,6 +79,13 @@ struct nxd_inval {
 #define NXD_HDD_OK		1	/* HDD copy durable: logged copy stale */
 #define NXD_HDD_FAILED		2	/* logged copy still the newest */
 
+struct nxd_fseg;
+
+/* pb->fast: a logged write remapped straight to its log slots (nxd-fast.c). */
+#define NXD_FAST_NONE		0
+#define NXD_FAST_INFLIGHT	1	/* data on its way to the SSD */
+#define NXD_FAST_DONE		2	/* completed by the writer: end_io again */
+
 /* Per-bio data. */
 struct nxd_pb {
 	u64 start_ns;
@@ -91,9 +98,36 @@ struct nxd_pb {
 	atomic_t pending;	/* segments a logged write still waits for */
 	int error;		/* -errno, or NXD_PB_RETRY */
 	struct nxd_inval *inval;
+	u8 fast;		/* NXD_FAST_* */
+	bool fua;		/* had REQ_FUA before it was remapped */
+	struct nxd_fseg *fseg;	/* NXD_FAST_INFLIGHT: its segment */
+	struct bvec_iter iter;	/* as mapped: redone from here if it fails */
 };
 
 #define NXD_MERGE_SLOTS	64
+
+/* Space kept for INVAL-only segments and wrap waste. */
+#define NXD_LOG_RESERVE		(3 * NXD_SEG_MAX_BLOCKS)
+
+/* Direct log segments in flight at once (nxd-fast.c). */
+#define NXD_FSEG_MAX		16
+
+/*
+ * A log segment that map fills with remapped whole-block writes.  Its
+ * ring descriptor is pushed when it opens (reserving a full segment) and
+ * trimmed when it closes; the writer writes the header, PREFLUSH first,
+ * once every data write landed, then indexes it and completes its bios.
+ */
+struct nxd_fseg {
+	u64 seq;
+	u32 pos;
+	u32 nr;				/* data slots handed out, under nc->lock */
+	bool fua;			/* a bio had REQ_FUA: header FUA too */
+	int error;			/* a data write failed */
+	atomic_t pending;		/* data writes in flight, +1 while open */
+	struct bio_list bios;		/* landed; under nc->qlock */
+	u64 blocks[NXD_SEG_MAX_DATA];
+};
 
 /*
  * The index keeps 16 bits of each logged block's crc32c (nxd_ient.rsvd),
@@ -194,6 +228,19 @@ struct nxd_c {
 	u32 merging[NXD_MERGE_SLOTS];
 	u32 nr_merging;
 
+	/*
+	 * Direct log writes, under @lock.  Segments are committed (header
+	 * written, blocks indexed) strictly in seq order; those from
+	 * @commit_seq on are still uncommitted, and the destager leaves them.
+	 */
+	struct nxd_fseg *fsegs;		/* NXD_FSEG_MAX, used as a ring */
+	u32 fs_first, fs_count;
+	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
+	u64 commit_seq;
+	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
+	u32 fast_blocks[NXD_MERGE_SLOTS];
+	void *fhdr;			/* header buffer, writer only */
+
 	/* Destager */
 	struct task_struct *destager;
 	/* held for a whole round; postsuspend takes it to wait one out */
@@ -240,6 +287,7 @@ void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 void nxd_writer_wake(struct nxd_c *nc);
 void nxd_batch_commit(struct nxd_c *nc);
+void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
@@ -248,6 +296,21 @@ int nxd_batch_init(struct nxd_batch *b);
 void nxd_batch_free(struct nxd_batch *b);
 void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
+
+/* nxd-fast.c */
+int nxd_fast_alloc(struct nxd_c *nc);
+void nxd_fast_free(struct nxd_c *nc);
+bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb);
+void nxd_fast_close_locked(struct nxd_c *nc);
+int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
+		   blk_status_t *error);
+bool nxd_fast_has_work(struct nxd_c *nc);
+void nxd_fast_ready(struct nxd_c *nc);
+void nxd_fast_sync(struct nxd_c *nc, u64 before);
+bool nxd_fast_region_busy(struct nxd_c *nc, u64 block);
+void nxd_fast_fail(struct nxd_c *nc, int err);
+void nxd_uncommitted_drop_locked(struct nxd_c *nc);
+u32 *nxd_region_ctr(u32 *ctrs, u64 block);
 
 /* nxd-destage.c */
 struct nxd_round;

@@ -193,6 +193,8 @@ int nxd_seg_decode(const void *blk, const u8 vol_uuid[16], u64 ring_blocks,
 		return -EBADMSG;
 	if (memcmp(h->vol_uuid, vol_uuid, sizeof(h->vol_uuid)))
 		return -ESTALE;
+	if (le32_to_cpu(h->flags) & ~NXD_SEG_FLAGS_KNOWN)
+		return -EINVAL;
 
 	nr_data = le32_to_cpu(h->nr_data);
 	nr_recs = le32_to_cpu(h->nr_recs);
@@ -232,6 +234,7 @@ int nxd_seg_decode(const void *blk, const u8 vol_uuid[16], u64 ring_blocks,
 	si->pos = pos;
 	si->nr_data = nr_data;
 	si->nr_recs = nr_recs;
+	si->flags = le32_to_cpu(h->flags);
 	return 0;
 }
 
@@ -316,6 +319,13 @@ u32 nxd_seg_nr_recs(const void *blk)
 	const struct nxd_seg_hdr *h = blk;
 
 	return le32_to_cpu(h->nr_recs);
+}
+
+void nxd_seg_set_flags(void *blk, u32 flags)
+{
+	struct nxd_seg_hdr *h = blk;
+
+	h->flags = cpu_to_le32(flags);
 }
 
 void nxd_seg_seal(void *blk)
@@ -500,6 +510,28 @@ void nxd_ring_pop(struct nxd_ring *r)
 		r->first = 0;
 	r->count--;
 	r->first_seq++;
+}
+
+void nxd_ring_trim_newest(struct nxd_ring *r, u32 nr_data)
+{
+	struct nxd_segd *s = r->count ? nxd_ring_at(r, r->count - 1) : NULL;
+
+	if (!s || nr_data > s->nr_data)
+		return;
+	s->nr_data = (u16)nr_data;
+	r->head = s->pos + 1 + nr_data;
+}
+
+void nxd_ring_unpush(struct nxd_ring *r)
+{
+	struct nxd_segd *s = r->count ? nxd_ring_at(r, r->count - 1) : NULL;
+
+	if (!s)
+		return;
+	/* It was placed at next_seg_pos(old head), which is its own pos. */
+	r->head = s->pos;
+	r->count--;
+	r->next_seq--;
 }
 
 u64 nxd_ring_used(const struct nxd_ring *r)

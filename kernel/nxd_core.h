@@ -70,6 +70,7 @@ struct nxd_seg_info {
 	u64 pos;
 	u32 nr_data;
 	u32 nr_recs;
+	u32 flags;		/* NXD_SEG_* */
 };
 
 struct nxd_rec {
@@ -99,6 +100,7 @@ int nxd_seg_add_data(void *blk, u64 block, u8 mask, u32 crc);
 int nxd_seg_add_inval(void *blk, u64 block, u32 count);
 u32 nxd_seg_nr_data(const void *blk);
 u32 nxd_seg_nr_recs(const void *blk);
+void nxd_seg_set_flags(void *blk, u32 flags);
 void nxd_seg_seal(void *blk);
 
 /* Where a segment following one that ends at @end starts. */
@@ -161,6 +163,10 @@ static inline struct nxd_segd *nxd_ring_oldest(struct nxd_ring *r)
 }
 
 void nxd_ring_pop(struct nxd_ring *r);
+/* Shrink the newest segment, still being filled, to @nr_data data blocks. */
+void nxd_ring_trim_newest(struct nxd_ring *r, u32 nr_data);
+/* Forget the newest segment (its header was never written). */
+void nxd_ring_unpush(struct nxd_ring *r);
 u64 nxd_ring_used(const struct nxd_ring *r);
 /* The (pos, seq) recovery must start from: the oldest live segment. */
 void nxd_ring_tail(const struct nxd_ring *r, u64 *pos, u64 *seq);
@@ -168,6 +174,7 @@ void nxd_ring_tail(const struct nxd_ring *r, u64 *pos, u64 *seq);
 /* ---- extent index: logical 4 KiB block -> ring slot + sector mask ---- */
 
 #define NXD_IE_DESTAGING	BIT(0)	/* copy to HDD in flight */
+#define NXD_IE_NOCRC		BIT(1)	/* in an ORDERED segment: rsvd holds no crc */
 
 struct nxd_ient {
 	u64 block;		/* NXD_IE_EMPTY when unused */

@@ -63,6 +63,16 @@ struct nxd_sb {
 	u8 reserved[3936];
 } __packed;
 
+/*
+ * Segment flags.  ORDERED: the data blocks were written, and flushed by
+ * the header write's PREFLUSH, before the header; DATA records carry no
+ * checksum (val 0) and recovery does not read the data.  Without it the
+ * segment was written in one I/O and every DATA record has the crc32c of
+ * its block.
+ */
+#define NXD_SEG_ORDERED		BIT(0)
+#define NXD_SEG_FLAGS_KNOWN	NXD_SEG_ORDERED
+
 #define NXD_REC_DATA	1
 #define NXD_REC_INVAL	2
 

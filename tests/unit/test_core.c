@@ -603,11 +603,20 @@ static void test_seg(void)
 	SEG_MUT(g, recs[1].val, 0, -EINVAL, ring, maxb);
 	SEG_MUT(g, recs[1].mask, 1, -EINVAL, ring, maxb);
 	SEG_MUT(g, recs[2].reserved, htole16(1), -EINVAL, ring, maxb);
-	/* garbage past nr_recs and in the header flags is ignored */
+	/* garbage past nr_recs is ignored; unknown header flags are not */
 	SEG_MUT(g, recs[5].type, 0x77, 0, ring, maxb);
 	SEG_MUT(g, recs[NXD_SEG_MAX_RECS - 1].block, htole64(~0ULL), 0, ring,
 		maxb);
-	SEG_MUT(g, flags, htole32(0x8000), 0, ring, maxb);
+	SEG_MUT(g, flags, htole32(0x8000), -EINVAL, ring, maxb);
+	SEG_MUT(g, flags, htole32(NXD_SEG_ORDERED | 2), -EINVAL, ring, maxb);
+	SEG_MUT(g, flags, htole32(NXD_SEG_ORDERED), 0, ring, maxb);
+	memcpy(blk, g, NXD_BLOCK_SIZE);
+	CHECK_EQ(nxd_seg_decode(blk, uuid_a, ring, maxb, &si), 0);
+	CHECK_EQ(si.flags, 0);
+	nxd_seg_set_flags(blk, NXD_SEG_ORDERED);
+	nxd_seg_seal(blk);
+	CHECK_EQ(nxd_seg_decode(blk, uuid_a, ring, maxb, &si), 0);
+	CHECK_EQ(si.flags, NXD_SEG_ORDERED);
 	/* seq and gen are the caller's to judge */
 	SEG_MUT(g, seq, htole64(0), 0, ring, maxb);
 	SEG_MUT(g, gen, htole64(~0ULL), 0, ring, maxb);
@@ -922,6 +931,73 @@ static void ring_check_all(struct nxd_ring *r, const struct mseg *q,
 }
 
 /* Reset in place: empty, next segment where asked, capacity kept. */
+/*
+ * A direct segment reserves a whole segment when it opens, is trimmed to
+ * what it got when it closes, and is forgotten if it is never committed:
+ * the ring must look as if only what was kept had been pushed.
+ */
+static void test_ring_trim_unpush(void)
+{
+	struct nxd_ring r, m;
+	struct nxd_segd *s;
+	u64 pos, mpos, seq;
+	int i;
+
+	CHECK_EQ(nxd_ring_init(&r, 1024, 0, 5), 0);
+	CHECK_EQ(nxd_ring_init(&m, 1024, 0, 5), 0);
+	for (i = 0; i < 40; i++) {
+		u32 n = 1 + (i * 37) % NXD_SEG_MAX_DATA;
+
+		CHECK_EQ(nxd_ring_reserve(&r, NXD_SEG_MAX_DATA, &pos) == 0,
+			 nxd_ring_reserve(&m, NXD_SEG_MAX_DATA, &mpos) == 0);
+		if (nxd_ring_reserve(&r, NXD_SEG_MAX_DATA, &pos)) {
+			nxd_ring_pop(&r);
+			nxd_ring_pop(&m);
+			continue;
+		}
+		nxd_ring_push(&r, pos, NXD_SEG_MAX_DATA, 0);
+		CHECK(nxd_ring_used(&r) >= nxd_ring_used(&m) + NXD_SEG_MAX_BLOCKS);
+		if (i % 3 == 2) {
+			/* never committed: as if never pushed */
+			nxd_ring_unpush(&r);
+		} else {
+			nxd_ring_trim_newest(&r, n);
+			CHECK_EQ(nxd_ring_reserve(&m, n, &mpos), 0);
+			CHECK_EQ(mpos, pos);
+			nxd_ring_push(&m, mpos, n, n);
+			/* a bigger "trim" changes nothing */
+			nxd_ring_trim_newest(&r, n + 1);
+		}
+		CHECK_EQ(r.count, m.count);
+		CHECK_EQ(r.head, m.head);
+		CHECK_EQ(r.next_seq, m.next_seq);
+		CHECK_EQ(r.first_seq, m.first_seq);
+		CHECK_EQ(nxd_ring_used(&r), nxd_ring_used(&m));
+		s = r.count ? nxd_ring_at(&r, r.count - 1) : NULL;
+		if (s) {
+			CHECK(nxd_ring_find(&r, s->pos + s->nr_data, &seq) == s);
+			CHECK(!s->nr_data || !nxd_ring_find(&r, s->pos + s->nr_data + 1, &seq) ||
+			      s->pos + s->nr_data + 1 >= 1024);
+		}
+	}
+	/* unpushing the only segment leaves an empty ring at the same place */
+	while (r.count > 1)
+		nxd_ring_pop(&r);
+	s = nxd_ring_at(&r, 0);
+	pos = s->pos;
+	seq = r.first_seq;
+	nxd_ring_unpush(&r);
+	CHECK_EQ(r.count, 0);
+	CHECK_EQ(r.next_seq, seq);
+	CHECK_EQ(r.first_seq, seq);
+	CHECK_EQ(nxd_ring_reserve(&r, 3, &mpos), 0);
+	CHECK_EQ(mpos, pos);
+	nxd_ring_unpush(&r);	/* empty: nothing happens */
+	CHECK_EQ(r.count, 0);
+	nxd_ring_free(&r);
+	nxd_ring_free(&m);
+}
+
 static void test_ring_reset(void)
 {
 	struct nxd_ring r;
@@ -1290,6 +1366,7 @@ int main(int argc, char **argv)
 	test_replay_window();
 	test_ring_fixed();
 	test_ring_reset();
+	test_ring_trim_unpush();
 	test_ring_random(ring_ops);
 	test_route();
 	test_modes();

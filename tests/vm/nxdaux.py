@@ -378,6 +378,37 @@ def parse_sb(blk):
                 head_seq=head_seq, flags=flags)
 
 
+_CRC32C_TAB = []
+
+
+def crc32c_raw(data, crc=0xFFFFFFFF):
+    """The kernel's crc32c(seed, p, len): reflected Castagnoli, no
+    inversion before or after (kernel/nxd_core.c seeds it with ~0)."""
+    if not _CRC32C_TAB:
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+            _CRC32C_TAB.append(c)
+    for b in data:
+        crc = (crc >> 8) ^ _CRC32C_TAB[(crc ^ b) & 0xFF]
+    return crc
+
+
+def clear_sb_clean(ssd):
+    """Clear CLEAN (flags bit 0, offset 152) in both superblock copies and
+    reseal them: the next activation replays the log as after a crash."""
+    for i in range(2):
+        blk = bytearray(pread_dev(ssd, i * BLOCK, BLOCK))
+        if parse_sb(bytes(blk)) is None:
+            continue
+        flags, = struct.unpack_from("<I", blk, 152)
+        struct.pack_into("<I", blk, 152, flags & ~1)
+        struct.pack_into("<I", blk, 8, 0)
+        struct.pack_into("<I", blk, 8, crc32c_raw(blk))
+        pwrite_dev(ssd, i * BLOCK, bytes(blk))
+
+
 def read_sbs(ssd):
     """Both superblock copies as parsed dicts (None: no magic)."""
     raw = pread_dev(ssd, 0, 2 * BLOCK)
@@ -406,7 +437,7 @@ def parse_seg(blk):
         block, val, typ, mask, _ = struct.unpack_from("<QIBBH", blk, 64 + 16 * i)
         recs.append((typ, block, val, mask))
     return dict(seq=seq, gen=gen, pos=pos, nr_data=nr_data, nr_recs=nr_recs,
-                vol_uuid=blk[48:64], recs=recs)
+                flags=flags, vol_uuid=blk[48:64], recs=recs)
 
 
 def next_seg_pos(ring_blocks, end):

@@ -621,7 +621,7 @@ def never_logged_blocks(events, nblocks, threshold):
     return [b for b in range(nblocks) if not logged[b]]
 
 
-@pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early|fails its checksum)")
+@pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early|fails its checksum|no header to vouch)")
 @pytest.mark.parametrize("where", ["ssd", "hdd+ssd"])
 def test_flakey_drop(devs, dm, where):
     """drop_writes at a random moment; then everything acknowledged before

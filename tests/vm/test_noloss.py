@@ -291,12 +291,16 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     check("after reload")
 
 
-@pytest.mark.dmesg_allow(r"nxd.*(unreadable|fails its checksum)")
-def test_lost_block_is_not_destaged(dm, loopdev, nullb):
+@pytest.mark.dmesg_allow(r"nxd.*(unreadable|fails its checksum|no header to vouch)")
+@pytest.mark.parametrize("kind", ["whole", "partial"])
+def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     """Block B holds O on the HDD; N is logged over it (ring slot 0: the
     header, slot 1: the data); then the SSD loses both slots (zeroed
     behind the volume's back).  A drain must not copy the zeroed slot over
-    O: B reads O (a replay would have stopped at the lost segment too)."""
+    O: B reads O (a replay would have stopped at the lost segment too).
+    whole: N is a 4 KiB write (a direct, ORDERED segment, no checksum: its
+    lost header is what stops it); partial: 7 sectors (the writer's batch,
+    whose checksum stops it)."""
     hdd = loopdev(64)
     ssd = nullb(16)
     B = 300
@@ -306,7 +310,10 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb):
     v.pause()
     with X.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
-        f.pwrite(B * BLOCK, _pattern("new", B, BLOCK))
+        if kind == "whole":
+            f.pwrite(B * BLOCK, _pattern("new", B, BLOCK))
+        else:
+            f.pwrite(B * BLOCK + 512, _pattern("new", B, BLOCK - 512))
         f.fsync()
     assert v.status()["index_entries"] == 1
     ring = 8 * BLOCK                            # NXD_RING_START: ring slot 0
@@ -316,7 +323,8 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb):
     v.message("resume_destage")
     v.drain()
     assert X.pread_dev(hdd, B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
-    assert X.wait_kmsg(marker, r"logged block 300 .*fails its checksum"), \
+    why = "has no header to vouch for it" if kind == "whole" else "fails its checksum"
+    assert X.wait_kmsg(marker, r"logged block 300 .*" + why), \
         "no message naming the lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
