@@ -82,11 +82,15 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 	if (!READ_ONCE(nc->running))
 		return false;
 	spin_lock(&nc->lock);
-	empty = !nc->ring.count || nc->ring.first_seq >= nc->commit_seq;
+	empty = !nc->ring.count ||
+		(nc->ring.first_seq >= nc->commit_seq && !nc->frozen_end);
 	spin_unlock(&nc->lock);
 	if (empty)
 		return false;
 	if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full))
+		return true;
+	/* Acknowledged writes only the SSD holds, with no header: go on. */
+	if (nxd_fast_void_left(nc))
 		return true;
 	if (atomic_read(&nc->destage_paused))
 		return false;
@@ -335,7 +339,7 @@ static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db,
  * rare path only); its data blocks were read with it.
  */
 static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
-				 const struct nxd_segd *sd, void *hdr)
+				 const struct nxd_segd *sd, void *hdr, bool is_void)
 {
 	struct nxd_index *ix = &nc->ix;
 	u32 i, lo = sd->pos + 1, hi = sd->pos + 1 + sd->nr_data;
@@ -355,11 +359,15 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 		db->slot = e->slot;
 		db->mask = e->mask;
 		db->data = hdr + (size_t)(e->slot - sd->pos) * NXD_BLOCK_SIZE;
-		/* ORDERED, header lost: nothing vouches for the data. */
+		/*
+		 * ORDERED, header lost: nothing vouches for the data.  Void
+		 * (no header ever written): acknowledged data that landed.
+		 */
 		db->copy = dec == NXD_D_COPY &&
-			   nxd_destage_data_ok(nc, db, !(e->flags & NXD_IE_NOCRC) &&
-					       nxd_crc16(nxd_block_crc(db->data)) == e->rsvd,
-					       e->flags & NXD_IE_NOCRC);
+			   (is_void ||
+			    nxd_destage_data_ok(nc, db, !(e->flags & NXD_IE_NOCRC) &&
+						nxd_crc16(nxd_block_crc(db->data)) == e->rsvd,
+						e->flags & NXD_IE_NOCRC));
 	}
 	return true;
 }
@@ -385,13 +393,17 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
 				   nc->sb.data_sectors >> 3, &si);
 		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
-			nxd_count(nc, NXD_CTR(ssd_errors), 1);
-			DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d), use index",
-				    dm_table_device_name(nc->ti->table),
-				    first_seq + i, sd->pos, r);
+			bool is_void = nc->frozen_end && first_seq + i >= nc->frozen_end;
+
+			if (!is_void) {
+				nxd_count(nc, NXD_CTR(ssd_errors), 1);
+				DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d), use index",
+					    dm_table_device_name(nc->ti->table),
+					    first_seq + i, sd->pos, r);
+			}
 			spin_lock(&nc->lock);
 			nc->dround = rd;
-			cut = !nxd_collect_by_index(nc, rd, sd, hdr);
+			cut = !nxd_collect_by_index(nc, rd, sd, hdr, is_void);
 			if (cut)
 				rd->nblk = start;
 			spin_unlock(&nc->lock);
@@ -480,9 +492,13 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	spin_lock(&nc->lock);
 	first_seq = nc->ring.first_seq;
 	rd->first_seq = first_seq;
-	/* Committed segments only: the newest may still be filling. */
+	/*
+	 * Committed segments only: the newest may still be filling.
+	 * Degraded, also the void ones (acknowledged direct writes whose
+	 * header was never written), which only the HDD can keep now.
+	 */
 	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS &&
-	     first_seq + i < nc->commit_seq; i++) {
+	     (first_seq + i < nc->commit_seq || nc->frozen_end); i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 
 		if (blocks + 1 + sd->nr_data > nc->dbuf_blocks)

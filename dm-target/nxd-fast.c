@@ -1,26 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dm-nxd direct log writes: a logged write of whole blocks is remapped by
- * map straight to free slots of the open log segment, so the submitter
- * pays what a plain remap costs (no copy, no checksum, no thread hop for
- * the data).  The writer thread writes each segment's header once all of
- * its data landed, with PREFLUSH so that the data is durable before the
- * header can be (NXD_SEG_ORDERED: no data checksums), then indexes the
- * blocks and completes the bios (end_io returned DM_ENDIO_INCOMPLETE).
+ * map straight to free slots of the open log segment and acknowledged
+ * when its data lands, so the submitter pays what a plain remap costs (no
+ * copy, no checksum, no thread hop).  The writer thread writes each
+ * segment's header once all of its data landed, with PREFLUSH so that the
+ * data is durable before the header can be (NXD_SEG_ORDERED: no data
+ * checksums), then moves its blocks into the index.
  *
  * Ordering (docs/design.md, section 4):
  * - Segments, direct or the writer's own batch, are committed strictly in
- *   seq order by the writer; a bio is acknowledged only after its segment
- *   and every earlier one are committed, so a flush sent to the SSD after
- *   an acknowledgement covers the headers it needs.
- * - Blocks of uncommitted direct segments are not in the index.  Before
- *   the writer merges or fills a partial block it commits every direct
- *   segment holding a block of that region (nxd_fast_region_busy), and
- *   the merge counter keeps new direct writes out of the region meanwhile,
- *   so a merge never misses a newer copy.
- * - A failed data write, or a freeze of the log, makes every uncommitted
- *   segment void: their ring space is given back and their bios are redone
- *   on the degraded path; none of them was acknowledged.
+ *   seq order by the writer, so the index changes in the order a replay
+ *   applies them.
+ * - An acknowledged block of an uncommitted segment is found by reads in
+ *   the segment itself (nxd_fast_lookup_locked).  Whatever decides by the
+ *   index (map's direct HDD path, discards, the writer's slow paths, the
+ *   look-up of a partial block to merge) first commits the direct segments
+ *   of the regions concerned, or sends the bio to the writer, which does.
+ * - A flush makes acknowledged writes durable: while direct segments are
+ *   uncommitted, the SSD's flush goes through the writer, which commits
+ *   them first.  A FUA write is acknowledged at its segment's commit (the
+ *   header is PREFLUSH|FUA).
+ * - A failed data or header write, or a freeze of the log, ends the
+ *   segments in flight: those at or after the freeze are void (never
+ *   replayed); their acknowledged blocks are indexed and served from the
+ *   SSD, and the degraded destager copies them to the HDD; flushes wait
+ *   until it has (nxd_fast_void_left).  The bios not yet acknowledged are
+ *   redone on the degraded path.
  */
 #include <linux/slab.h>
 #include <linux/hash.h>
@@ -33,6 +39,34 @@
 u32 *nxd_region_ctr(u32 *ctrs, u64 block)
 {
 	return &ctrs[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
+}
+
+/* A 256-slot open-addressing map of logical block -> data index. */
+u32 nxd_blk_hash(u64 block)
+{
+	return (u32)((block * 0x9E3779B97F4A7C15ULL) >> 56);
+}
+
+int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block)
+{
+	u32 h = nxd_blk_hash(block);
+
+	while (keys[h] != NXD_IE_EMPTY) {
+		if (keys[h] == block)
+			return vals[h];
+		h = (h + 1) & 255;
+	}
+	return -1;
+}
+
+void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx)
+{
+	u32 h = nxd_blk_hash(block);
+
+	while (keys[h] != NXD_IE_EMPTY && keys[h] != block)
+		h = (h + 1) & 255;
+	keys[h] = block;
+	vals[h] = idx;
 }
 
 int nxd_fast_alloc(struct nxd_c *nc)
@@ -88,9 +122,12 @@ static struct nxd_fseg *nxd_fast_open_locked(struct nxd_c *nc)
 	f->seq = r->next_seq;
 	f->pos = (u32)pos;
 	f->nr = 0;
+	f->seen = 0;
 	f->fua = false;
 	f->error = 0;
 	bio_list_init(&f->bios);
+	bitmap_zero(f->acked, NXD_SEG_MAX_DATA);
+	memset(f->hkeys, 0xff, sizeof(f->hkeys));
 	atomic_set(&f->pending, 1);
 	nxd_ring_push(r, pos, NXD_SEG_MAX_DATA, 0);
 	nc->fopen = f;
@@ -102,6 +139,7 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
 	u64 first = s >> 3, k = nr >> 3, i;
 	struct nxd_fseg *f;
+	bool opened = false;
 	u32 slot;
 
 	if (((s | nr) & 7) || k > NXD_SEG_MAX_DATA || READ_ONCE(nc->log_full))
@@ -117,9 +155,13 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		f = nxd_fast_open_locked(nc);
 		if (!f)
 			goto slow;
+		opened = true;
 	}
+	pb->fidx = f->nr;
+	pb->fnr = k;
 	slot = f->pos + 1 + f->nr;
 	for (i = 0; i < k; i++) {
+		nxd_blk_hash_set(f->hkeys, f->hvals, first + i, f->nr);
 		f->blocks[f->nr++] = first + i;
 		(*nxd_region_ctr(nc->fast_blocks, first + i))++;
 	}
@@ -127,6 +169,9 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	if (bio->bi_opf & REQ_FUA)
 		f->fua = true;
 	spin_unlock(&nc->lock);
+	/* The writer looks at an open segment every tick from now on. */
+	if (opened)
+		wake_up(&nc->wq);
 
 	pb->fast = NXD_FAST_INFLIGHT;
 	pb->fseg = f;
@@ -144,63 +189,140 @@ slow:
 	return false;
 }
 
-/* end_io of a direct write's data: the writer completes it at commit. */
+/*
+ * end_io of a direct write's data.  Landed and not FUA: acknowledged now
+ * (readable through its segment until the commit indexes it).  FUA or
+ * failed: the writer completes it at the commit, or redoes it.
+ */
 int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 		   blk_status_t *error)
 {
 	struct nxd_fseg *f = pb->fseg;
 	unsigned long flags;
+	int r = DM_ENDIO_DONE;
+	u32 i;
 
-	if (*error)
-		WRITE_ONCE(f->error, blk_status_to_errno(*error));
-	spin_lock_irqsave(&nc->qlock, flags);
-	bio_list_add(&f->bios, bio);
-	spin_unlock_irqrestore(&nc->qlock, flags);
-	/* The last one, or the last but the open reference: commit or close. */
-	if (atomic_dec_return(&f->pending) <= 1)
+	if (*error || pb->fua) {
+		if (*error)
+			WRITE_ONCE(f->error, blk_status_to_errno(*error));
+		spin_lock_irqsave(&nc->qlock, flags);
+		bio_list_add(&f->bios, bio);
+		spin_unlock_irqrestore(&nc->qlock, flags);
+		r = DM_ENDIO_INCOMPLETE;
+	} else {
+		for (i = pb->fidx; i < pb->fidx + pb->fnr; i++)
+			set_bit(i, f->acked);
+		pb->fast = NXD_FAST_NONE;
+		pb->fseg = NULL;
+	}
+	/*
+	 * Last thing we touch: at 0 the writer may commit and reuse @f.  A
+	 * FUA write also wants its open segment closed now, not at a tick.
+	 */
+	if (atomic_dec_return(&f->pending) <= (r == DM_ENDIO_INCOMPLETE))
 		wake_up(&nc->wq);
-	return DM_ENDIO_INCOMPLETE;
+	return r;
 }
 
-/* Does the oldest direct segment wait for the writer? */
+/*
+ * The newest acknowledged copy of @block in an uncommitted direct segment:
+ * newer than anything in the index.  Under nc->lock.
+ */
+bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot)
+{
+	u32 i;
+
+	if (!nc->fs_count || !*nxd_region_ctr(nc->fast_blocks, block))
+		return false;
+	for (i = nc->fs_count; i-- > 0;) {
+		struct nxd_fseg *f = nxd_fseg_at(nc, i);
+		int j = nxd_blk_hash_lookup(f->hkeys, f->hvals, block);
+
+		/* The newest copy may still be in flight: then an older one. */
+		for (; j >= 0; j--) {
+			if (f->blocks[j] == block && test_bit(j, f->acked)) {
+				*slot = f->pos + 1 + j;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Does an uncommitted direct segment hold a block of a region of the range? */
+bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 r, rl = last >> NXD_REGION_SHIFT;
+
+	if (!nc->fs_count)
+		return false;
+	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
+		return true;
+	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
+		if (*nxd_region_ctr(nc->fast_blocks, r << NXD_REGION_SHIFT))
+			return true;
+	return false;
+}
+
+/*
+ * Does the oldest direct segment wait for the writer: closed with all its
+ * data in; open and never looked at (the writer then waits a tick at a
+ * time, not for a wake-up); or open with all its data in and either a FUA
+ * write in it or nothing added since the writer's last look
+ * (nxd_fast_ready)?
+ */
 bool nxd_fast_has_work(struct nxd_c *nc)
 {
-	struct nxd_fseg *f;
 	bool r = false;
 
 	spin_lock(&nc->lock);
 	if (nc->fs_count) {
-		f = nxd_fseg_at(nc, 0);
-		r = atomic_read(&f->pending) <= (f == nc->fopen);
+		struct nxd_fseg *f = nxd_fseg_at(nc, 0);
+
+		if (f != nc->fopen)
+			r = !atomic_read(&f->pending);
+		else
+			r = !f->seen || (atomic_read(&f->pending) == 1 &&
+					 (f->fua || f->nr == f->seen));
 	}
 	spin_unlock(&nc->lock);
 	return r;
 }
 
-/* Does a direct segment not committed yet hold a block of @block's region? */
-bool nxd_fast_region_busy(struct nxd_c *nc, u64 block)
+/*
+ * Degraded: does a segment the freeze made void still hold a live block?
+ * Acknowledged, it exists only there until the destager copies it.
+ */
+bool nxd_fast_void_left(struct nxd_c *nc)
 {
-	return nc->fs_count && *nxd_region_ctr(nc->fast_blocks, block);
-}
+	struct nxd_ring *rg = &nc->ring;
+	bool r = false;
+	u64 seq;
 
-/* Give back the ring space of segments never committed.  Under nc->lock. */
-void nxd_uncommitted_drop_locked(struct nxd_c *nc)
-{
-	while (nc->ring.count && nc->ring.next_seq > nc->commit_seq)
-		nxd_ring_unpush(&nc->ring);
+	spin_lock(&nc->lock);
+	if (nc->frozen_end && rg->count) {
+		for (seq = max(rg->first_seq, nc->frozen_end);
+		     seq < rg->next_seq && !r; seq++)
+			r = nxd_ring_at(rg, seq - rg->first_seq)->live;
+	}
+	spin_unlock(&nc->lock);
+	return r;
 }
 
 /*
- * A data write failed, or the log froze (@err 0): no uncommitted segment
- * will ever be committed.  Wait for their data writes, then redo every
- * bio on the degraded path, or fail them if the log could not be frozen.
+ * A data or header write failed, or the log froze (@err 0): no segment
+ * from the freeze on will be committed.  Once their data writes are in,
+ * index what they acknowledged (void segments, destaged while degraded),
+ * and redo the rest on the degraded path, or fail it if the log could not
+ * be frozen.
  */
 void nxd_fast_fail(struct nxd_c *nc, int err)
 {
 	struct bio_list bios = BIO_EMPTY_LIST;
+	struct nxd_ient old;
 	struct bio *bio;
-	int frz;
-	u32 i;
+	int frz, r;
+	u32 i, j;
 
 	if (err)
 		nxd_ssd_failed(nc, err, "log write");
@@ -220,15 +342,29 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 	frz = nxd_log_freeze(nc);
 
 	spin_lock(&nc->lock);
-	nxd_uncommitted_drop_locked(nc);
-	spin_lock_irq(&nc->qlock);
-	for (i = 0; i < nc->fs_count; i++)
-		bio_list_merge(&bios, &nxd_fseg_at(nc, i)->bios);
-	spin_unlock_irq(&nc->qlock);
+	for (i = 0; i < nc->fs_count; i++) {
+		struct nxd_fseg *f = nxd_fseg_at(nc, i);
+		struct nxd_segd *sd = nxd_ring_at(&nc->ring, f->seq - nc->ring.first_seq);
+
+		sd->live = bitmap_weight(f->acked, NXD_SEG_MAX_DATA);
+		for_each_set_bit(j, f->acked, NXD_SEG_MAX_DATA) {
+			r = nxd_index_set(&nc->ix, f->blocks[j], f->pos + 1 + j,
+					  0xff, &old);
+			if (r == 1)
+				nxd_seg_put_locked(nc, old.slot);
+			if (!WARN_ON_ONCE(r < 0))
+				nxd_index_find(&nc->ix, f->blocks[j])->flags |= NXD_IE_NOCRC;
+		}
+		spin_lock_irq(&nc->qlock);
+		bio_list_merge(&bios, &f->bios);
+		bio_list_init(&f->bios);
+		spin_unlock_irq(&nc->qlock);
+	}
 	nc->fs_count = 0;
 	nc->fs_first = 0;
 	memset(nc->fast_blocks, 0, sizeof(nc->fast_blocks));
 	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
 
 	while ((bio = bio_list_pop(&bios))) {
 		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
@@ -249,7 +385,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 /*
  * Commit the oldest direct segment, whose data all landed: header with
  * PREFLUSH (every data block durable before it), then index its blocks
- * and complete its bios.  Writer only.
+ * and complete its FUA bios.  Writer only.
  */
 static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 {
@@ -307,6 +443,7 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 	bio_list_init(&f->bios);
 	spin_unlock_irq(&nc->qlock);
 	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
 
 	nxd_count(nc, NXD_CTR(segments_written), 1);
 	nxd_count(nc, NXD_CTR(log_blocks_written), 1 + f->nr);
@@ -322,9 +459,11 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 }
 
 /*
- * Commit the direct segments whose data landed, oldest first, closing the
- * open one once all of its data is in (group commit: what arrived while
- * the previous header was written goes into one segment).
+ * Commit the direct segments whose data landed, oldest first.  The open
+ * one is closed when it is full, when a FUA write waits in it, or once
+ * its data is in and nothing was added since the writer's last look (it
+ * comes back every tick while one is open): under a steady stream the
+ * segments fill up, and an idle volume commits within two ticks.
  */
 void nxd_fast_ready(struct nxd_c *nc)
 {
@@ -338,9 +477,14 @@ void nxd_fast_ready(struct nxd_c *nc)
 			return;
 		}
 		f = nxd_fseg_at(nc, 0);
-		if (f == nc->fopen && atomic_read(&f->pending) == 1)
-			nxd_fast_close_locked(nc);
-		ready = !atomic_read(&f->pending) && f != nc->fopen;
+		if (f == nc->fopen) {
+			if (atomic_read(&f->pending) == 1 &&
+			    (f->fua || f->nr == f->seen))
+				nxd_fast_close_locked(nc);
+			else
+				f->seen = f->nr;
+		}
+		ready = f != nc->fopen && !atomic_read(&f->pending);
 		spin_unlock(&nc->lock);
 		if (!ready)
 			return;
@@ -365,5 +509,23 @@ void nxd_fast_sync(struct nxd_c *nc, u64 before)
 		spin_unlock(&nc->lock);
 		wait_event(nc->wq, !atomic_read(&f->pending));
 		nxd_fast_commit(nc, f);
+	}
+}
+
+/* Not the writer: wait until it has committed every direct segment. */
+void nxd_fast_wait_committed(struct nxd_c *nc)
+{
+	for (;;) {
+		bool done;
+
+		spin_lock(&nc->lock);
+		done = !nc->fs_count;
+		if (!done && nc->fopen)
+			nc->fopen->seen = nc->fopen->nr;	/* closes at its next look */
+		spin_unlock(&nc->lock);
+		if (done)
+			return;
+		nxd_writer_wake(nc);
+		wait_event_timeout(nc->ewq, false, HZ / 50);
 	}
 }

@@ -59,33 +59,6 @@ static void *nxd_batch_data(struct nxd_batch *b, u32 i)
 	return b->buf + (size_t)(i + 1) * NXD_BLOCK_SIZE;
 }
 
-static u32 nxd_batch_hash(u64 block)
-{
-	return (u32)((block * 0x9E3779B97F4A7C15ULL) >> 56);
-}
-
-static int nxd_batch_lookup(struct nxd_batch *b, u64 block)
-{
-	u32 h = nxd_batch_hash(block);
-
-	while (b->hkeys[h] != NXD_IE_EMPTY) {
-		if (b->hkeys[h] == block)
-			return b->hvals[h];
-		h = (h + 1) & 255;
-	}
-	return -1;
-}
-
-static void nxd_batch_insert(struct nxd_batch *b, u64 block, u8 idx)
-{
-	u32 h = nxd_batch_hash(block);
-
-	while (b->hkeys[h] != NXD_IE_EMPTY)
-		h = (h + 1) & 255;
-	b->hkeys[h] = block;
-	b->hvals[h] = idx;
-}
-
 /* Is a block of [first, last] being merged by the writer?  Under nc->lock. */
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
 {
@@ -542,14 +515,14 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 	int idx, epoch = -1, r;
 	bool counted = false;
 
-	idx = nxd_batch_lookup(bt, blk);
+	idx = nxd_blk_hash_lookup(bt->hkeys, bt->hvals, blk);
 	if (idx < 0) {
 		if (!nxd_batch_fits(bt, 1, 1))
 			nxd_batch_commit(nc);
 		data = nxd_batch_data(bt, bt->nr_data);
 
 		spin_lock(&nc->lock);
-		if (mask != 0xff && nxd_fast_region_busy(nc, blk)) {
+		if (mask != 0xff && nxd_fast_range_busy(nc, blk, blk)) {
 			/*
 			 * A direct write of this region is not indexed yet:
 			 * keep new ones out (map checks the merge counter),
@@ -600,7 +573,7 @@ static void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask
 			memset(data, 0, NXD_BLOCK_SIZE);
 		}
 		idx = bt->nr_data++;
-		nxd_batch_insert(bt, blk, idx);
+		nxd_blk_hash_set(bt->hkeys, bt->hvals, blk, idx);
 		bt->blocks[idx] = blk;
 		bt->masks[idx] = old_mask;
 		if (counted)
@@ -915,12 +888,13 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		/*
 		 * Logged writes are durable once the SSD flushed them, or else
-		 * once the HDD has them all.
+		 * once the HDD has them all; acknowledged direct writes of
+		 * void segments only once the HDD has them.
 		 */
 		spin_lock(&nc->lock);
 		logged = nc->ring.count;
 		spin_unlock(&nc->lock);
-		if (logged && nxd_ssd_flush(nc))
+		if (nxd_fast_void_left(nc) || (logged && nxd_ssd_flush(nc)))
 			bio_list_add(&nc->held, bio);
 		else
 			bio_endio(bio);
@@ -964,7 +938,25 @@ static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
 static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	bool busy;
 
+	/*
+	 * What follows decides by the index: direct log writes of these
+	 * regions go into it first (a flush: all of them, and they are then
+	 * durable by their headers' PREFLUSH; the SSD flush covers the last).
+	 */
+	spin_lock(&nc->lock);
+	busy = (bio->bi_opf & REQ_PREFLUSH) ? nc->fs_count :
+	       nxd_fast_range_busy(nc, s >> 3, (e - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (busy)
+		nxd_fast_sync(nc, U64_MAX);
+	if ((bio->bi_opf & REQ_PREFLUSH) && !atomic_read(&nc->degraded)) {
+		bio_set_dev(bio, nc->ssd->bdev);
+		submit_bio_noacct(bio);
+		return;
+	}
 	if (atomic_read(&nc->degraded))
 		nxd_degraded_bio(nc, bio);
 	else if (bio_op(bio) == REQ_OP_WRITE && pb->route == NXD_H_HDD &&
@@ -987,8 +979,11 @@ static int nxd_writer_fn(void *data)
 		LIST_HEAD(done);
 		int r;
 
-		wait_event_interruptible(nc->wq, kthread_should_stop() ||
-					 nxd_writer_has_work(nc));
+		/* An open direct segment is looked at every tick (group commit). */
+		wait_event_interruptible_timeout(nc->wq, kthread_should_stop() ||
+						 nxd_writer_has_work(nc),
+						 READ_ONCE(nc->fopen) ? 1 :
+						 MAX_SCHEDULE_TIMEOUT);
 		spin_lock_irq(&nc->qlock);
 		bios = nc->queue;
 		bio_list_init(&nc->queue);

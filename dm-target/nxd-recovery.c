@@ -149,8 +149,12 @@ int nxd_log_freeze(struct nxd_c *nc)
 	 * The writer commits no segment past this; uncommitted ones (direct
 	 * segments filling, a batch in flight) are void from now on.
 	 */
-	if (!nc->frozen_end)
+	if (!nc->frozen_end) {
 		nc->frozen_end = nc->commit_seq;
+		nc->frozen_end_pos = nc->commit_seq < nc->ring.next_seq ?
+			nxd_ring_at(&nc->ring, nc->commit_seq - nc->ring.first_seq)->pos :
+			nxd_next_seg_pos(nc->ring.ring_blocks, nc->ring.head);
+	}
 	nxd_ring_tail(&nc->ring, &pos, &seq);
 	spin_unlock(&nc->lock);
 	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, pos, seq);
@@ -175,6 +179,15 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
 
 	if (r)
 		return r;
+	/*
+	 * Past the window's end lie void segments (acknowledged direct
+	 * writes never committed): the window is empty once they are on the
+	 * HDD, and a label's tail never passes its end.
+	 */
+	if (tail_seq > nc->frozen_end) {
+		tail_seq = nc->frozen_end;
+		tail_pos = nc->frozen_end_pos;
+	}
 	/*
 	 * As nxd_sb_write_locked(): the superseding copies durable first.  The
 	 * SSD failed already; if it cannot flush, no promise about its

@@ -531,9 +531,31 @@ static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
 	return DM_MAPIO_REMAPPED;
 }
 
-static bool nxd_entry_valid(const struct nxd_ient *e, sector_t s)
+/* Where the newest copy of @blk is: a log slot and its sectors, or none. */
+struct nxd_src {
+	u32 slot;
+	u8 mask;
+};
+
+static void nxd_block_src(struct nxd_c *nc, u64 blk, struct nxd_src *src)
 {
-	return e && (e->mask & (1U << (s & 7)));
+	struct nxd_ient *e;
+
+	src->mask = 0;
+	if (nxd_fast_lookup_locked(nc, blk, &src->slot)) {
+		src->mask = 0xff;
+		return;
+	}
+	e = nxd_index_find(&nc->ix, blk);
+	if (e) {
+		src->slot = e->slot;
+		src->mask = e->mask;
+	}
+}
+
+static bool nxd_src_valid(const struct nxd_src *src, sector_t s)
+{
+	return src->mask & (1U << (s & 7));
 }
 
 /*
@@ -544,11 +566,12 @@ static sector_t nxd_read_piece(struct nxd_c *nc, sector_t s, sector_t max,
 			       bool *ssd, sector_t *target)
 {
 	u64 blk = s >> 3;
-	struct nxd_ient *e = nxd_index_find(&nc->ix, blk);
+	struct nxd_src src;
 	sector_t len = 0, t0;
 
-	*ssd = nxd_entry_valid(e, s);
-	t0 = *ssd ? nxd_slot_sector(nc, e->slot) + (s & 7) : s;
+	nxd_block_src(nc, blk, &src);
+	*ssd = nxd_src_valid(&src, s);
+	t0 = *ssd ? nxd_slot_sector(nc, src.slot) + (s & 7) : s;
 	*target = t0;
 	while (len < max) {
 		sector_t c = s + len;
@@ -556,12 +579,12 @@ static sector_t nxd_read_piece(struct nxd_c *nc, sector_t s, sector_t max,
 
 		if ((c >> 3) != blk) {
 			blk = c >> 3;
-			e = nxd_index_find(&nc->ix, blk);
+			nxd_block_src(nc, blk, &src);
 		}
-		v = nxd_entry_valid(e, c);
+		v = nxd_src_valid(&src, c);
 		if (v != *ssd)
 			break;
-		if (v && nxd_slot_sector(nc, e->slot) + (c & 7) != t0 + len)
+		if (v && nxd_slot_sector(nc, src.slot) + (c & 7) != t0 + len)
 			break;
 		len++;
 	}
@@ -576,8 +599,9 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
 	spin_lock(&nc->lock);
-	maybe = nc->ix.count &&
-		nxd_index_maybe(&nc->ix, s >> 3, ((s + nr - 1) >> 3) - (s >> 3) + 1);
+	maybe = (nc->ix.count &&
+		 nxd_index_maybe(&nc->ix, s >> 3, ((s + nr - 1) >> 3) - (s >> 3) + 1)) ||
+		nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
 	spin_unlock(&nc->lock);
 	if (!maybe) {
 		nxd_count(nc, NXD_CTR(reads_hdd), 1);
@@ -645,10 +669,14 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 					READ_ONCE(t->write_threshold),
 					nc->hdd_io_min, READ_ONCE(t->mode));
 	if (!to_log) {
-		/* A merge in the writer must be indexed before this lands. */
+		/*
+		 * A merge in the writer, or a direct log write not yet
+		 * committed, must be indexed before this lands.
+		 */
 		spin_lock(&nc->lock);
 		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
-			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3);
+			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
 		spin_unlock(&nc->lock);
 		if (!logged) {
 			nxd_count(nc, NXD_CTR(writes_direct), 1);
@@ -671,7 +699,8 @@ static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	nxd_count(nc, NXD_CTR(discards), 1);
 	spin_lock(&nc->lock);
 	logged = nr && (nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
-			nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3));
+			nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
+			nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3));
 	spin_unlock(&nc->lock);
 	if (!logged) {
 		if (!bdev_max_discard_sectors(nc->hdd->bdev)) {
@@ -699,8 +728,13 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 			nxd_count(nc, NXD_CTR(flushes), 1);
 			return nxd_remap_hdd(nc, bio);
 		}
-		if (atomic_read(&nc->degraded)) {
-			/* The writer holds it until the HDD has every logged write. */
+		/*
+		 * Degraded: the writer holds it until the HDD has every logged
+		 * write.  Direct log writes not committed yet: the writer
+		 * commits them first (they are acknowledged, so they must be
+		 * durable after this flush).
+		 */
+		if (atomic_read(&nc->degraded) || READ_ONCE(nc->fs_count)) {
 			nxd_writer_queue(nc, bio);
 			return DM_MAPIO_SUBMITTED;
 		}
@@ -725,8 +759,9 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 	struct nxd_c *nc = ti->private;
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
-	if (pb->fast == NXD_FAST_INFLIGHT)
-		return nxd_fast_endio(nc, bio, pb, error);
+	if (pb->fast == NXD_FAST_INFLIGHT &&
+	    nxd_fast_endio(nc, bio, pb, error) == DM_ENDIO_INCOMPLETE)
+		return DM_ENDIO_INCOMPLETE;
 	if (pb->epoch >= 0)
 		nxd_read_epoch_put(nc, pb->epoch);
 	if (pb->fg_hdd && atomic_dec_and_test(&nc->hdd_fg_inflight))
@@ -760,6 +795,8 @@ static void nxd_postsuspend(struct dm_target *ti)
 
 	if (!nc->running)
 		return;
+	/* Direct log writes are acknowledged before their segment's header. */
+	nxd_fast_wait_committed(nc);
 	/*
 	 * dm core waited for our bios: the writer holds nothing now, and the
 	 * file system, if any, is frozen.  The destager writes to the HDD

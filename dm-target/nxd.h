@@ -100,6 +100,7 @@ struct nxd_pb {
 	struct nxd_inval *inval;
 	u8 fast;		/* NXD_FAST_* */
 	bool fua;		/* had REQ_FUA before it was remapped */
+	u8 fidx, fnr;		/* its slots in the segment: data index, count */
 	struct nxd_fseg *fseg;	/* NXD_FAST_INFLIGHT: its segment */
 	struct bvec_iter iter;	/* as mapped: redone from here if it fails */
 };
@@ -115,18 +116,25 @@ struct nxd_pb {
 /*
  * A log segment that map fills with remapped whole-block writes.  Its
  * ring descriptor is pushed when it opens (reserving a full segment) and
- * trimmed when it closes; the writer writes the header, PREFLUSH first,
- * once every data write landed, then indexes it and completes its bios.
+ * trimmed when it closes.  A write is acknowledged when its data lands
+ * (a FUA write, or one that failed, waits for the commit); the writer
+ * writes the header, PREFLUSH first, once every data write landed, then
+ * moves the blocks into the index.  Until then reads find acknowledged
+ * blocks here (nxd_fast_lookup_locked).
  */
 struct nxd_fseg {
 	u64 seq;
 	u32 pos;
 	u32 nr;				/* data slots handed out, under nc->lock */
+	u32 seen;			/* nr when the writer last looked */
 	bool fua;			/* a bio had REQ_FUA: header FUA too */
 	int error;			/* a data write failed */
 	atomic_t pending;		/* data writes in flight, +1 while open */
-	struct bio_list bios;		/* landed; under nc->qlock */
+	struct bio_list bios;		/* FUA or failed, landed; under nc->qlock */
+	DECLARE_BITMAP(acked, NXD_SEG_MAX_DATA);	/* landed, acknowledged */
 	u64 blocks[NXD_SEG_MAX_DATA];
+	u64 hkeys[256];			/* block -> newest data index */
+	u8 hvals[256];
 };
 
 /*
@@ -199,6 +207,7 @@ struct nxd_c {
 	struct nxd_ring ring;
 	struct list_head invals;	/* in-flight nxd_inval */
 	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
+	u64 frozen_end_pos;		/* where segment @frozen_end lies */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
 	atomic_t rd_inflight[2];
@@ -307,10 +316,15 @@ int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 bool nxd_fast_has_work(struct nxd_c *nc);
 void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
-bool nxd_fast_region_busy(struct nxd_c *nc, u64 block);
 void nxd_fast_fail(struct nxd_c *nc, int err);
-void nxd_uncommitted_drop_locked(struct nxd_c *nc);
+bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot);
+bool nxd_fast_void_left(struct nxd_c *nc);
+void nxd_fast_wait_committed(struct nxd_c *nc);
 u32 *nxd_region_ctr(u32 *ctrs, u64 block);
+u32 nxd_blk_hash(u64 block);
+int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
+void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 
 /* nxd-destage.c */
 struct nxd_round;

@@ -391,21 +391,35 @@ def test_rmw_read_error_fails_only_that_write(rig):
     assert v.status()["state"] == "ok"
 
 
-def test_lost_log_segment_is_destaged_from_the_index(rig):
+@pytest.mark.parametrize("kind", ["partial", "whole"])
+def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     """The SSD loses a committed segment's header (zeroed behind the
     volume's back).  The destager says so and destages that segment's
-    blocks from the in-memory index (their data blocks are intact): the
-    log drains, the volume never degrades, and every block reads back
-    right, also from the HDD alone."""
-    v, m = _setup(rig, "nxdls", seed=12, nfull=32, npart=0)
+    blocks from the in-memory index: the log drains, the volume never
+    degrades.  partial: 1-sector writes, in the writer's segments, whose
+    data checksums vouch for the intact data blocks: every block reads
+    back right, also from the HDD alone.  whole: 4 KiB writes, in a direct
+    (ORDERED) segment, whose data nothing vouches for once its header is
+    gone (a replay would stop there too): its blocks are not copied and
+    read the HDD's older data; every other block reads back right."""
+    nfull, npart = (0, 32) if kind == "partial" else (32, 0)
+    v, m = _setup(rig, "nxdls", seed=12, nfull=nfull, npart=npart)
     first_hdr = 8 * 4096                      # NXD_RING_START: ring slot 0
     hdr = X.pread_dev(rig.ssd_base, first_hdr, BLOCK)
-    assert hdr[:8] == b"\0NXDSEG1", "ring slot 0 holds no segment header"
+    seg = X.parse_seg(hdr)
+    assert seg, "ring slot 0 holds no segment header"
+    assert seg["flags"] == (1 if kind == "whole" else 0), seg["flags"]
+    lost = [b for b, _ in X.data_recs(seg)] if kind == "whole" else []
+    for b in lost:                            # what the HDD had before
+        m.data[b * BLOCK:(b + 1) * BLOCK] = X.pread_dev(rig.hdd, b * BLOCK, BLOCK)
     X.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
     marker = nxdvm.kmsg_mark("lost segment")
     v.drain()
     assert X.wait_kmsg(marker, r"log segment \d+ at 0 unreadable .*use index"), \
         "no message naming the segment"
+    if lost:
+        assert X.wait_kmsg(marker, r"logged block \d+ .*has no header to vouch for it"), \
+            "no message naming a lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
     m.verify()

@@ -358,9 +358,16 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     with X.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
-        for i in range(NFILL):                      # one segment each (QD 1)
-            f.pwrite((FILL0 + i) * BLOCK, _pattern("fill", i, BLOCK))
+        # One segment each (QD 1): 7 sectors, so the writer's batches (a
+        # whole block would join a direct segment with its neighbours).
+        for i in range(NFILL):
+            f.pwrite((FILL0 + i) * BLOCK + 512, _pattern("fill", i, BLOCK - 512))
+        before = v.status()["segments_written"]
         f.pwrite(B * BLOCK, new)
+        # N supersedes O once its direct segment is committed (a tick or
+        # two after it was acknowledged), not flushed.
+        nxdvm.wait_for(lambda: v.status()["segments_written"] > before, timeout=30,
+                       interval=0.01, what="N's segment committed")
     st = v.status()
     assert st["segments_written"] >= NFILL + 2 and st["segments_reclaimed"] == 0, st
     v.message("resume_destage")
@@ -417,11 +424,14 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     seg = 64 * 1024
     with X.Fd(v.dev) as f:
         # One segment each: 217 x 17 + 2 + 3 x 3 = 3700 blocks, 388 free.
+        # Each write leaves the first sector of its first block out, so
+        # that the writer logs it in a segment of its own (whole blocks
+        # would share direct segments).
         for i in range(217):
-            f.pwrite(i * seg, bytes([i % 251 + 1]) * seg)
-        f.pwrite(20 * MiB, b"\1" * BLOCK)
+            f.pwrite(i * seg + 512, bytes([i % 251 + 1]) * (seg - 512))
+        f.pwrite(20 * MiB + 512, b"\1" * (BLOCK - 512))
         for i in range(3):
-            f.pwrite(21 * MiB + i * 2 * BLOCK, b"\2" * 2 * BLOCK)
+            f.pwrite(21 * MiB + i * 2 * BLOCK + 512, b"\2" * (2 * BLOCK - 512))
     st = v.status()
     free = st["log_blocks"] - st["log_used_blocks"]
     # nxd_log_room: k + headers + 1 + open batch + 1 + 384 reserved blocks,
