@@ -538,6 +538,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	nxd_round_end_locked(nc, rd);
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
+	nxd_writer_wake(nc);
 
 	/* The HDD has them durably: move the tail past these segments. */
 	spin_lock(&nc->lock);
@@ -591,6 +592,7 @@ unmark:
 	rd->sorted = false;
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
+	nxd_writer_wake(nc);
 	return kept;
 }
 

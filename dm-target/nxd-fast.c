@@ -492,9 +492,18 @@ void nxd_fast_ready(struct nxd_c *nc)
 	}
 }
 
-/* Commit every direct segment older than @before, waiting for its data. */
+/*
+ * Commit every direct segment older than @before, waiting for its data;
+ * U64_MAX: every one opened so far (not those opened meanwhile, so that a
+ * steady stream of direct writes cannot keep the caller here).
+ */
 void nxd_fast_sync(struct nxd_c *nc, u64 before)
 {
+	if (before == U64_MAX) {
+		spin_lock(&nc->lock);
+		before = nc->ring.next_seq;
+		spin_unlock(&nc->lock);
+	}
 	for (;;) {
 		struct nxd_fseg *f;
 

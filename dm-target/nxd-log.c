@@ -630,6 +630,7 @@ struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
 }
 
 static void nxd_inval_start(struct nxd_c *nc, struct bio *bio);
+static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op);
 
 static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 {
@@ -739,7 +740,6 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	bool discard = bio_op(bio) == REQ_OP_DISCARD;
 	struct nxd_inval *op;
-	struct bio *clone;
 	bool wait, edge_logged = false;
 
 	/* Earlier logged writes first: they must be indexed to be invalidated. */
@@ -794,16 +794,22 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 	wait = nxd_destage_busy_locked(nc, op->first, op->last);
 	spin_unlock(&nc->lock);
 	if (wait) {
-		/* An older copy of these blocks is on its way to the HDD: let it land first. */
-		wait_event(nc->ewq, ({
-			bool busy;
-
-			spin_lock(&nc->lock);
-			busy = nxd_destage_busy_locked(nc, op->first, op->last);
-			spin_unlock(&nc->lock);
-			!busy;
-		}));
+		/*
+		 * An older copy of these blocks is on its way to the HDD: let
+		 * it land first.  The op waits on a list, not the writer:
+		 * nxd_fenced_check() sends it once the round's copies landed.
+		 */
+		list_add_tail(&op->bnode, &nc->fenced);
+		return;
 	}
+	nxd_inval_submit(nc, op);
+}
+
+/* The HDD part of an inval op: FUA write, or discard, or nothing. */
+static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
+{
+	struct bio *bio = op->bio, *clone;
+	bool discard = bio_op(bio) == REQ_OP_DISCARD;
 
 	if (discard && !bdev_max_discard_sectors(nc->hdd->bdev)) {
 		unsigned long flags;
@@ -859,6 +865,24 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 
 /* ---- the thread ---- */
 
+/* Inval ops that waited for a destage round's copies: send those now clear. */
+static void nxd_fenced_check(struct nxd_c *nc)
+{
+	struct nxd_inval *op, *tmp;
+
+	list_for_each_entry_safe(op, tmp, &nc->fenced, bnode) {
+		bool busy;
+
+		spin_lock(&nc->lock);
+		busy = nxd_destage_busy_locked(nc, op->first, op->last);
+		spin_unlock(&nc->lock);
+		if (busy)
+			continue;
+		list_del(&op->bnode);
+		nxd_inval_submit(nc, op);
+	}
+}
+
 static bool nxd_writer_has_work(struct nxd_c *nc)
 {
 	bool r;
@@ -866,8 +890,9 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	spin_lock_irq(&nc->qlock);
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
-	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked)) &&
-		     atomic_read(&nc->kick)) || nxd_fast_has_work(nc);
+	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
+		      !list_empty(&nc->fenced)) && atomic_read(&nc->kick)) ||
+	       nxd_fast_has_work(nc);
 }
 
 /* Degraded: nothing is logged; see the ordering rules at the top. */
@@ -996,6 +1021,7 @@ static int nxd_writer_fn(void *data)
 			nxd_inval_finish(nc, op);
 		}
 		nxd_parked_check(nc);
+		nxd_fenced_check(nc);
 		r = atomic_xchg(&nc->stuck_err, 0);
 		if (r)
 			nxd_fail_waiters(nc, r);

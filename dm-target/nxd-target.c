@@ -387,6 +387,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	mutex_init(&nc->sb_lock);
 	mutex_init(&nc->round_lock);
 	INIT_LIST_HEAD(&nc->parked);
+	INIT_LIST_HEAD(&nc->fenced);
 	spin_lock_init(&nc->lock);
 	spin_lock_init(&nc->qlock);
 	INIT_LIST_HEAD(&nc->invals);

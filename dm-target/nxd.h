@@ -226,6 +226,8 @@ struct nxd_c {
 	struct bio_list held;		/* writer only */
 	/* writer only: degraded HDD writes waiting for their logged copies */
 	struct list_head parked;
+	/* writer only: inval ops waiting for a destage round's copies to land */
+	struct list_head fenced;
 	bool log_full;
 	bool room_wait;			/* a held bio waits for log space; writer only */
 	struct nxd_batch batch;

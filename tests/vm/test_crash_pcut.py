@@ -768,6 +768,30 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
         remove_devices(dm, names, ssd_nb, hdd_nb)
 
 
+def _log_summary(ssd):
+    """The newest superblock and the segments a replay would walk from
+    its tail, for the loss record (best effort)."""
+    try:
+        import nxdaux
+        _, sb = nxdaux.newest_sb(ssd)
+        segs = nxdaux.walk_log(ssd, sb, max_segs=4096)
+        nxt = None
+        if segs:
+            last = segs[-1]
+            pos = nxdaux.next_seg_pos(sb["ring_blocks"], last["pos"] + 1 + last["nr_data"])
+        else:
+            pos = sb["tail_pos"]
+        raw = nxdaux.pread_dev(ssd, (sb["ring_start"] + pos) * 4096, 4096)
+        nxt = nxdaux.parse_seg(raw)
+        return {"sb": {k: (v.hex() if isinstance(v, bytes) else v) for k, v in sb.items()},
+                "segments": [(g["seq"], g["pos"], g["nr_data"], g["flags"]) for g in segs],
+                "after_end": None if not nxt else
+                {k: nxt[k] for k in ("seq", "gen", "pos", "nr_data", "flags")},
+                "after_end_pos": pos}
+    except Exception as e:  # noqa: BLE001 - diagnostics only
+        return {"error": repr(e)}
+
+
 def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
     """The campaign's workload without power cuts: after each round of
     writers (and the admin thread in half the rounds) an fsync makes every
@@ -811,6 +835,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
             finally:
                 os.close(fd)
             results = []
+            log_before = None
             for phase in ("live", "replayed"):
                 if phase == "replayed":
                     ph.cut()
@@ -819,6 +844,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                         return
                     ph.power_on()
                     ps.power_on()
+                    log_before = _log_summary(ps.path)
                     dm.create(nx, table)
                 nst = parse_nxd_status(dm.status(nx))
                 img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
@@ -835,13 +861,16 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                         json.dump({"seed": seed, "round": i, "opts": opts, "phase": phase,
                                    "result": res, "flushes": wl.flushes,
                                    "recs_at_first": recs_near(wl, res), "nxd": nst,
+                                   "log_before_replay": log_before if phase == "replayed" else None,
                                    "dmesg": dmesg_tail(80)}, fo, indent=1, default=str)
                     tot.failures.append(f"{tag}: {phase}: lost {res['lost']} unexplained "
                                         f"{res['unexplained']} (details: {path}); first: "
                                         f"{res['problems'][:3]}")
                     summary(fname, f"{tag}: FAILED {results}")
                     return
-                init = img
+            # Both phases judge against the image before this round: the
+            # replay must give what the live volume gave, from the same start.
+            init = img
             summary(fname, f"{tag}: {len(wl.recs)} writes/discards {wl.counts}; nxd "
                     f"logged {nst['writes_logged']} direct {nst['writes_direct']} around_full "
                     f"{nst['writes_around_full']} inval {nst['invalidations']} rmw "

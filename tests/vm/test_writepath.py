@@ -211,3 +211,65 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     X.clear_sb_clean(ssd)
     v.recreate()
     assert check("after a replay") == live, "the replay disagrees with the live volume"
+
+
+def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
+    """A destage round is copying blocks 0-31 to a slow HDD (dm-delay, 5 s
+    writes); a 128 KiB write over those logged blocks must wait for those
+    copies to land, but only it: a partial-block write elsewhere, which
+    the writer thread logs, completes while the round's copies are still
+    on their way (the loop device under the delay has completed none of
+    them).  The writer once waited for the round itself."""
+    nxdvm.modprobe("dm-delay")
+    hdd_base = loopdev(64)
+    hdd = dm.create("nxwf-hdd", _delay_line(hdd_base, 0, 0))
+    ssd = nullb(16)
+    v = Vol(dm, "nxwf", hdd, ssd)
+    v.pause()
+    with X.Fd(v.dev) as f:
+        for b in range(32):
+            f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
+        f.fsync()
+    dm.suspend("nxwf-hdd")
+    dm.load("nxwf-hdd", _delay_line(hdd_base, 0, 5000))
+    dm.resume("nxwf-hdd")
+    kname = nxdvm.blk_name(hdd_base)
+
+    def loop_writes_done():
+        with open(f"/sys/block/{kname}/stat") as f:
+            return int(f.read().split()[4])
+
+    w0 = loop_writes_done()
+    v.message("resume_destage")
+    nxdvm.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
+                   what="the destage round's HDD writes")
+    big = b"".join(_pattern("big", b, BLOCK) for b in range(32))
+    small = _pattern("small", 0, 512)
+    done, errors = {}, []
+
+    def writer(tag, off, data):
+        try:
+            with X.Fd(v.dev) as f:
+                f.pwrite(off, data)
+            done[tag] = loop_writes_done()
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    t1 = threading.Thread(target=writer, args=("big", 0, big))
+    t1.start()
+    time.sleep(0.3)                              # the writer has fenced it
+    t2 = threading.Thread(target=writer, args=("small", 3000 * BLOCK + 512, small))
+    t2.start()
+    t2.join(60)
+    assert "small" in done, errors
+    assert done["small"] == w0, \
+        f"the partial write completed only after {done['small'] - w0} HDD writes landed: " \
+        "the writer waited for the destage round"
+    t1.join(60)
+    assert not errors, errors
+    dm.suspend("nxwf-hdd")
+    dm.load("nxwf-hdd", _delay_line(hdd_base, 0, 0))
+    dm.resume("nxwf-hdd")
+    with X.Fd(v.dev, write=False) as f:
+        assert f.pread(0, 32 * BLOCK) == big
+        assert f.pread(3000 * BLOCK + 512, 512) == small
