@@ -1,0 +1,297 @@
+# SPDX-License-Identifier: GPL-2.0
+"""GlusterFS on dm-nxd: the product card's "XFS underneath a PFS" layering
+with a real parallel file system (tests/vm/pfslib.py builds it).
+
+One stack for the module: three bricks, each XFS on its own nxd volume over
+its own md RAID6 (4 x 170 MiB loop members, chunk 64 KiB) and its own
+null_blk SSD (64 MiB); one glusterd; a distributed volume over the three
+bricks and a dispersed one (2+1) over the same file systems, both mounted
+with the FUSE client.  The tests run in order on it:
+
+  - test_pfs_workload: through both mounts, small files created, written,
+    fsync'd, renamed, rewritten and appended, large sequential files, and an
+    IOR-like fio pattern of the NytroXD transfer sizes (fio's verify
+    headers); every file checked against the sha256 of what was written,
+    cold (new client, page cache dropped); each brick's nxd volume logged
+    some of Gluster's writes to the SSD and sent others to the array; the
+    histograms are printed.
+  - test_pfs_brick_killed_and_restarted: a brick process of the dispersed
+    volume is SIGKILLed while a writer keeps creating fsync'd files, then
+    restarted (volume start force) and healed; a brick of the distributed
+    volume likewise, idle; everything verifies.
+  - test_pfs_nxd_to_linear_and_back: one brick's nxd volume is drained and
+    switched to linear and later attached to its SSD again (a new log),
+    with the brick's XFS mounted and a writer running through Gluster all
+    along; everything verifies.
+  - test_pfs_fsck: Gluster stopped, every brick's xfs_repair -n clean, the
+    nxd volumes healthy (no SSD or HDD error, not degraded).
+
+The power cut of the whole guest with Gluster on top is
+scripts/pfs-powercut.sh (two boots; `make test-pfs` runs both).
+
+Environment: NXD_PFS_SMALL (small files on the distributed volume, default
+120; half as many on the dispersed one), NXD_PFS_BIG_MB (each large file,
+default 8).
+"""
+import os
+import threading
+import time
+
+import pytest
+
+import nxdvm
+import pfslib
+from pfslib import Brick, Files, Gluster, IorJob, phase
+
+NBRICKS = 3
+MEMBERS, MEMBER_MB, SSD_MB = 4, 170, 64
+NSMALL = int(os.environ.get("NXD_PFS_SMALL", "120"))
+BIG_MB = int(os.environ.get("NXD_PFS_BIG_MB", "8"))
+DIST, DISP = "gdist", "gdisp"
+
+
+class Stack:
+    def __init__(self):
+        self.loops = []
+        self.nullbs = []
+        self.bricks = []
+        self.gluster = None
+        self.files = {}
+        self.ior = {}
+
+    def build(self):
+        pfslib.prepare_guest()
+        phase(f"{NBRICKS} bricks: RAID6 of {MEMBERS} x {MEMBER_MB} MiB loop members, "
+              f"{SSD_MB} MiB null_blk SSD, nxd, XFS")
+        for i in range(NBRICKS):
+            members = []
+            for _ in range(MEMBERS):
+                dev, path = nxdvm.loop_create(MEMBER_MB)
+                self.loops.append((dev, path))
+                members.append(dev)
+            ssd, folder = nxdvm.nullb_create(SSD_MB, discard=1, irqmode=0)
+            self.nullbs.append(folder)
+            b = Brick(i, members, ssd)
+            self.bricks.append(b)
+            b.create_md()
+            b.create_volume()
+            md_hints = (_attr(b.md, "minimum_io_size"), _attr(b.md, "optimal_io_size"))
+            assert b.hints() == md_hints == (65536, 131072), (b.hints(), md_hints)
+            b.mkfs()
+            b.mount()
+        phase("glusterd, volumes, FUSE mounts")
+        self.gluster = g = Gluster()
+        g.start()
+        g.create(DIST, self.bricks)
+        g.create(DISP, self.bricks, disperse=True)
+        for vol in (DIST, DISP):
+            g.mount(vol)
+        return self
+
+    def mnt(self, vol):
+        return self.gluster.mounts[vol]
+
+    def verify_all(self, cold=True):
+        if cold:
+            for vol in (DIST, DISP):
+                self.gluster.remount(vol)
+            pfslib.drop_caches()
+        for vol in (DIST, DISP):
+            self.files[vol].verify(self.mnt(vol), skip=("ior/",))
+            self.ior[vol].verify()
+
+    def teardown(self):
+        errors = []
+
+        def attempt(fn, *a):
+            try:
+                fn(*a)
+            except Exception as e:  # noqa: BLE001 - tear everything down
+                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
+        if self.gluster:
+            attempt(self.gluster.stop)
+        for b in self.bricks:
+            attempt(b.umount)
+            attempt(b.remove_volume)
+            attempt(b.stop_md)
+        for folder in self.nullbs:
+            attempt(nxdvm.nullb_destroy, folder)
+        for dev, path in reversed(self.loops):
+            attempt(nxdvm.loop_destroy, dev, path)
+        return errors
+
+
+def _attr(dev, name):
+    with open(f"/sys/block/{nxdvm.blk_name(dev)}/queue/{name}") as f:
+        return int(f.read())
+
+
+@pytest.fixture(scope="module")
+def pfs(nxd_module):
+    st = Stack()
+    try:
+        st.build()
+    except BaseException:
+        st.teardown()
+        raise
+    yield st
+    errors = st.teardown()
+    assert not errors, "teardown: " + "; ".join(errors)
+
+
+@pytest.fixture(autouse=True)
+def _t0():
+    pfslib.T0[0] = time.monotonic()
+
+
+class Writer:
+    """Creates fsync'd files through a mount in the background until
+    stopped; what it wrote joins @files' manifest."""
+
+    def __init__(self, files, into):
+        self.files, self.into = files, into
+        self.stop_ev = threading.Event()
+        self.errors = []
+        self.n = 0
+        self.t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        d = self.files.p(self.into)
+        try:
+            os.makedirs(d, exist_ok=True)
+            while not self.stop_ev.is_set():
+                rel = os.path.join(self.into, f"w{self.n:05d}")
+                data = os.urandom((4096, 5000, 12000, 65536)[self.n % 4])
+                with open(self.files.p(rel), "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.files.data[rel] = data
+                self.files.sums[rel] = pfslib.sha(data)
+                self.n += 1
+            pfslib.fsync_path(d)
+        except Exception as e:  # noqa: BLE001 - checked by the test
+            self.errors.append(repr(e))
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.t.join(timeout=600)
+        assert not self.t.is_alive(), "writer never stopped"
+
+
+def _histograms(st):
+    out = []
+    for b in st.bricks:
+        out.append(f"--- brick {b.i} ({b.name} over {b.md}): nxdctl histogram --routes")
+        out.append(pfslib.nxdctl("histogram", b.name, "--routes"))
+    return "\n".join(out)
+
+
+def test_pfs_workload(pfs):
+    st = pfs
+    t = time.monotonic()
+    for seed, vol, nsmall, nbig in ((1, DIST, NSMALL, 2), (2, DISP, NSMALL // 2, 1)):
+        mnt = st.mnt(vol)
+        f = st.files[vol] = Files(mnt, seed=seed)
+        f.small(nsmall)
+        f.renames(nsmall // 4)
+        f.rewrites(nsmall // 4)
+        for k in range(nbig):
+            f.big(f"big/seq{k}.bin", BIG_MB)
+        f.small(nsmall // 4, into="small2", fsync=False)
+        pfslib.run(["sync"])
+        st.ior[vol] = IorJob(mnt, f"{pfslib.ROOT}/fio-{vol}")
+        st.ior[vol].write()
+    secs = time.monotonic() - t
+    st.verify_all()
+    for b in st.bricks:
+        s = b.status()
+        n, nbytes, ns, nbs = pfslib.ssd_share(b.stats())
+        phase(f"brick {b.i}: {n} writes ({nbytes >> 20} MiB), {ns} to the SSD "
+              f"({nbs >> 10} KiB); status {s['state']} logged {s['writes_logged']} "
+              f"direct {s['writes_direct']} destaged {s['destaged_blocks']} blocks")
+        assert s["state"] == "ok" and not s["ssd_errors"] and not s["hdd_errors"], s
+        assert s["writes_logged"] > 0 and s["writes_direct"] > 0, s
+        assert 0 < ns < n, (n, ns)
+    print(_histograms(st))
+    print(f"workload: {secs:.0f}s; {st.files[DIST].counts} + {st.files[DISP].counts}, "
+          f"IOR {st.ior[DIST].total_bytes()} B per volume")
+
+
+def test_pfs_brick_killed_and_restarted(pfs):
+    st = pfs
+    g = st.gluster
+    assert st.files, "test_pfs_workload did not run"
+    # Dispersed volume: one brick of three may go; a writer keeps going.
+    path = st.bricks[0].brick_dir(DISP)
+    with Writer(st.files[DISP], "during-kill") as w:
+        while w.n < 10 and not w.errors:
+            time.sleep(0.5)
+        phase(f"SIGKILL brick {path} of {DISP}")
+        old = g.kill_brick(DISP, path)
+        n0 = w.n
+        while w.n < n0 + 20 and not w.errors:
+            time.sleep(0.5)
+        phase(f"restart the bricks of {DISP}")
+        g.restart_bricks(DISP)
+        assert g.brick_pid(DISP, path) not in (None, old)
+        n1 = w.n
+        while w.n < n1 + 10 and not w.errors:
+            time.sleep(0.5)
+    assert not w.errors, w.errors
+    phase(f"heal {DISP}")
+    g.heal(DISP)
+    # Distributed volume: a brick goes down idle and comes back.
+    path = st.bricks[1].brick_dir(DIST)
+    phase(f"SIGKILL brick {path} of {DIST}")
+    g.kill_brick(DIST, path)
+    g.restart_bricks(DIST)
+    st.files[DIST].small(20, into="after-kill")
+    st.verify_all()
+    print(f"writer: {w.n} files through the kill and restart")
+
+
+def test_pfs_nxd_to_linear_and_back(pfs):
+    st = pfs
+    assert st.files, "test_pfs_workload did not run"
+    b = st.bricks[2]
+    with Writer(st.files[DIST], "during-linear") as w1, Writer(st.files[DISP], "during-linear") as w2:
+        while min(w1.n, w2.n) < 5 and not (w1.errors or w2.errors):
+            time.sleep(0.5)
+        phase(f"brick {b.i}: drain, switch {b.name} to linear (XFS and Gluster live)")
+        s = b.to_linear()
+        assert b.table_kind() == "linear"
+        n1, n2 = w1.n, w2.n
+        while (w1.n < n1 + 10 or w2.n < n2 + 10) and not (w1.errors or w2.errors):
+            time.sleep(0.5)
+        st.files[DIST].small(20, into="on-linear")
+        phase(f"brick {b.i}: attach the SSD again (format: a new log)")
+        b.to_nxd()
+        assert b.table_kind() == "nxd"
+        n1, n2 = w1.n, w2.n
+        while (w1.n < n1 + 10 or w2.n < n2 + 10) and not (w1.errors or w2.errors):
+            time.sleep(0.5)
+    assert not (w1.errors or w2.errors), (w1.errors, w2.errors)
+    st.files[DISP].small(20, into="after-attach")
+    after = b.status()
+    assert after["state"] == "ok" and after["writes_logged"] > 0, after
+    st.verify_all()
+    print(f"status at the switch {s}; after the attach {after}; "
+          f"writers {w1.n} + {w2.n} files")
+
+
+def test_pfs_fsck(pfs):
+    st = pfs
+    assert st.files, "test_pfs_workload did not run"
+    st.gluster.stop()
+    for b in st.bricks:
+        s = b.status()
+        assert s["state"] == "ok" and not s["degraded"], s
+        assert not s["ssd_errors"] and not s["hdd_errors"], s
+        b.umount()
+        phase(f"xfs_repair -n brick {b.i}")
+        b.fsck()
