@@ -187,6 +187,14 @@ demo:
 	@if [ -x scripts/demo.sh ]; then scripts/demo.sh; \
 	else echo "demo: scripts/demo.sh not present" >&2; exit 1; fi
 
+# GlusterFS on dm-nxd (not in make test: ~25 min a kernel; scripts/test-pfs.sh).
+.PHONY: test-pfs demo-pfs
+test-pfs:
+	$(TOP)/scripts/test-pfs.sh
+
+demo-pfs:
+	$(TOP)/scripts/demo-pfs.sh
+
 bench:
 	@if [ -x scripts/bench.sh ]; then scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
@@ -246,6 +254,6 @@ print-vars:
 
 help:
 	@echo "targets: all modules-all deps check unit test test-full demo bench bench-smoke"
-	@echo "         debug-kernel test-debug"
+	@echo "         debug-kernel test-debug test-pfs demo-pfs"
 	@echo "         install dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars
