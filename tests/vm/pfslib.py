@@ -215,10 +215,11 @@ class Brick:
     def mkfs(self):
         """XFS as Gluster wants it (512-byte inodes for its xattrs), stripe
         unit and width from the volume's exported hints: given explicitly,
-        as mkfs.xfs ignores the hints below 1 GiB."""
+        as mkfs.xfs ignores the hints below 1 GiB (and then wants the 64 MiB
+        log given too, as scripts/demo.sh does)."""
         io_min, io_opt = self.hints()
         run(["mkfs.xfs", "-f", "-q", "-K", "-i", "size=512",
-             "-d", f"su={io_min},sw={io_opt // io_min}", self.dev])
+             "-d", f"agcount=2,su={io_min},sw={io_opt // io_min}", "-l", "size=64m", self.dev])
 
     def mount(self):
         os.makedirs(self.mnt, exist_ok=True)

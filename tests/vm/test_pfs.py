@@ -34,6 +34,7 @@ Environment: NXD_PFS_SMALL (small files on the distributed volume, default
 default 8).
 """
 import os
+import re
 import threading
 import time
 
@@ -295,3 +296,81 @@ def test_pfs_fsck(pfs):
         b.umount()
         phase(f"xfs_repair -n brick {b.i}")
         b.fsck()
+
+
+# ------------------------------------------------ Lustre OST stand-in ---
+
+def ost_mke2fs_args(dev, fsname="lfs01", index=0, failover=True):
+    """The mke2fs command line mkfs.lustre --ost --backfstype=ldiskfs
+    composes (lustre/utils/libmount_utils_ldiskfs.c) for @dev, with the
+    stripe options derived from the volume's exported geometry as
+    docs/admin-guide.md derives them: stride = minimum_io_size / 4096,
+    stripe_width = optimal_io_size / 4096.  Journal: 4 % of the device, at
+    most 400 MB (only above 1 GiB); 512-byte inodes; bytes per inode by
+    size; mmp when a failover node is given."""
+    blk = nxdvm.blk_name(dev)
+    stride = _attr(dev, "minimum_io_size") // 4096
+    width = _attr(dev, "optimal_io_size") // 4096
+    kb = nxdvm.dev_size_bytes(dev) // 1024
+    args = ["mke2fs", "-j", "-b", "4096", "-L", f"{fsname}-OST{index:04x}"]
+    if kb > 1024 * 1024:
+        args += ["-J", f"size={min(kb * 4 // (1024 * 100), 400)}"]
+    args += ["-I", "512"]
+    for lim, ratio in ((16 << 30, 1 << 20), (4 << 30, 512 << 10), (1 << 30, 256 << 10),
+                       (10 << 20, 69905)):
+        if kb > lim:
+            args += ["-i", str(ratio)]
+            break
+    feats = "extents,uninit_bg" + (",mmp" if failover else "") + \
+        ",dir_nlink,quota,huge_file,flex_bg"
+    args += ["-q", "-O", feats, "-G", "256",
+             "-E", f"stride={stride},stripe_width={width},resize=4290772992,lazy_journal_init",
+             "-F", dev]
+    return args, stride, width, blk
+
+
+def test_lustre_ost_standin(dm, md_raid6, nullb):
+    """The ldiskfs stand-in of a Lustre OST on dm-nxd: the geometry derived
+    from the exported hints of an nxd volume over a 6-disk RAID6 (chunk
+    64 KiB: stride 16, stripe width 64), the mke2fs line mkfs.lustre would
+    run formatted on the volume (ext4: Debian has no ldiskfs), recorded in
+    the superblock, MMP on (failover pair), e2fsck -fn clean, mounted with
+    Lustre's OST mount option, a file written and read back, clean again."""
+    md = md_raid6(ndisks=6, disk_mb=64, chunk_kb=64)
+    ssd = nullb(32, discard=1, irqmode=0)
+    length = pfslib.nxdaux.data_sectors(nxdvm.dev_sectors(md))
+    dev = dm.create("ost0", f"0 {length} nxd {md} {ssd}")
+    args, stride, width, _ = ost_mke2fs_args(dev)
+    assert (stride, width) == (16, 64), (stride, width)
+    pfslib.run(args)
+    out = pfslib.run(["dumpe2fs", "-h", dev]).stdout
+    for want in (r"^RAID stride:\s+16$", r"^RAID stripe width:\s+64$",
+                 r"^Filesystem features:.*\bmmp\b", r"^Filesystem features:.*\bflex_bg\b",
+                 r"^Filesystem features:.*\bquota\b", r"^Inode size:\s+512$",
+                 r"^Filesystem volume name:\s+lfs01-OST0000$"):
+        assert re.search(want, out, re.M), f"{want} not in dumpe2fs -h:\n{out}"
+    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mnt = f"{pfslib.ROOT}/ost0"
+    os.makedirs(mnt, exist_ok=True)
+    pfslib.run(["mount", "-t", "ext4", "-o", "errors=remount-ro", dev, mnt])
+    try:
+        data = os.urandom(3 * pfslib.MiB + 5000)
+        with open(f"{mnt}/obj", "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # MMP: a second node's fsck sees the file system in use.
+        p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+        assert p.returncode != 0 and "MMP" in p.stdout + p.stderr, p.stdout + p.stderr
+    finally:
+        pfslib.run(["umount", mnt])
+    pfslib.drop_caches()
+    pfslib.run(["mount", "-t", "ext4", "-o", "ro", dev, mnt])
+    try:
+        assert pfslib.sha_file(f"{mnt}/obj") == pfslib.sha(data)
+    finally:
+        pfslib.run(["umount", mnt])
+    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    print(" ".join(args))
