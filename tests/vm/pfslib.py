@@ -389,21 +389,25 @@ class Gluster:
         return res
 
     def heal(self, vol, timeout=600):
-        """Trigger a full index heal and wait until no entry is pending."""
-        self.cli("volume", "heal", vol, check=False)
+        """Trigger an index heal and wait until no entry is pending (the
+        heal is triggered again every minute)."""
         last = {}
+        kicked = [0.0]
 
         def done():
             nonlocal last
+            if time.monotonic() - kicked[0] > 60:
+                self.cli("volume", "heal", vol, check=False)
+                kicked[0] = time.monotonic()
             last = self.heal_entries(vol)
-            if last and all(v == 0 for v in last.values()):
-                return True
-            self.cli("volume", "heal", vol, check=False)
-            return False
+            return last and all(v == 0 for v in last.values())
         try:
-            nxdvm.wait_for(done, timeout=timeout, interval=5, what=f"heal of {vol}")
+            nxdvm.wait_for(done, timeout=timeout, interval=10, what=f"heal of {vol}")
         except TimeoutError as e:
-            raise AssertionError(f"{vol}: heal entries still pending: {last}") from e
+            info = self.cli("volume", "heal", vol, "info", check=False).stdout
+            shd = run("tail -n 30 /var/log/glusterfs/glustershd.log", check=False).stdout
+            raise AssertionError(f"{vol}: heal entries still pending after {timeout} s: "
+                                 f"{last}\n{info}\nglustershd.log:\n{shd}") from e
         return last
 
     def mount(self, vol):
@@ -452,6 +456,14 @@ class Gluster:
                     os.kill(int(p), signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+    def save_logs(self, tag="pfs"):
+        """Copy glusterd's, the bricks' and the clients' logs to the test
+        logs (build/, kept on the host)."""
+        dst = os.path.join(nxdvm.LOGS, f"{nxdvm.KVER}-{tag}-glusterfs")
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree("/var/log/glusterfs", dst, ignore_dangling_symlinks=True)
+        return dst
 
     def kill_all(self):
         """Everything gluster, at once (no unmount, no flush)."""

@@ -110,6 +110,7 @@ class Stack:
             except Exception as e:  # noqa: BLE001 - tear everything down
                 errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
         if self.gluster:
+            attempt(self.gluster.save_logs)
             attempt(self.gluster.stop)
         for b in self.bricks:
             attempt(b.umount)
@@ -244,6 +245,8 @@ def test_pfs_brick_killed_and_restarted(pfs):
         while w.n < n1 + 10 and not w.errors:
             time.sleep(0.5)
     assert not w.errors, w.errors
+    # A new client: the old one's files and locks are closed.
+    g.remount(DISP)
     phase(f"heal {DISP}")
     g.heal(DISP)
     # Distributed volume: a brick goes down idle and comes back.
