@@ -26,8 +26,8 @@ guest (scripts/vm-run.sh), on the stack of tests/vm/pfslib.py.
       e2fsck -fn clean, no kernel problem in dmesg.  Prints one line
       "pfs-powercut KVER seed N: PASS|FAIL ...".
 
-Environment (demo): PFS_DEMO_SMALL (default 60 small files on the
-distributed volume, half as many on the dispersed one), PFS_DEMO_BIG_MB (8),
+Environment (demo): PFS_DEMO_SMALL (default 40 small files on the
+distributed volume, half as many on the dispersed one), PFS_DEMO_BIG_MB (4),
 PFS_DEMO_IOR_COUNT (4 transfers per job and size), HDD_SIZE_MB (170: XFS
 needs 300 MB), HDDSIM_OPTS (dm-hddsim arguments, default its calibration).
 """
@@ -142,8 +142,8 @@ def demo(out):
     with open("/run/udev/rules.d/90-nxd-pfs-nowatch.rules", "w") as f:
         f.write('ACTION=="add|change", SUBSYSTEM=="block", OPTIONS+="nowatch"\n')
     run(["udevadm", "control", "--reload"], check=False)
-    nsmall = int(os.environ.get("PFS_DEMO_SMALL", "60"))
-    big_mb = int(os.environ.get("PFS_DEMO_BIG_MB", "8"))
+    nsmall = int(os.environ.get("PFS_DEMO_SMALL", "40"))
+    big_mb = int(os.environ.get("PFS_DEMO_BIG_MB", "4"))
     ior_count = int(os.environ.get("PFS_DEMO_IOR_COUNT", "4"))
     hdd_mb = int(os.environ.get("HDD_SIZE_MB", "170"))
     opts = os.environ.get("HDDSIM_OPTS", "")
