@@ -33,9 +33,9 @@ Environment: NXD_PFS_SMALL (small files on the distributed volume, default
 120; half as many on the dispersed one), NXD_PFS_BIG_MB (each large file,
 default 8).
 """
+import multiprocessing
 import os
 import re
-import threading
 import time
 
 import pytest
@@ -146,43 +146,78 @@ def _t0():
     pfslib.T0[0] = time.monotonic()
 
 
-class Writer:
-    """Creates fsync'd files through a mount in the background until
-    stopped; what it wrote joins @files' manifest."""
-
-    def __init__(self, files, into):
-        self.files, self.into = files, into
-        self.stop_ev = threading.Event()
-        self.errors = []
-        self.n = 0
-        self.t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        d = self.files.p(self.into)
+def _writer_main(root, into, log, stop_ev):
+    """Body of a Writer process: fsync'd files through the mount, each
+    recorded in @log (a local file) once its fsync returned."""
+    with open(log, "a") as lf:
         try:
+            d = os.path.join(root, into)
             os.makedirs(d, exist_ok=True)
-            while not self.stop_ev.is_set():
-                rel = os.path.join(self.into, f"w{self.n:05d}")
-                data = os.urandom((4096, 5000, 12000, 65536)[self.n % 4])
-                with open(self.files.p(rel), "wb") as f:
+            n = 0
+            while not stop_ev.is_set():
+                rel = os.path.join(into, f"w{n:05d}")
+                data = os.urandom((4096, 5000, 12000, 65536)[n % 4])
+                with open(os.path.join(root, rel), "wb") as f:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-                self.files.data[rel] = data
-                self.files.sums[rel] = pfslib.sha(data)
-                self.n += 1
+                lf.write(f"{rel} {pfslib.sha(data)}\n")
+                lf.flush()
+                n += 1
             pfslib.fsync_path(d)
         except Exception as e:  # noqa: BLE001 - checked by the test
-            self.errors.append(repr(e))
+            lf.write(f"ERR {e!r}\n")
+
+
+class Writer:
+    """Creates fsync'd files through a mount in the background until
+    stopped; what it wrote joins @files' manifest.  A separate process, not
+    a thread: a process that holds files of a FUSE mount open and forks
+    (every subprocess call) has the child close them, and closing a FUSE
+    file waits for Gluster, which waits for the brick; with the brick's
+    XFS frozen that child never gets to exec fsfreeze -u (seen)."""
+
+    def __init__(self, files, into):
+        self.files, self.into = files, into
+        self.log = f"{pfslib.ROOT}/writer-{into}-{os.path.basename(files.root)}.log"
+        if os.path.exists(self.log):
+            os.unlink(self.log)
+        self.stop_ev = multiprocessing.Event()
+        self.p = multiprocessing.Process(
+            target=_writer_main, args=(files.root, into, self.log, self.stop_ev), daemon=True)
+
+    def _lines(self):
+        try:
+            with open(self.log) as f:
+                return [ln.split() for ln in f.read().splitlines() if ln]
+        except FileNotFoundError:
+            return []
+
+    @property
+    def n(self):
+        return sum(1 for w in self._lines() if w[0] != "ERR")
+
+    @property
+    def errors(self):
+        return [" ".join(w[1:]) for w in self._lines() if w[0] == "ERR"]
+
+    def wait(self, k):
+        """Until @k more files are written (or the writer failed)."""
+        n0 = self.n
+        while self.n < n0 + k and not self.errors and self.p.is_alive():
+            time.sleep(0.5)
 
     def __enter__(self):
-        self.t.start()
+        self.p.start()
         return self
 
     def __exit__(self, *exc):
         self.stop_ev.set()
-        self.t.join(timeout=600)
-        assert not self.t.is_alive(), "writer never stopped"
+        self.p.join(timeout=600)
+        assert not self.p.is_alive(), "writer never stopped"
+        for w in self._lines():
+            if w[0] != "ERR":
+                self.files.sums[w[0]] = w[1]
 
 
 def _histograms(st):
@@ -231,19 +266,14 @@ def test_pfs_brick_killed_and_restarted(pfs):
     # Dispersed volume: one brick of three may go; a writer keeps going.
     path = st.bricks[0].brick_dir(DISP)
     with Writer(st.files[DISP], "during-kill") as w:
-        while w.n < 10 and not w.errors:
-            time.sleep(0.5)
+        w.wait(10)
         phase(f"SIGKILL brick {path} of {DISP}")
         old = g.kill_brick(DISP, path)
-        n0 = w.n
-        while w.n < n0 + 20 and not w.errors:
-            time.sleep(0.5)
+        w.wait(20)
         phase(f"restart the bricks of {DISP}")
         g.restart_bricks(DISP)
         assert g.brick_pid(DISP, path) not in (None, old)
-        n1 = w.n
-        while w.n < n1 + 10 and not w.errors:
-            time.sleep(0.5)
+        w.wait(10)
     assert not w.errors, w.errors
     # A new client: the old one's files and locks are closed.
     g.remount(DISP)
@@ -264,21 +294,19 @@ def test_pfs_nxd_to_linear_and_back(pfs):
     assert st.files, "test_pfs_workload did not run"
     b = st.bricks[2]
     with Writer(st.files[DIST], "during-linear") as w1, Writer(st.files[DISP], "during-linear") as w2:
-        while min(w1.n, w2.n) < 5 and not (w1.errors or w2.errors):
-            time.sleep(0.5)
+        w1.wait(5)
+        w2.wait(5)
         phase(f"brick {b.i}: drain, switch {b.name} to linear (XFS and Gluster live)")
         s = b.to_linear()
         assert b.table_kind() == "linear"
-        n1, n2 = w1.n, w2.n
-        while (w1.n < n1 + 10 or w2.n < n2 + 10) and not (w1.errors or w2.errors):
-            time.sleep(0.5)
+        w1.wait(10)
+        w2.wait(10)
         st.files[DIST].small(20, into="on-linear")
         phase(f"brick {b.i}: attach the SSD again (format: a new log)")
         b.to_nxd()
         assert b.table_kind() == "nxd"
-        n1, n2 = w1.n, w2.n
-        while (w1.n < n1 + 10 or w2.n < n2 + 10) and not (w1.errors or w2.errors):
-            time.sleep(0.5)
+        w1.wait(10)
+        w2.wait(10)
     assert not (w1.errors or w2.errors), (w1.errors, w2.errors)
     st.files[DISP].small(20, into="after-attach")
     after = b.status()
