@@ -7,8 +7,10 @@
 # the fixture of scripts/powercut.sh with Gluster on top):
 #  boot 1: three bricks (XFS on nxd over md RAID6 of 4 loop members, a loop
 #          SSD each) and glusterd's working directory (ext4) on image files
-#          under build/pfs-powercut/KVER-SEED/, loop devices with buffered
-#          I/O (what the guest did not flush is lost at the reset); a
+#          under build/pfs-powercut/KVER-SEED/ on loop devices (as in
+#          powercut.sh: the files sit on 9p without a cache, so every
+#          completed write is on the host at the reset and a missing flush
+#          is NOT tested here; docs/reliability.md, section 11); a
 #          distributed and a dispersed volume, FUSE mounts, a verified
 #          workload, then writers through both mounts that record every
 #          fsync'd file, and `echo b > /proc/sysrq-trigger` at a seeded

@@ -242,8 +242,9 @@ class CutStack:
         self.state_mnt = f"{pfslib.ROOT}/state"
 
     def _loop(self, path):
-        # Buffered (not direct) I/O: what the guest did not flush is in its
-        # page cache, and lost at the reset.
+        # As scripts/powercut.sh: the image sits on 9p without a cache, so
+        # a completed write is on the host at the reset (a missing flush is
+        # not caught here; docs/reliability.md, section 11).
         dev = run(["losetup", "--find", "--show", "--direct-io=off", path]).stdout.strip()
         self.loops.append(dev)
         return dev
