@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl's statistics model (stats.h).  No output, no kernel access:
+ * unit-tested by tools/tests/test_fmt.c.
+ */
+#include <string.h>
+
+#include "stats.h"
+
+const char *const nxdctl_hist_label[NXD_HIST_NBUCKETS] = {
+	"< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K",
+	"32K+1 - 64K", "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K",
+	"512K+1 - 1M", "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M",
+	"16M+1 - 32M", "> 32M",
+};
+
+const char *const nxdctl_dir_key[NXD_H_NDIR] = { "read", "write" };
+const char *const nxdctl_route_key[NXD_H_NROUTE] = { "ssd", "hdd" };
+const char *const nxdctl_align_key[NXD_H_NALIGN] = { "aligned", "unaligned" };
+
+void nxdctl_bucket_range(unsigned int b, uint64_t *lo, uint64_t *hi)
+{
+	if (b == 0) {
+		*lo = 0;
+		*hi = 4095;
+	} else if (b == 1) {
+		*lo = *hi = 4096;
+	} else if (b < NXD_HIST_NBUCKETS - 1) {
+		*lo = (4096ULL << (b - 2)) + 1;
+		*hi = 4096ULL << (b - 1);
+	} else {
+		*lo = (4096ULL << (NXD_HIST_NBUCKETS - 3)) + 1;
+		*hi = UINT64_MAX;
+	}
+}
+
+int nxdctl_bucket_of_bound(uint64_t bytes)
+{
+	unsigned int b;
+	uint64_t lo, hi;
+
+	for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+		nxdctl_bucket_range(b, &lo, &hi);
+		if (hi == bytes)
+			return b;
+	}
+	return -1;
+}
+
+void nxdctl_cell_sum(const struct nxd_ioc_stats *st, int dir, unsigned int b,
+		     int route, int align, struct nxd_hist_cell *out)
+{
+	int r, a;
+
+	memset(out, 0, sizeof(*out));
+	for (r = 0; r < NXD_H_NROUTE; r++) {
+		if (route >= 0 && r != route)
+			continue;
+		for (a = 0; a < NXD_H_NALIGN; a++) {
+			const struct nxd_hist_cell *c = &st->hist[dir][b][r][a];
+
+			if (align >= 0 && a != align)
+				continue;
+			out->count += c->count;
+			out->bytes += c->bytes;
+			out->time_ns += c->time_ns;
+		}
+	}
+}
+
+#define CNT(n, g) { #n, offsetof(struct nxd_ioc_counters, n), g }
+const struct nxdctl_counter nxdctl_counters[] = {
+	CNT(log_blocks, true),
+	CNT(log_used_blocks, true),
+	CNT(index_entries, true),
+	CNT(index_bytes, true),
+	CNT(writes_logged, false),
+	CNT(writes_direct, false),
+	CNT(writes_around_full, false),
+	CNT(reads_hdd, false),
+	CNT(reads_ssd, false),
+	CNT(segments_written, false),
+	CNT(log_blocks_written, false),
+	CNT(invalidations, false),
+	CNT(rmw_reads, false),
+	CNT(destaged_blocks, false),
+	CNT(destaged_bytes, false),
+	CNT(destage_bios, false),
+	CNT(destage_throttled_ms, false),
+	CNT(segments_reclaimed, false),
+	CNT(ssd_errors, false),
+	CNT(hdd_errors, false),
+	CNT(flushes, false),
+	CNT(discards, false),
+	CNT(recovered_segments, true),
+	CNT(recovered_blocks, true),
+	CNT(recovery_us, true),
+	CNT(degraded, true),
+};
+#undef CNT
+const unsigned int nxdctl_nr_counters = ARRAY_SIZE_NXDCTL(nxdctl_counters);
+
+uint64_t nxdctl_counter_get(const struct nxd_ioc_counters *c, unsigned int i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)c + nxdctl_counters[i].off, sizeof(v));
+	return v;
+}
+
+static void counter_set(struct nxd_ioc_counters *c, unsigned int i,
+			uint64_t v)
+{
+	memcpy((char *)c + nxdctl_counters[i].off, &v, sizeof(v));
+}
+
+void nxdctl_stats_delta(const struct nxd_ioc_stats *now,
+			const struct nxd_ioc_stats *prev,
+			struct nxd_ioc_stats *out)
+{
+	const struct nxd_hist_cell *n = &now->hist[0][0][0][0];
+	const struct nxd_hist_cell *p = &prev->hist[0][0][0][0];
+	struct nxd_hist_cell *o;
+	unsigned int i, ncells = sizeof(now->hist) / sizeof(*n);
+
+	*out = *now;
+	o = &out->hist[0][0][0][0];
+	/* A counter going backwards means someone reset: show it as is. */
+	for (i = 0; i < ncells; i++) {
+		if (n[i].count < p[i].count)
+			continue;
+		o[i].count = n[i].count - p[i].count;
+		o[i].bytes = n[i].bytes - p[i].bytes;
+		o[i].time_ns = n[i].time_ns - p[i].time_ns;
+	}
+	for (i = 0; i < nxdctl_nr_counters; i++) {
+		uint64_t a = nxdctl_counter_get(&now->c, i);
+		uint64_t b = nxdctl_counter_get(&prev->c, i);
+
+		if (!nxdctl_counters[i].gauge && a >= b)
+			counter_set(&out->c, i, a - b);
+	}
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxdctl's views of the statistics model (stats.h): the NytroXD text, the
+ * routes table and the volume list (view_text.c, libsmartcols), and JSON
+ * (view_json.c).  No kernel access: they print what they are given.
+ */
+#ifndef NXDCTL_VIEW_H
+#define NXDCTL_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stats.h"
+
+/* What JSON documents say besides the numbers. */
+struct nxdctl_meta {
+	const char *vol;
+	uint64_t time;		/* Unix time, with interval_s */
+	unsigned int interval_s;	/* --watch interval, 0: none */
+};
+
+/* Figure 6 layout. */
+void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st);
+/* Per route / alignment table with mean latencies (libsmartcols). */
+int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st);
+void nxdctl_json_histogram(FILE *f, const struct nxd_ioc_stats *st,
+			   const struct nxdctl_meta *m, bool pretty);
+void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st);
+void nxdctl_json_stats(FILE *f, const struct nxd_ioc_stats *st,
+		       const struct nxdctl_meta *m, bool pretty);
+/* NXD_IOC_LIST result as a table or JSON. */
+int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json);
+void nxdctl_json_list(FILE *f, const struct nxd_ioc_list *l);
+
+#endif /* NXDCTL_VIEW_H */

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl's text views (view.h): the NytroXD histogram, the routes table,
+ * counters by name and the volume list.  Tables through libsmartcols.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <libsmartcols.h>
+
+#include "fmt.h"
+#include "view.h"
+
+static const char *const dir_name[NXD_H_NDIR] = { "Reads", "Writes" };
+
+/*
+ * Figure 6 pads "Num <Dir> <label>" to 30 columns for the single-size
+ * labels and to 29 for the ranges, then "= N".  Kept byte for byte.
+ */
+void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st)
+{
+	struct nxd_hist_cell s;
+	char buf[64];
+	unsigned int b;
+	int d;
+
+	fputs("Histogram :\n=====\n", f);
+	for (d = 0; d < NXD_H_NDIR; d++) {
+		for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+			const char *l = nxdctl_hist_label[b];
+			int w = strstr(l, " - ") ? 29 : 30;
+
+			nxdctl_cell_sum(st, d, b, -1, -1, &s);
+			snprintf(buf, sizeof(buf), "Num %s %s", dir_name[d], l);
+			fprintf(f, "%-*s= %" PRIu64 "\n", w, buf,
+				(uint64_t)s.count);
+		}
+	}
+}
+
+static int add_col(struct libscols_table *tb, const char *name, bool right)
+{
+	return scols_table_new_column(tb, name, 0, right ? SCOLS_FL_RIGHT : 0) ?
+		0 : -ENOMEM;
+}
+
+static int set_u64(struct libscols_line *ln, int col, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return scols_line_set_data(ln, col, buf);
+}
+
+int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
+{
+	static const char *const cols[] = {
+		"OP", "SIZE", "REQS", "SSD", "HDD", "ALIGNED", "UNALIGNED",
+		"MEAN_LAT", "SSD_LAT", "HDD_LAT",
+	};
+	struct libscols_table *tb;
+	unsigned int i, b;
+	int d, rc = 0;
+
+	tb = scols_new_table();
+	if (!tb)
+		return -ENOMEM;
+	scols_table_set_stream(tb, f);
+	for (i = 0; i < ARRAY_SIZE_NXDCTL(cols) && !rc; i++)
+		rc = add_col(tb, cols[i], i >= 2);
+	for (d = 0; d < NXD_H_NDIR && !rc; d++) {
+		for (b = 0; b < NXD_HIST_NBUCKETS && !rc; b++) {
+			struct libscols_line *ln = scols_table_new_line(tb, NULL);
+			struct nxd_hist_cell all, c;
+			char lat[32];
+
+			if (!ln) {
+				rc = -ENOMEM;
+				break;
+			}
+			nxdctl_cell_sum(st, d, b, -1, -1, &all);
+			rc |= scols_line_set_data(ln, 0, nxdctl_dir_key[d]);
+			rc |= scols_line_set_data(ln, 1, nxdctl_hist_label[b]);
+			rc |= set_u64(ln, 2, all.count);
+			nxdctl_cell_sum(st, d, b, NXD_H_SSD, -1, &c);
+			rc |= set_u64(ln, 3, c.count);
+			nxdctl_fmt_lat(lat, sizeof(lat), c.time_ns, c.count);
+			rc |= scols_line_set_data(ln, 8, lat);
+			nxdctl_cell_sum(st, d, b, NXD_H_HDD, -1, &c);
+			rc |= set_u64(ln, 4, c.count);
+			nxdctl_fmt_lat(lat, sizeof(lat), c.time_ns, c.count);
+			rc |= scols_line_set_data(ln, 9, lat);
+			nxdctl_cell_sum(st, d, b, -1, NXD_H_ALIGNED, &c);
+			rc |= set_u64(ln, 5, c.count);
+			nxdctl_cell_sum(st, d, b, -1, NXD_H_UNALIGNED, &c);
+			rc |= set_u64(ln, 6, c.count);
+			nxdctl_fmt_lat(lat, sizeof(lat), all.time_ns, all.count);
+			rc |= scols_line_set_data(ln, 7, lat);
+		}
+	}
+	if (!rc)
+		rc = scols_print_table(tb);
+	scols_unref_table(tb);
+	return rc ? -EIO : 0;
+}
+
+void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < nxdctl_nr_counters; i++)
+		fprintf(f, "%-22s %" PRIu64 "\n", nxdctl_counters[i].name,
+			nxdctl_counter_get(&st->c, i));
+}
+
+int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json)
+{
+	static const char *const cols[] = {
+		"NAME", "MAJ:MIN", "SIZE", "WRITE_THR", "READ_THR", "MODE",
+		"UUID",
+	};
+	unsigned int n = l->count < NXD_IOC_MAX_VOLS ? l->count :
+			 NXD_IOC_MAX_VOLS;
+	struct libscols_table *tb;
+	unsigned int i, ma, mi;
+	char buf[64];
+	int rc = 0;
+
+	if (json) {
+		nxdctl_json_list(f, l);
+		return 0;
+	}
+
+	tb = scols_new_table();
+	if (!tb)
+		return -ENOMEM;
+	scols_table_set_stream(tb, f);
+	for (i = 0; i < ARRAY_SIZE_NXDCTL(cols) && !rc; i++)
+		rc = add_col(tb, cols[i], i >= 2 && i <= 4);
+	for (i = 0; i < n && !rc; i++) {
+		const struct nxd_ioc_vol *v = &l->vols[i];
+		struct libscols_line *ln = scols_table_new_line(tb, NULL);
+		char name[NXD_NAME_LEN + 1];
+
+		if (!ln) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(name, v->name, NXD_NAME_LEN);
+		name[NXD_NAME_LEN] = 0;
+		rc |= scols_line_set_data(ln, 0, name);
+		nxdctl_decode_dev(v->dev, &ma, &mi);
+		snprintf(buf, sizeof(buf), "%u:%u", ma, mi);
+		rc |= scols_line_set_data(ln, 1, buf);
+		nxdctl_fmt_human(buf, sizeof(buf), v->sectors << 9);
+		rc |= scols_line_set_data(ln, 2, buf);
+		nxdctl_fmt_size(buf, sizeof(buf), v->write_threshold);
+		rc |= scols_line_set_data(ln, 3, buf);
+		nxdctl_fmt_size(buf, sizeof(buf), v->read_threshold);
+		rc |= scols_line_set_data(ln, 4, buf);
+		rc |= scols_line_set_data(ln, 5, nxdctl_mode_name(v->mode));
+		nxdctl_fmt_uuid(buf, v->vol_uuid);
+		rc |= scols_line_set_data(ln, 6, buf);
+	}
+	if (!rc)
+		rc = scols_print_table(tb);
+	scols_unref_table(tb);
+	return rc ? -EIO : 0;
+}
