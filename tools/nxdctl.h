@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxdctl: what the command files share.
+ * nxdctl: what the command files (cmd_*.c) share.  One file per kernel
+ * interface or concept: cli.c (errors, options, sysfs files), vol.c
+ * (naming a volume, its tunables), ctl.c (/dev/nxd-control), dm.c
+ * (libdevmapper), table.c (the table line, create), ondisk.c (devices
+ * carrying nxd metadata).  The pure parts (stats.h, view.h, suggest.h,
+ * fmt.h, json.h) know nothing of these.
  */
 #ifndef NXDCTL_H
 #define NXDCTL_H
@@ -9,6 +14,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <getopt.h>
+#include <sys/types.h>
 
 #include "../kernel/nxd_ioctl.h"
 #include "nxdctl_core.h"
@@ -23,5 +30,153 @@
 #define NXDCTL_EXIT_NOVOL	2
 #define NXDCTL_EXIT_PERM	3
 #define NXDCTL_EXIT_KERNEL	4
+
+#define CONTROL_PATH	"/dev/" NXD_CONTROL_NAME
+#define TARGET_NAME	"nxd"
+
+/* ---- cli.c ---- */
+
+/* Test hooks: NXDCTL_SYSFS replaces "/sys", NXDCTL_TEST_STATS names a file. */
+extern const char *sysfs_root;
+extern const char *test_stats;
+
+struct cmd {
+	const char *name;
+	int (*fn)(const struct cmd *c, int argc, char **argv);
+	const char *args;
+	const char *summary;
+	const char *help;
+};
+
+#define HELP_OPT { "help", no_argument, NULL, 'h' }
+#define VOL_HELP							\
+	"VOL is a dm name, /dev/mapper/NAME, /dev/nxd/NAME or /dev/dm-N.\n"
+
+/* "nxdctl: ..." on stderr; returns @code. */
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit code for errno @e. */
+int errno_code(int e);
+int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Copy @src into @dst of @len; false (and a truncated copy) if too long. */
+bool scopy(char *dst, size_t len, const char *src);
+bool is_dir(const char *path);
+int sysfs_read(const char *path, char *buf, size_t len);
+int sysfs_write(const char *path, const char *val);
+
+int parse_size_opt(const char *cmd, const char *opt, const char *s,
+		   uint64_t max, uint64_t *out);
+int parse_uint_opt(const char *cmd, const char *opt, const char *s,
+		   unsigned long min, unsigned long max, unsigned long *out);
+int parse_pos_double(const char *cmd, const char *opt, const char *s,
+		     double *out);
+void cmd_usage(const struct cmd *c, FILE *f);
+/* The default case of getopt loops: --help, or a bad option. */
+int opt_default(const struct cmd *c, int o, char **argv);
+int want_args(const struct cmd *c, int argc, char **argv, int n_min,
+	      int n_max);
+
+/* ---- vol.c ---- */
+
+struct vol {
+	const char *arg;		/* as the user gave it */
+	char name[NXD_NAME_LEN];	/* dm name */
+	char kname[64];			/* dm-N */
+	unsigned int major, minor;
+};
+
+/*
+ * VOL: a dm name, /dev/mapper/NAME, /dev/nxd/NAME, /dev/dm-N, dm-N, or any
+ * block device node of the volume.  0 or an exit code (reported).
+ */
+int resolve_vol(const char *arg, struct vol *v);
+void nxd_attr_path(const struct vol *v, const char *attr, char *p,
+		   size_t len);
+int attr_get(const struct vol *v, const char *attr, char *buf, size_t len);
+int attr_set(const struct vol *v, const char *attr, const char *val);
+
+/* ---- ctl.c ---- */
+
+int control_open(void);
+void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
+	      const struct vol *v);
+int get_stats(const struct vol *v, uint32_t flags, struct nxd_ioc_stats *st);
+int get_list(struct nxd_ioc_list *l);
+/* Name of the active volume with @uuid, if any. */
+bool active_volume(const uint8_t *uuid, char *name, size_t len);
+
+/* ---- dm.c ---- */
+
+void dm_log(int level, const char *file, int line, int dm_errno_or_class,
+	    const char *f, ...) __attribute__((format(printf, 5, 6)));
+int dm_fail(const char *what, const char *name);
+/*
+ * Type and parameters of the first target of @name.  0 or an exit code;
+ * an empty @target if the device has no table.
+ */
+int dm_table_of(const char *name, char *target, size_t tlen, char *params,
+		size_t plen);
+int dm_message(const struct vol *v, const char *msg);
+
+/* ---- table.c ---- */
+
+struct create_opts {
+	const char *uuid;
+	uint64_t len;		/* sectors; 0: all the HDD has room for */
+	char extra[512];	/* key value pairs, space separated */
+	unsigned int nargs;
+	bool dry_run;
+};
+
+enum {
+	O_WTHR = 256, O_RTHR, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
+	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
+	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS,
+};
+
+/* Options of create and assemble; each refuses those that are not its own. */
+extern const struct option table_opts[];
+int add_opt(struct create_opts *co, const char *key, const char *val);
+/* One table option from getopt; 1 if @o is not one. */
+int table_opt(const char *cmd, int o, const char *arg,
+	      struct create_opts *co);
+/* Size in bytes of a block device (or, for --dry-run, a regular file). */
+int dev_size(const char *path, bool allow_file, uint64_t *bytes,
+	     dev_t *rdev);
+/* The nxd volume (dm name in @name) holding block device @dev, if any. */
+bool nxd_holder(dev_t dev, char *name, size_t len);
+bool valid_dm_name(const char *n);
+int create_volume(const char *name, const char *hdd, const char *ssd,
+		  const struct create_opts *co);
+
+/* ---- ondisk.c ---- */
+
+enum role { ROLE_NONE, ROLE_SSD, ROLE_HDD };
+
+bool uuid_eq(const uint8_t *a, const uint8_t *b);
+int open_dev(const char *path);
+/*
+ * What nxd metadata block device @path carries.  @hint: where an HDD label
+ * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
+ */
+enum role probe_role(const char *path, uint64_t hint,
+		     struct nxdctl_ondisk *od, uint64_t *bytes, int *err);
+/* Block devices worth looking at: not nxd volumes, not held by md/dm. */
+bool candidate(const char *kn);
+/*
+ * Find the other half of volume @od among /sys/class/block: a device of
+ * role @want whose metadata carries the same volume and HDD UUIDs.
+ */
+int find_peer(const struct nxdctl_ondisk *od, enum role want,
+	      const char *self, char *out, size_t len);
+
+/* ---- the commands ---- */
+
+extern const struct cmd cmd_histogram, cmd_stats;		/* cmd_stats.c */
+extern const struct cmd cmd_threshold, cmd_config;		/* cmd_tune.c */
+extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
+	cmd_pause_destage, cmd_resume_destage, cmd_list;
+extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
+extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
 
 #endif /* NXDCTL_H */
