@@ -130,7 +130,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
 int parse_size_opt(const char *cmd, const char *opt, const char *s,
 			  uint64_t max, uint64_t *out)
 {
-	int rc = nxdctl_parse_size(s, out);
+	int rc = nxd_parse_size(s, out);
 
 	if (rc || *out > max)
 		return usage_error(cmd, "%s: bad size '%s' (bytes, or with a "

@@ -18,7 +18,7 @@ static int assemble_one(const char *dev, const char *name,
 	struct create_opts co_copy = *opts, *co = &co_copy;
 	char other[PATH_MAX], vname[NXD_NAME_LEN + 1], u[40], dm_uuid[48];
 	const char *ssd, *hdd;
-	struct nxdctl_ondisk od;
+	struct nxd_meta od;
 	enum role r;
 	uint64_t bytes;
 	int e, rc;
@@ -129,7 +129,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
 			    strerror(errno));
 	while ((de = readdir(d))) {
-		struct nxdctl_ondisk od;
+		struct nxd_meta od;
 		uint64_t bytes;
 		int e;
 
@@ -154,7 +154,7 @@ static int do_udev_info(const struct cmd *c, int argc, char **argv)
 	static const struct option opts[] = { HELP_OPT, { 0 } };
 	char path[PATH_MAX], buf[64], u[40];
 	const char *kn;
-	struct nxdctl_ondisk od;
+	struct nxd_meta od;
 	uint64_t bytes;
 	unsigned int ma, mi, i, vma, vmi;
 	int o, rc, e;

@@ -223,14 +223,14 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 	if (test_stats) {
 		const char *e = getenv("NXDCTL_TEST_THRESHOLD");
 
-		if (e && !nxdctl_parse_size(e, &n))
+		if (e && !nxd_parse_size(e, &n))
 			cur = n;
 	} else {
 		char path[PATH_MAX];
 
 		nxd_attr_path(&v, "write_threshold", path, sizeof(path));
 		if (!sysfs_read(path, buf, sizeof(buf)) &&
-		    !nxdctl_parse_size(buf, &n))
+		    !nxd_parse_size(buf, &n))
 			cur = n;
 	}
 	nxdctl_suggest(&st, &sp, cur, &sg);

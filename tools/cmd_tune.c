@@ -18,7 +18,7 @@ static int print_size_attr(const struct vol *v, const char *attr)
 
 	if (rc)
 		return rc;
-	if (nxdctl_parse_size(buf, &n)) {
+	if (nxd_parse_size(buf, &n)) {
 		printf("%s %s\n", attr, buf);
 	} else {
 		nxdctl_fmt_size(sz, sizeof(sz), n);
@@ -161,7 +161,7 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 		}
 		snprintf(buf, sizeof(buf), "%s", eq + 1);
 		/* Sizes may carry a suffix; the kernel wants bytes. */
-		if (strstr(key, "threshold") && !nxdctl_parse_size(buf, &n))
+		if (strstr(key, "threshold") && !nxd_parse_size(buf, &n))
 			snprintf(buf, sizeof(buf), "%" PRIu64, n);
 		rc = attr_set(&v, key, buf);
 		if (rc)

@@ -56,15 +56,6 @@ void nxdctl_fmt_size(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%" PRIu64 "%c", bytes, sfx[i]);
 }
 
-const char *nxdctl_mode_name(uint32_t mode)
-{
-	static const char *const names[] = {
-		"auto", "passthrough", "log_all",
-	};
-
-	return mode < ARRAY_SIZE_NXDCTL(names) ? names[mode] : "unknown";
-}
-
 void nxdctl_fmt_uuid(char *buf, const uint8_t u[16])
 {
 	sprintf(buf, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"

@@ -12,7 +12,6 @@ void nxdctl_fmt_size(char *buf, size_t len, uint64_t bytes);
 void nxdctl_fmt_human(char *buf, size_t len, uint64_t bytes);
 /* Mean latency "85us", "6.20ms", "-" when @count is 0. */
 void nxdctl_fmt_lat(char *buf, size_t len, uint64_t time_ns, uint64_t count);
-const char *nxdctl_mode_name(uint32_t mode);
 void nxdctl_fmt_uuid(char *buf, const uint8_t uuid[16]);	/* 37 bytes */
 
 /* new_encode_dev() / new_decode_dev() of the kernel. */

@@ -18,7 +18,7 @@
 #include <sys/types.h>
 
 #include "../kernel/nxd_ioctl.h"
-#include "nxdctl_core.h"
+#include "../kernel/nxd_core.h"
 #include "fmt.h"
 #include "stats.h"
 #include "suggest.h"
@@ -153,21 +153,46 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 
 enum role { ROLE_NONE, ROLE_SSD, ROLE_HDD };
 
+/* What a device's nxd metadata says: the SSD superblock or the HDD label. */
+struct nxd_meta {
+	uint8_t vol_uuid[16];
+	uint8_t hdd_uuid[16];
+	uint64_t hdd_sectors;		/* HDD size when labelled */
+	uint64_t hdd_label_sector;	/* sb only */
+	uint64_t data_sectors;		/* sb only */
+	uint64_t ring_blocks;		/* sb only */
+	bool clean;			/* sb only */
+	struct nxd_sb_info sb;		/* sb only: the copy in use */
+	struct nxd_label_info label;	/* label only */
+	uint64_t label_sector;		/* label only: where it was found */
+};
+
+/*
+ * Read the superblock of a would-be SSD (@fd, @bytes long).  0: found,
+ * 1: no nxd superblock, < 0: -errno (damaged, I/O error, unsupported).
+ */
+int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out);
+/*
+ * The same for the HDD label at nxd_hdd_data_sectors(), or else at
+ * sector @hint (the superblock's hdd_label_sector; 0: none).
+ */
+int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
+		      struct nxd_meta *out);
+
 bool uuid_eq(const uint8_t *a, const uint8_t *b);
 int open_dev(const char *path);
 /*
  * What nxd metadata block device @path carries.  @hint: where an HDD label
  * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
  */
-enum role probe_role(const char *path, uint64_t hint,
-		     struct nxdctl_ondisk *od, uint64_t *bytes, int *err);
+enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint64_t *bytes, int *err);
 /* Block devices worth looking at: not nxd volumes, not held by md/dm. */
 bool candidate(const char *kn);
 /*
  * Find the other half of volume @od among /sys/class/block: a device of
  * role @want whose metadata carries the same volume and HDD UUIDs.
  */
-int find_peer(const struct nxdctl_ondisk *od, enum role want,
+int find_peer(const struct nxd_meta *od, enum role want,
 	      const char *self, char *out, size_t len);
 
 /* ---- the commands ---- */

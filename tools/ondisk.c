@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxdctl: which block devices carry nxd metadata (SSD superblock, HDD
- * label), and finding the other half of a volume.
+ * label), read with the module's own codec (kernel/nxd_core.c), and
+ * finding the other half of a volume.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -31,12 +32,97 @@ int open_dev(const char *path)
 	return fd;
 }
 
+static int read_blk(int fd, uint64_t off, void **blk)
+{
+	ssize_t n;
+
+	if (posix_memalign(blk, NXD_BLOCK_SIZE, NXD_BLOCK_SIZE))
+		return -ENOMEM;
+	n = pread(fd, *blk, NXD_BLOCK_SIZE, off);
+	if (n == NXD_BLOCK_SIZE)
+		return 0;
+	free(*blk);
+	*blk = NULL;
+	return n < 0 ? -errno : -EIO;
+}
+
+int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
+{
+	struct nxd_sb_info sbs[2];
+	int res[2], i, rc;
+	void *blk;
+
+	if (bytes < NXD_MIN_SSD_SECTORS * 512ULL)
+		return 1;
+	for (i = 0; i < 2; i++) {
+		rc = read_blk(fd, (uint64_t)i * NXD_BLOCK_SIZE, &blk);
+		if (rc)
+			return rc;
+		res[i] = nxd_sb_decode(blk, bytes / NXD_BLOCK_SIZE, &sbs[i]);
+		free(blk);
+	}
+	i = nxd_sb_pick(res, sbs);
+	if (i == NXD_SB_NONE)
+		return 1;
+	if (i < 0)
+		return i;
+	memset(out, 0, sizeof(*out));
+	out->sb = sbs[i];
+	memcpy(out->vol_uuid, sbs[i].vol_uuid, 16);
+	memcpy(out->hdd_uuid, sbs[i].hdd_uuid, 16);
+	out->hdd_sectors = sbs[i].hdd_sectors;
+	out->hdd_label_sector = sbs[i].hdd_label_sector;
+	out->data_sectors = sbs[i].data_sectors;
+	out->ring_blocks = sbs[i].ring_blocks;
+	out->clean = sbs[i].flags & NXD_SB_CLEAN;
+	return 0;
+}
+
+static int label_at(int fd, uint64_t sec, struct nxd_label_info *l)
+{
+	void *blk;
+	int rc;
+
+	rc = read_blk(fd, sec << 9, &blk);
+	if (rc)
+		return rc;
+	rc = nxd_label_decode(blk, l);
+	free(blk);
+	return rc == NXD_ENOTNXD ? 1 : rc;
+}
+
+int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
+		      struct nxd_meta *out)
+{
+	struct nxd_label_info l;
+	uint64_t sec = nxd_hdd_data_sectors(bytes >> 9);
+	int rc;
+
+	if (!sec)
+		return 1;
+	rc = label_at(fd, sec, &l);
+	/* The HDD grew since its volume was last grown: label not at the end. */
+	if (rc == 1 && hint && hint != sec &&
+	    hint + NXD_SECTORS_PER_BLOCK <= bytes >> 9) {
+		sec = hint;
+		rc = label_at(fd, hint, &l);
+	}
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->label = l;
+	out->label_sector = sec;
+	memcpy(out->vol_uuid, l.vol_uuid, 16);
+	memcpy(out->hdd_uuid, l.hdd_uuid, 16);
+	out->hdd_sectors = l.hdd_sectors;
+	return 0;
+}
+
 /*
  * What nxd metadata block device @path carries.  @hint: where an HDD label
  * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
  */
-enum role probe_role(const char *path, uint64_t hint,
-			    struct nxdctl_ondisk *od, uint64_t *bytes, int *err)
+enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint64_t *bytes, int *err)
 {
 	enum role r = ROLE_NONE;
 	int fd, rc;
@@ -57,13 +143,13 @@ enum role probe_role(const char *path, uint64_t hint,
 		}
 		*bytes = st.st_size;
 	}
-	rc = nxdctl_read_sb(fd, *bytes, od);
+	rc = ondisk_read_sb(fd, *bytes, od);
 	if (!rc) {
 		r = ROLE_SSD;
 	} else {
 		if (rc < 0)
 			*err = rc;
-		rc = nxdctl_read_label(fd, *bytes, hint, od);
+		rc = ondisk_read_label(fd, *bytes, hint, od);
 		if (!rc)
 			r = ROLE_HDD;
 		else if (rc < 0 && !*err)
@@ -100,11 +186,11 @@ bool candidate(const char *kn)
  * Find the other half of volume @od among /sys/class/block: a device of
  * role @want whose metadata carries the same volume and HDD UUIDs.
  */
-int find_peer(const struct nxdctl_ondisk *od, enum role want,
+int find_peer(const struct nxd_meta *od, enum role want,
 		     const char *self, char *out, size_t len)
 {
 	char path[PATH_MAX], self_real[PATH_MAX], real[PATH_MAX];
-	struct nxdctl_ondisk p;
+	struct nxd_meta p;
 	struct dirent *de;
 	int found = 0, e;
 	uint64_t bytes;

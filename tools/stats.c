@@ -5,14 +5,10 @@
  */
 #include <string.h>
 
+#include "../kernel/nxd_core.h"
 #include "stats.h"
 
-const char *const nxdctl_hist_label[NXD_HIST_NBUCKETS] = {
-	"< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K",
-	"32K+1 - 64K", "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K",
-	"512K+1 - 1M", "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M",
-	"16M+1 - 32M", "> 32M",
-};
+static_assert(NXD_HIST_BUCKETS == NXD_HIST_NBUCKETS, "histogram buckets");
 
 const char *const nxdctl_dir_key[NXD_H_NDIR] = { "read", "write" };
 const char *const nxdctl_route_key[NXD_H_NROUTE] = { "ssd", "hdd" };

@@ -15,10 +15,11 @@
 
 #define ARRAY_SIZE_NXDCTL(a)	(sizeof(a) / sizeof((a)[0]))
 
-/* Bucket labels exactly as NytroXD prints them (Figure 6), plus "> 32M". */
-extern const char *const nxdctl_hist_label[NXD_HIST_NBUCKETS];
-
-/* Smallest and largest request size in bytes of bucket @b (hi: UINT64_MAX). */
+/*
+ * Smallest and largest request size in bytes of bucket @b (hi: UINT64_MAX);
+ * the buckets and their labels are the kernel's (nxd_hist_bucket(),
+ * nxd_hist_labels[], exactly the NytroXD layout plus "> 32M").
+ */
 void nxdctl_bucket_range(unsigned int b, uint64_t *lo, uint64_t *hi);
 /* Bucket whose upper bound is exactly @bytes, or -1. */
 int nxdctl_bucket_of_bound(uint64_t bytes);

@@ -21,6 +21,8 @@
 
 #include "nxdctl.h"
 
+#define MIN_SSD_BYTES	(NXD_MIN_SSD_SECTORS * 512ULL)
+
 int add_opt(struct create_opts *co, const char *key, const char *val)
 {
 	size_t l = strlen(co->extra);
@@ -58,7 +60,7 @@ int table_opt(const char *cmd, int o, const char *arg,
 	char buf[32];
 	unsigned long n;
 	uint64_t sz;
-	uint32_t m;
+	enum nxd_mode m;
 	int rc;
 
 	switch (o) {
@@ -72,7 +74,7 @@ int table_opt(const char *cmd, int o, const char *arg,
 		return add_opt(co, o == O_WTHR ? "write_threshold" :
 			       "read_threshold", buf);
 	case O_MODE:
-		if (nxdctl_mode_parse(arg, &m))
+		if (nxd_mode_parse(arg, &m))
 			return usage_error(cmd, "--mode: expected auto, "
 					   "passthrough or log_all, got '%s'",
 					   arg);
@@ -206,11 +208,11 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 		return fail(NXDCTL_EXIT_USAGE, "%s is already in use by the "
 			    "nxd volume %s", nxd_holder(hdev, holder,
 			    sizeof(holder)) ? hdd : ssd, holder);
-	if (ssd_bytes < nxdctl_min_ssd_bytes())
+	if (ssd_bytes < MIN_SSD_BYTES)
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
-			    "SSD log (%" PRIu64 " bytes, needs %" PRIu64 ")",
-			    ssd, ssd_bytes, nxdctl_min_ssd_bytes());
-	len = nxdctl_hdd_data_sectors(hdd_bytes >> 9);
+			    "SSD log (%" PRIu64 " bytes, needs %llu)",
+			    ssd, ssd_bytes, MIN_SSD_BYTES);
+	len = nxd_hdd_data_sectors(hdd_bytes >> 9);
 	if (!len)
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
 			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);

@@ -2,6 +2,7 @@
 /* nxdctl's JSON views (view.h), written with json.c. */
 #include <string.h>
 
+#include "../kernel/nxd_core.h"
 #include "fmt.h"
 #include "json.h"
 #include "view.h"
@@ -37,7 +38,7 @@ void nxdctl_json_histogram(FILE *f, const struct nxd_ioc_stats *st,
 
 		nxdctl_bucket_range(b, &lo, &hi);
 		jw_open(&j, NULL, '{');
-		jw_str(&j, "label", nxdctl_hist_label[b]);
+		jw_str(&j, "label", nxd_hist_labels[b]);
 		jw_u64(&j, "min_bytes", lo);
 		if (hi == UINT64_MAX) {
 			jw_null(&j, "max_bytes");
@@ -111,7 +112,7 @@ void nxdctl_json_list(FILE *f, const struct nxd_ioc_list *l)
 		jw_u64(&j, "sectors", v->sectors);
 		jw_u64(&j, "write_threshold", v->write_threshold);
 		jw_u64(&j, "read_threshold", v->read_threshold);
-		jw_str(&j, "mode", nxdctl_mode_name(v->mode));
+		jw_str(&j, "mode", nxd_mode_name(v->mode));
 		nxdctl_fmt_uuid(buf, v->vol_uuid);
 		jw_str(&j, "uuid", buf);
 		jw_close(&j, '}');

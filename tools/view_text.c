@@ -9,6 +9,7 @@
 
 #include <libsmartcols.h>
 
+#include "../kernel/nxd_core.h"
 #include "fmt.h"
 #include "view.h"
 
@@ -28,7 +29,7 @@ void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st)
 	fputs("Histogram :\n=====\n", f);
 	for (d = 0; d < NXD_H_NDIR; d++) {
 		for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
-			const char *l = nxdctl_hist_label[b];
+			const char *l = nxd_hist_labels[b];
 			int w = strstr(l, " - ") ? 29 : 30;
 
 			nxdctl_cell_sum(st, d, b, -1, -1, &s);
@@ -81,7 +82,7 @@ int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
 			}
 			nxdctl_cell_sum(st, d, b, -1, -1, &all);
 			rc |= scols_line_set_data(ln, 0, nxdctl_dir_key[d]);
-			rc |= scols_line_set_data(ln, 1, nxdctl_hist_label[b]);
+			rc |= scols_line_set_data(ln, 1, nxd_hist_labels[b]);
 			rc |= set_u64(ln, 2, all.count);
 			nxdctl_cell_sum(st, d, b, NXD_H_SSD, -1, &c);
 			rc |= set_u64(ln, 3, c.count);
@@ -159,7 +160,7 @@ int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json)
 		rc |= scols_line_set_data(ln, 3, buf);
 		nxdctl_fmt_size(buf, sizeof(buf), v->read_threshold);
 		rc |= scols_line_set_data(ln, 4, buf);
-		rc |= scols_line_set_data(ln, 5, nxdctl_mode_name(v->mode));
+		rc |= scols_line_set_data(ln, 5, nxd_mode_name(v->mode));
 		nxdctl_fmt_uuid(buf, v->vol_uuid);
 		rc |= scols_line_set_data(ln, 6, buf);
 	}
