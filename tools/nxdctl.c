@@ -35,7 +35,7 @@ static const struct cmd *const cmds[] = {
 	&cmd_histogram, &cmd_stats, &cmd_threshold, &cmd_config, &cmd_create,
 	&cmd_remove, &cmd_drain, &cmd_pause_destage, &cmd_resume_destage,
 	&cmd_list, &cmd_suggest_threshold, &cmd_assemble, &cmd_udev_info,
-	&cmd_help,
+	&cmd_wipe, &cmd_help,
 };
 
 static void main_usage(FILE *f)

@@ -14,11 +14,13 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <getopt.h>
 #include <sys/types.h>
 
 #include "../kernel/nxd_ioctl.h"
 #include "../kernel/nxd_core.h"
+#include "ondisk.h"
 #include "fmt.h"
 #include "stats.h"
 #include "suggest.h"
@@ -149,43 +151,8 @@ bool valid_dm_name(const char *n);
 int create_volume(const char *name, const char *hdd, const char *ssd,
 		  const struct create_opts *co);
 
-/* ---- ondisk.c ---- */
+/* ---- scan.c (and ondisk.h) ---- */
 
-enum role { ROLE_NONE, ROLE_SSD, ROLE_HDD };
-
-/* What a device's nxd metadata says: the SSD superblock or the HDD label. */
-struct nxd_meta {
-	uint8_t vol_uuid[16];
-	uint8_t hdd_uuid[16];
-	uint64_t hdd_sectors;		/* HDD size when labelled */
-	uint64_t hdd_label_sector;	/* sb only */
-	uint64_t data_sectors;		/* sb only */
-	uint64_t ring_blocks;		/* sb only */
-	bool clean;			/* sb only */
-	struct nxd_sb_info sb;		/* sb only: the copy in use */
-	struct nxd_label_info label;	/* label only */
-	uint64_t label_sector;		/* label only: where it was found */
-};
-
-/*
- * Read the superblock of a would-be SSD (@fd, @bytes long).  0: found,
- * 1: no nxd superblock, < 0: -errno (damaged, I/O error, unsupported).
- */
-int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out);
-/*
- * The same for the HDD label at nxd_hdd_data_sectors(), or else at
- * sector @hint (the superblock's hdd_label_sector; 0: none).
- */
-int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
-		      struct nxd_meta *out);
-
-bool uuid_eq(const uint8_t *a, const uint8_t *b);
-int open_dev(const char *path);
-/*
- * What nxd metadata block device @path carries.  @hint: where an HDD label
- * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
- */
-enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint64_t *bytes, int *err);
 /* Block devices worth looking at: not nxd volumes, not held by md/dm. */
 bool candidate(const char *kn);
 /*
@@ -195,6 +162,40 @@ bool candidate(const char *kn);
 int find_peer(const struct nxd_meta *od, enum role want,
 	      const char *self, char *out, size_t len);
 
+/* Trigger a udev change event for block device @path (re-probe it). */
+int udev_change(const char *path);
+
+/* ---- safety.c ---- */
+
+/*
+ * Signatures libblkid finds on @path (file systems, RAID, partition
+ * tables), described in @desc ("xfs UUID ... LABEL 'x', ...").  Their
+ * number, or -errno.
+ */
+int signatures(const char *path, char *desc, size_t len);
+/*
+ * 1 (and the first byte's offset in *@off) if the HDD's last MiB and the
+ * rounding below it, where nxd keeps its label, hold anything but zeros or
+ * an nxd label; 0 if not; -errno.
+ */
+int tail_in_use(const char *path, uint64_t bytes, uint64_t *off);
+
+struct log_risk {
+	char ssd[PATH_MAX], hdd[PATH_MAX];	/* the pair, "" if absent */
+	bool ssd_missing;	/* an HDD whose SSD is not present */
+	struct nxd_log_scan scan;
+};
+
+/*
+ * Would removing the nxd metadata of @dev (role @r, metadata @m) lose
+ * writes?  1 if its log holds data blocks not yet destaged (or the HDD's
+ * SSD is not present, so nobody can tell), 0 if not, -errno if the log
+ * cannot be read.  The pair's other half is looked for like assemble does.
+ */
+int log_risk(const char *dev, enum role r, const struct nxd_meta *m,
+	     struct log_risk *out);
+void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
+
 /* ---- the commands ---- */
 
 extern const struct cmd cmd_histogram, cmd_stats;		/* cmd_stats.c */
@@ -203,5 +204,6 @@ extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 	cmd_pause_destage, cmd_resume_destage, cmd_list;
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
 extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
+extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 
 #endif /* NXDCTL_H */

@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxdctl: which block devices carry nxd metadata (SSD superblock, HDD
- * label), read with the module's own codec (kernel/nxd_core.c), and
- * finding the other half of a volume.
+ * nxd metadata on block devices (ondisk.h), read with the module's own
+ * codec, kernel/nxd_core.c.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +13,7 @@
 #include <sys/stat.h>
 #include <linux/fs.h>
 
-#include "nxdctl.h"
+#include "ondisk.h"
 
 bool uuid_eq(const uint8_t *a, const uint8_t *b)
 {
@@ -32,7 +29,19 @@ int open_dev(const char *path)
 	return fd;
 }
 
-static int read_blk(int fd, uint64_t off, void **blk)
+int fd_size(int fd, uint64_t *bytes)
+{
+	struct stat st;
+
+	if (!ioctl(fd, BLKGETSIZE64, bytes))
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOTBLK;
+	*bytes = st.st_size;
+	return 0;
+}
+
+int read_blk(int fd, uint64_t off, void **blk)
 {
 	ssize_t n;
 
@@ -46,14 +55,13 @@ static int read_blk(int fd, uint64_t off, void **blk)
 	return n < 0 ? -errno : -EIO;
 }
 
-int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
+int ondisk_read_sb_copies(int fd, uint64_t bytes, struct nxd_sb_info sbs[2],
+			  int res[2])
 {
-	struct nxd_sb_info sbs[2];
-	int res[2], i, rc;
 	void *blk;
+	int i, rc;
 
-	if (bytes < NXD_MIN_SSD_SECTORS * 512ULL)
-		return 1;
+	memset(sbs, 0, 2 * sizeof(*sbs));
 	for (i = 0; i < 2; i++) {
 		rc = read_blk(fd, (uint64_t)i * NXD_BLOCK_SIZE, &blk);
 		if (rc)
@@ -61,6 +69,19 @@ int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
 		res[i] = nxd_sb_decode(blk, bytes / NXD_BLOCK_SIZE, &sbs[i]);
 		free(blk);
 	}
+	return 0;
+}
+
+int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
+{
+	struct nxd_sb_info sbs[2];
+	int res[2], i, rc;
+
+	if (bytes < NXD_MIN_SSD_SECTORS * 512ULL)
+		return 1;
+	rc = ondisk_read_sb_copies(fd, bytes, sbs, res);
+	if (rc)
+		return rc;
 	i = nxd_sb_pick(res, sbs);
 	if (i == NXD_SB_NONE)
 		return 1;
@@ -68,6 +89,7 @@ int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
 		return i;
 	memset(out, 0, sizeof(*out));
 	out->sb = sbs[i];
+	out->sb_copy = i;
 	memcpy(out->vol_uuid, sbs[i].vol_uuid, 16);
 	memcpy(out->hdd_uuid, sbs[i].hdd_uuid, 16);
 	out->hdd_sectors = sbs[i].hdd_sectors;
@@ -118,11 +140,8 @@ int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
 	return 0;
 }
 
-/*
- * What nxd metadata block device @path carries.  @hint: where an HDD label
- * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
- */
-enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint64_t *bytes, int *err)
+enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od,
+		     uint64_t *bytes, int *err)
 {
 	enum role r = ROLE_NONE;
 	int fd, rc;
@@ -133,15 +152,11 @@ enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint6
 		*err = -errno;
 		return ROLE_NONE;
 	}
-	if (ioctl(fd, BLKGETSIZE64, bytes)) {
-		struct stat st;
-
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			*err = -ENOTBLK;
-			close(fd);
-			return ROLE_NONE;
-		}
-		*bytes = st.st_size;
+	rc = fd_size(fd, bytes);
+	if (rc) {
+		*err = rc;
+		close(fd);
+		return ROLE_NONE;
 	}
 	rc = ondisk_read_sb(fd, *bytes, od);
 	if (!rc) {
@@ -159,71 +174,54 @@ enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od, uint6
 	return r;
 }
 
-/* Block devices worth looking at: not nxd volumes, not held by md/dm. */
-bool candidate(const char *kn)
+/* Mirrors the replay loop of dm-target/nxd-recovery.c, headers only. */
+int ondisk_log_scan(int fd, const struct nxd_meta *ssd,
+		    const struct nxd_label_info *label, uint64_t max_segs,
+		    bool stop_at_data, struct nxd_log_scan *out)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	bool held = false;
-	DIR *d;
+	const struct nxd_sb_info *sb = &ssd->sb;
+	struct nxd_label_info none = { 0 };
+	uint64_t pos, seq, end, n;
+	bool clean;
+	int rc = 0;
 
-	snprintf(path, sizeof(path), "%s/class/block/%s/nxd", sysfs_root, kn);
-	if (is_dir(path))
-		return false;
-	snprintf(path, sizeof(path), "%s/class/block/%s/holders", sysfs_root,
-		 kn);
-	d = opendir(path);
-	if (d) {
-		while ((de = readdir(d)))
-			if (de->d_name[0] != '.')
-				held = true;
-		closedir(d);
-	}
-	return !held;
-}
+	memset(out, 0, sizeof(*out));
+	if (!label)
+		label = &none;
+	out->abandoned = label->flags & NXD_LABEL_LOG_ABANDONED;
+	out->frozen = label->flags & NXD_LABEL_LOG_FROZEN;
+	out->complete = true;
+	if (out->abandoned)
+		return 0;
+	clean = (sb->flags & NXD_SB_CLEAN) && !out->frozen;
+	nxd_replay_window(sb, label, &pos, &seq, &end);
+	out->first_seq = seq;
+	for (n = 0; n < sb->ring_blocks; n++) {
+		struct nxd_seg_info si;
+		void *hdr;
 
-/*
- * Find the other half of volume @od among /sys/class/block: a device of
- * role @want whose metadata carries the same volume and HDD UUIDs.
- */
-int find_peer(const struct nxd_meta *od, enum role want,
-		     const char *self, char *out, size_t len)
-{
-	char path[PATH_MAX], self_real[PATH_MAX], real[PATH_MAX];
-	struct nxd_meta p;
-	struct dirent *de;
-	int found = 0, e;
-	uint64_t bytes;
-	DIR *d;
-
-	if (!realpath(self, self_real))
-		snprintf(self_real, sizeof(self_real), "%s", self);
-	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
-	d = opendir(path);
-	if (!d)
-		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
-			    strerror(errno));
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !candidate(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		if (!realpath(path, real) || !strcmp(real, self_real))
-			continue;
-		if (probe_role(path, want == ROLE_HDD ? od->hdd_label_sector : 0,
-			       &p, &bytes, &e) != want ||
-		    !uuid_eq(p.vol_uuid, od->vol_uuid) ||
-		    !uuid_eq(p.hdd_uuid, od->hdd_uuid))
-			continue;
-		if (found++) {
-			fail(NXDCTL_EXIT_NOVOL, "both %s and %s match; "
-			     "assemble by hand with nxdctl create", out,
-			     path);
+		if (seq >= end || (clean && seq == sb->head_seq))
+			break;
+		if (out->segments >= max_segs ||
+		    (stop_at_data && out->data_blocks)) {
+			out->complete = false;
 			break;
 		}
-		snprintf(out, len, "%s", path);
+		rc = read_blk(fd, (sb->ring_start + pos) * NXD_BLOCK_SIZE, &hdr);
+		if (rc)
+			break;
+		rc = nxd_seg_decode(hdr, sb->vol_uuid, sb->ring_blocks,
+				    sb->data_sectors >> 3, &si);
+		free(hdr);
+		if (rc || si.seq != seq || si.pos != pos ||
+		    !nxd_seg_gen_ok(sb, si.seq, si.gen)) {
+			rc = 0;
+			break;
+		}
+		out->segments++;
+		out->data_blocks += si.nr_data;
+		pos = nxd_next_seg_pos(sb->ring_blocks, pos + 1 + si.nr_data);
+		seq++;
 	}
-	closedir(d);
-	if (found == 1)
-		return 0;
-	return found ? NXDCTL_EXIT_NOVOL : -ENOENT;
+	return rc;
 }

@@ -269,6 +269,62 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	t "assemble: HDD missing" 2 $NXDCTL assemble "$SA" --dry-run
 	err_has "assemble: HDD missing message" "its HDD is not present"
 	t "assemble: not nxd" 2 $NXDCTL assemble "$l" --dry-run
+
+	# ---- nxd-probe (the udev helper) ----
+	t "nxd-probe: SSD" 0 ./nxd-probe "$SA"
+	has "nxd-probe: SSD role" "^NXD_ROLE=ssd$"
+	has "nxd-probe: SSD fs type" "^NXD_FS_TYPE=nxd_log$"
+	has "nxd-probe: SSD usage" "^NXD_FS_USAGE=other$"
+	has "nxd-probe: SSD volume uuid" "^NXD_VOL_UUID=$UA$"
+	has "nxd-probe: SSD clean" "^NXD_SB_CLEAN=1$"
+	t "nxd-probe: HDD" 0 ./nxd-probe "$HB"
+	has "nxd-probe: HDD fs type" "^NXD_FS_TYPE=nxd_hdd$"
+	has "nxd-probe: HDD usage" "^NXD_FS_USAGE=raid$"
+	has "nxd-probe: HDD uuids" "^NXD_HDD_UUID=b0b1b2b3-"
+	t "nxd-probe: other device" 0 ./nxd-probe "$l"
+	[ -s "$OUT/last.out" ] && ko "nxd-probe: nothing for others" ||
+		ok "nxd-probe: nothing for others"
+	t "nxd-probe: usage" 1 ./nxd-probe
+
+	# ---- wipe: C's log holds 3 segments of writes, D's is empty ----
+	for v in c d; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-c.img" "$OUT/hdd-c.img" 64 3
+	tests/mkmeta "$OUT/ssd-d.img" "$OUT/hdd-d.img" 80
+	loop "$OUT/ssd-c.img" && SC=$DEV
+	loop "$OUT/hdd-c.img" && HC=$DEV
+	loop "$OUT/ssd-d.img" && SD=$DEV
+	loop "$OUT/hdd-d.img" && HD=$DEV
+	t "wipe: SSD with writes in its log" 1 $NXDCTL wipe "$SC"
+	err_has "wipe: says the log holds writes" "holds writes not yet on the HDD"
+	err_has "wipe: names the first segment" "segment 1 onwards"
+	t "wipe: its HDD" 1 $NXDCTL wipe "${HC#/dev/}"
+	t "wipe --dry-run --force" 0 $NXDCTL wipe "$SC" --dry-run --force
+	has "wipe --dry-run says what" "would wipe the nxd SSD superblocks .* (32768 bytes at offset 0), with writes still in its log"
+	./nxd-probe "$SC" | grep -q "^NXD_ROLE=ssd$" &&
+		ok "wipe --dry-run changes nothing" ||
+		ko "wipe --dry-run changes nothing"
+	t "wipe --force" 0 $NXDCTL wipe -f "$SC"
+	[ -z "$(./nxd-probe "$SC")" ] && cmp -s -n 32768 "$SC" /dev/zero &&
+		ok "wipe --force zeroed both superblocks" ||
+		ko "wipe --force zeroed both superblocks"
+	cmp -s -i 32768 -n 8192 "$SC" "$OUT/ssd-c.img" &&
+		! cmp -s -i 32768 -n 8192 "$SC" /dev/zero &&
+		ok "wipe leaves the ring alone" || ko "wipe leaves the ring alone"
+	t "wipe: HDD whose SSD is gone" 1 $NXDCTL wipe "$HC"
+	err_has "wipe: SSD not present" "SSD of volume 40414243-.* is not present"
+	t "wipe: HDD, forced" 0 $NXDCTL wipe "$HC" --force
+	[ -z "$(./nxd-probe "$HC")" ] && ok "wipe: label gone" ||
+		ko "wipe: label gone"
+	t "wipe: nothing left" 0 $NXDCTL wipe "$HC"
+	has "wipe: nothing left says so" "no nxd signature"
+	t "wipe: empty log, HDD then SSD" 0 $NXDCTL wipe "$HD" "$SD"
+	[ -z "$(./nxd-probe "$HD")$(./nxd-probe "$SD")" ] &&
+		ok "wipe: both halves clean" || ko "wipe: both halves clean"
+	t "wipe: missing device" 2 $NXDCTL wipe "$OUT/nope"
 	cleanup_loops
 	trap - EXIT
 else
@@ -284,7 +340,7 @@ has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
 t "unknown command" 1 $NXDCTL frobnicate
 for c in histogram stats threshold config create remove drain \
 	pause-destage resume-destage list suggest-threshold assemble \
-	udev-info help; do
+	udev-info wipe help; do
 	t "$c --help" 0 $NXDCTL $c --help
 	has "$c --help shows usage" "^Usage: nxdctl $c"
 done

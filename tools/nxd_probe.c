@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxd-probe DEVICE: the udev helper that recognises the two halves of a
+ * dm-nxd volume by their metadata, with the module's own codec
+ * (kernel/nxd_core.c), as probe-bcache does for bcache.  For
+ * IMPORT{program} in 64-nxd-members.rules: prints, for a device carrying
+ * an nxd SSD superblock or HDD label,
+ *
+ *   NXD_ROLE=ssd|hdd
+ *   NXD_FS_TYPE=nxd_log|nxd_hdd       (what the rules put in ID_FS_TYPE)
+ *   NXD_FS_USAGE=other|raid           (ID_FS_USAGE)
+ *   NXD_VOL_UUID=<volume UUID>        (ID_FS_UUID)
+ *   NXD_HDD_UUID=<HDD UUID>           (ID_FS_UUID_SUB)
+ *   NXD_FORMAT_VERSION=1              (ID_FS_VERSION)
+ *   NXD_SB_CLEAN=0|1                  (SSD: clean shutdown recorded)
+ *   NXD_LOG_FROZEN=1, NXD_LOG_ABANDONED=1  (HDD label flags, when set)
+ *
+ * and nothing for any other device, or one it cannot read.  It reads at
+ * most three 4 KiB blocks: the two superblock copies at the start and the
+ * label in the last MiB.  Exit status 0 unless the usage is wrong.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "ondisk.h"
+
+int main(int argc, char **argv)
+{
+	struct nxd_meta m;
+	uint64_t bytes;
+	char u[40];
+	enum role r;
+	int e;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "Usage: nxd-probe DEVICE\n");
+		return 1;
+	}
+	r = probe_role(argv[1], 0, &m, &bytes, &e);
+	if (r == ROLE_NONE)
+		return 0;
+	printf("NXD_ROLE=%s\n", r == ROLE_SSD ? "ssd" : "hdd");
+	printf("NXD_FS_TYPE=%s\n", r == ROLE_SSD ? "nxd_log" : "nxd_hdd");
+	printf("NXD_FS_USAGE=%s\n", r == ROLE_SSD ? "other" : "raid");
+	nxdctl_fmt_uuid(u, m.vol_uuid);
+	printf("NXD_VOL_UUID=%s\n", u);
+	nxdctl_fmt_uuid(u, m.hdd_uuid);
+	printf("NXD_HDD_UUID=%s\n", u);
+	printf("NXD_FORMAT_VERSION=%d\n", NXD_FORMAT_VERSION);
+	if (r == ROLE_SSD)
+		printf("NXD_SB_CLEAN=%d\n", m.clean ? 1 : 0);
+	if (r == ROLE_HDD && (m.label.flags & NXD_LABEL_LOG_FROZEN))
+		puts("NXD_LOG_FROZEN=1");
+	if (r == ROLE_HDD && (m.label.flags & NXD_LABEL_LOG_ABANDONED))
+		puts("NXD_LOG_ABANDONED=1");
+	return 0;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl: finding the devices of a volume among /sys/class/block by their
+ * nxd metadata (ondisk.c).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nxdctl.h"
+
+/* Block devices worth looking at: not nxd volumes, not held by md/dm. */
+bool candidate(const char *kn)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool held = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/class/block/%s/nxd", sysfs_root, kn);
+	if (is_dir(path))
+		return false;
+	snprintf(path, sizeof(path), "%s/class/block/%s/holders", sysfs_root,
+		 kn);
+	d = opendir(path);
+	if (d) {
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				held = true;
+		closedir(d);
+	}
+	return !held;
+}
+
+/*
+ * Find the other half of volume @od among /sys/class/block: a device of
+ * role @want whose metadata carries the same volume and HDD UUIDs.
+ */
+int find_peer(const struct nxd_meta *od, enum role want,
+		     const char *self, char *out, size_t len)
+{
+	char path[PATH_MAX], self_real[PATH_MAX], real[PATH_MAX];
+	struct nxd_meta p;
+	struct dirent *de;
+	int found = 0, e;
+	uint64_t bytes;
+	DIR *d;
+
+	if (!realpath(self, self_real))
+		snprintf(self_real, sizeof(self_real), "%s", self);
+	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
+	d = opendir(path);
+	if (!d)
+		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
+			    strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !candidate(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
+		if (!realpath(path, real) || !strcmp(real, self_real))
+			continue;
+		if (probe_role(path, want == ROLE_HDD ? od->hdd_label_sector : 0,
+			       &p, &bytes, &e) != want ||
+		    !uuid_eq(p.vol_uuid, od->vol_uuid) ||
+		    !uuid_eq(p.hdd_uuid, od->hdd_uuid))
+			continue;
+		if (found++) {
+			fail(NXDCTL_EXIT_NOVOL, "both %s and %s match; "
+			     "assemble by hand with nxdctl create", out,
+			     path);
+			break;
+		}
+		snprintf(out, len, "%s", path);
+	}
+	closedir(d);
+	if (found == 1)
+		return 0;
+	return found ? NXDCTL_EXIT_NOVOL : -ENOENT;
+}
