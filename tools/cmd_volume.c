@@ -29,6 +29,9 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 		case O_FORMAT:
 			format = true;
 			break;
+		case O_FORCE:
+			co.force = true;
+			break;
 		case O_UUID:
 			if (!*optarg || strlen(optarg) >= NXD_NAME_LEN)
 				return usage_error(c->name, "bad --uuid");
@@ -46,6 +49,7 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 		rc = add_opt(&co, "format", NULL);
 		if (rc)
 			return rc;
+		co.format = true;
 		fprintf(stderr, "nxdctl: --format: anything the SSD holds, "
 			"including writes not yet destaged\nfrom an old log, "
 			"is discarded\n");
@@ -63,6 +67,7 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 		{ "retry", no_argument, NULL, O_RETRY },
 		HELP_OPT, { 0 }
 	};
+	struct nxd_ioc_stats st;
 	struct dm_task *dmt;
 	uint32_t cookie = 0;
 	bool retry = false;
@@ -83,6 +88,15 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 		rc = resolve_vol(argv[optind], &v);
 	if (rc)
 		return rc;
+	if (!peek_stats(nxdctl_encode_dev(v.major, v.minor), NULL, &st) &&
+	    st.c.index_entries)
+		fprintf(stderr, "nxdctl: note: the log of %s still holds %llu "
+			"logged blocks that are not on the HDD:\nthey stay "
+			"on the SSD and are replayed when the volume is "
+			"created or\nassembled again; until then the HDD "
+			"alone is not up to date (nxdctl drain\nempties the "
+			"log)\n", v.name,
+			(unsigned long long)st.c.index_entries);
 	printf("dmsetup remove %s%s\n", retry ? "--retry " : "", v.name);
 	fflush(stdout);
 	dmt = dm_task_create(DM_DEVICE_REMOVE);
@@ -202,7 +216,16 @@ const struct cmd cmd_create = {
 	"                        to another volume; an old log's contents are "
 	"lost\n"
 	"  --uuid UUID           device-mapper UUID (default NXD-NAME)\n"
-	"  --dry-run             only print the dmsetup command\n",
+	"  --force               go ahead although the checks below found "
+	"something\n"
+	"  --dry-run             only run the checks and print the dmsetup "
+	"command\n"
+	"For a new volume (or --format), create refuses if the HDD or SSD "
+	"holds a\nsignature (file system, RAID, partition table: libblkid), "
+	"if the HDD's last\nMiB holds data (the label goes there), and if "
+	"an nxd log to be discarded\nholds writes not yet on its HDD.  "
+	"Existing data cannot be converted in\nplace: the volume is 1 to 2 "
+	"MiB shorter than the HDD.\n",
 };
 
 const struct cmd cmd_remove = {

@@ -135,3 +135,32 @@ bool active_volume(const uint8_t *uuid, char *name, size_t len)
 	free(l);
 	return found;
 }
+
+int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st)
+{
+	int fd, rc = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (test_stats) {
+		FILE *f = fopen(test_stats, "rb");
+
+		if (!f)
+			return -errno;
+		if (fread(st, 1, sizeof(*st), f) < sizeof(st->hdr))
+			rc = -EIO;
+		fclose(f);
+		return rc;
+	}
+	st->hdr.size = sizeof(*st);
+	st->hdr.version = NXD_IOCTL_VERSION;
+	st->hdr.dev = dev;
+	if (name)
+		snprintf(st->hdr.name, sizeof(st->hdr.name), "%s", name);
+	fd = open(CONTROL_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, NXD_IOC_GET_STATS, st))
+		rc = -errno;
+	close(fd);
+	return rc;
+}

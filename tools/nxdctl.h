@@ -104,6 +104,8 @@ void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
 	      const struct vol *v);
 int get_stats(const struct vol *v, uint32_t flags, struct nxd_ioc_stats *st);
 int get_list(struct nxd_ioc_list *l);
+/* GET_STATS of the volume with device number @dev (or name), silently. */
+int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st);
 /* Name of the active volume with @uuid, if any. */
 bool active_volume(const uint8_t *uuid, char *name, size_t len);
 
@@ -128,12 +130,14 @@ struct create_opts {
 	char extra[512];	/* key value pairs, space separated */
 	unsigned int nargs;
 	bool dry_run;
+	bool format;		/* "format" is in @extra */
+	bool force;		/* --force: skip create_checks() refusals */
 };
 
 enum {
 	O_WTHR = 256, O_RTHR, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
 	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
-	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS,
+	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
 };
 
 /* Options of create and assemble; each refuses those that are not its own. */
@@ -195,6 +199,14 @@ struct log_risk {
 int log_risk(const char *dev, enum role r, const struct nxd_meta *m,
 	     struct log_risk *out);
 void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
+/*
+ * Before create: would the table about to be loaded destroy anything?
+ * Signatures on a new volume's HDD or SSD, data in the HDD's last MiB,
+ * writes in a log that --format (or a new volume) discards.  Says what,
+ * and returns 0 if there is nothing or @force, else an exit code.
+ */
+int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
+		  bool format, bool force);
 
 /* ---- the commands ---- */
 

@@ -188,3 +188,106 @@ int udev_change(const char *path)
 		 major(st.st_rdev), minor(st.st_rdev));
 	return sysfs_write(p, "change");
 }
+
+static int warn_sigs(const char *what, const char *path, int *problems)
+{
+	char desc[1024];
+	int n = signatures(path, desc, sizeof(desc));
+
+	if (n < 0)
+		return fail(errno_code(-n), "%s: cannot probe: %s", path,
+			    strerror(-n));
+	if (n) {
+		fprintf(stderr, "nxdctl: %s %s holds %s\n", what, path, desc);
+		(*problems)++;
+	}
+	return 0;
+}
+
+int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
+		  bool format, bool force)
+{
+	struct nxd_meta hm, sm;
+	struct log_risk lr;
+	enum role hr, sr;
+	int problems = 0, rc, e;
+	uint64_t bytes, off;
+	bool pair;
+
+	hr = probe_role(hdd, 0, &hm, &bytes, &e);
+	sr = probe_role(ssd, 0, &sm, &bytes, &e);
+	pair = hr == ROLE_HDD && sr == ROLE_SSD &&
+	       uuid_eq(hm.vol_uuid, sm.vol_uuid) &&
+	       uuid_eq(hm.hdd_uuid, sm.hdd_uuid);
+	if (hr == ROLE_SSD) {
+		fprintf(stderr, "nxdctl: HDD %s carries an nxd SSD "
+			"superblock\n", hdd);
+		problems++;
+	}
+	if (sr == ROLE_HDD) {
+		fprintf(stderr, "nxdctl: SSD %s carries an nxd HDD label\n",
+			ssd);
+		problems++;
+	}
+	/* The volume of this pair comes back as it was: nothing to check. */
+	if (pair && !format)
+		goto out;
+
+	if (hr == ROLE_HDD && format) {
+		rc = log_risk(hdd, ROLE_HDD, &hm, &lr);
+		if (rc) {
+			if (rc > 0)
+				log_risk_say(&lr, hm.vol_uuid);
+			else
+				fprintf(stderr, "nxdctl: %s: cannot read the "
+					"log of its volume\n", hdd);
+			problems++;
+		}
+	} else if (hr == ROLE_NONE) {
+		/* A new volume: nxd writes its label in the last MiB. */
+		rc = warn_sigs("HDD", hdd, &problems);
+		if (rc)
+			return rc;
+		rc = tail_in_use(hdd, hdd_bytes, &off);
+		if (rc < 0)
+			return fail(errno_code(-rc), "%s: %s", hdd,
+				    strerror(-rc));
+		if (rc) {
+			fprintf(stderr, "nxdctl: HDD %s holds data in its "
+				"last MiB (at byte %" PRIu64 "), where nxd "
+				"writes its label\n", hdd, off);
+			problems++;
+		}
+		if (problems)
+			fprintf(stderr, "nxdctl: an nxd volume is 1 to 2 MiB "
+				"shorter than its HDD: existing data cannot be\n"
+				"converted in place unless it ends before that "
+				"(XFS cannot shrink)\n");
+	}
+	if (sr == ROLE_SSD && (format || !pair) &&
+	    !(hr == ROLE_HDD && format && uuid_eq(hm.vol_uuid, sm.vol_uuid))) {
+		rc = log_risk(ssd, ROLE_SSD, &sm, &lr);
+		if (rc) {
+			if (rc > 0)
+				log_risk_say(&lr, sm.vol_uuid);
+			else
+				fprintf(stderr, "nxdctl: %s: cannot read its "
+					"log\n", ssd);
+			problems++;
+		}
+	} else if (sr == ROLE_NONE) {
+		rc = warn_sigs("SSD", ssd, &problems);
+		if (rc)
+			return rc;
+	}
+out:
+	if (!problems)
+		return 0;
+	if (force) {
+		fprintf(stderr, "nxdctl: --force: going ahead\n");
+		return 0;
+	}
+	return fail(NXDCTL_EXIT_USAGE, "refusing to create the volume: what "
+		    "is named above would be\noverwritten or lost (--force "
+		    "to go ahead)");
+}

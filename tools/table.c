@@ -50,6 +50,7 @@ const struct option table_opts[] = {
 	{ "uuid", required_argument, NULL, O_UUID },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
+	{ "force", no_argument, NULL, O_FORCE },
 	HELP_OPT, { 0 }
 };
 
@@ -218,6 +219,9 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);
 	if (co->len && co->len < len)
 		len = co->len;
+	rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
+	if (rc)
+		return rc;
 	if (co->nargs)
 		n = snprintf(params, sizeof(params), "%s %s %u%s", hdd, ssd,
 			     co->nargs, co->extra);
@@ -258,5 +262,8 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	}
 	dm_udev_wait(cookie);
 	dm_task_destroy(dmt);
+	/* The kernel may have written a label and a superblock: re-probe. */
+	udev_change(hdd);
+	udev_change(ssd);
 	return 0;
 }

@@ -212,6 +212,34 @@ t "create: --name is not create's" 1 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --name x
 t "assemble: no --format" 1 $NXDCTL assemble --format
 
+# ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
+truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"
+truncate -s 300M "$OUT/fs.img" "$OUT/tail.img"
+if mkfs.ext4 -q -F -L ost0 "$OUT/fs.img" >/dev/null 2>&1; then
+	t "create: HDD with a file system" 1 $NXDCTL create v0 "$OUT/fs.img" \
+		"$OUT/ssd.img" --dry-run
+	err_has "create: names the file system" "HDD $OUT/fs.img holds ext4 UUID .* LABEL 'ost0'"
+	err_has "create: says why" "cannot be.*converted in place\|converted in place"
+	err_has "create: says how to go ahead" "(--force to go ahead)"
+	[ -s "$OUT/last.out" ] && ko "create: refused before the table line" ||
+		ok "create: refused before the table line"
+	t "create: HDD with a file system, --force" 0 $NXDCTL create v0 \
+		"$OUT/fs.img" "$OUT/ssd.img" --dry-run --force
+	has "create --force prints the table" "^dmsetup create v0 "
+	t "create: SSD with a file system" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+		"$OUT/fs.img" --dry-run
+	err_has "create: names the SSD's file system" "SSD $OUT/fs.img holds ext4"
+	t "create: SSD with a file system, --format" 1 $NXDCTL create v0 \
+		"$OUT/hdd.img" "$OUT/fs.img" --dry-run --format
+else
+	echo "SKIP create signature tests (no mkfs.ext4)"
+fi
+printf 'data' | dd of="$OUT/tail.img" bs=1 seek=$((300 * 1048576 - 5000)) \
+	conv=notrunc 2>/dev/null
+t "create: data in the HDD's last MiB" 1 $NXDCTL create v0 "$OUT/tail.img" \
+	"$OUT/ssd.img" --dry-run
+err_has "create: names the offset" "holds data in its last MiB (at byte $((300 * 1048576 - 5000)))"
+
 # ---- assemble / udev-info on loop devices (root, losetup, the core) ----
 LOOPS=
 cleanup_loops() {
@@ -325,6 +353,32 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	[ -z "$(./nxd-probe "$HD")$(./nxd-probe "$SD")" ] &&
 		ok "wipe: both halves clean" || ko "wipe: both halves clean"
 	t "wipe: missing device" 2 $NXDCTL wipe "$OUT/nope"
+
+	# ---- create --format over a log (loop devices: the pair is found) ----
+	for v in e f; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-e.img" "$OUT/hdd-e.img" 96 2
+	tests/mkmeta "$OUT/ssd-f.img" "$OUT/hdd-f.img" 112
+	loop "$OUT/ssd-e.img" && SE=$DEV
+	loop "$OUT/hdd-e.img" && HE=$DEV
+	loop "$OUT/ssd-f.img" && SF=$DEV
+	loop "$OUT/hdd-f.img" && HF=$DEV
+	t "create: the pair again (replay)" 0 $NXDCTL create v0 "$HE" "$SE" \
+		--dry-run
+	t "create --format over writes in the log" 1 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --format
+	err_has "create --format: says the log holds writes" "holds writes not yet on the HDD"
+	t "create --format --force over writes" 0 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --format --force
+	t "create --format over an empty log" 0 $NXDCTL create v0 "$HF" "$SF" \
+		--dry-run --format
+	t "create: new HDD, SSD holding another volume's writes" 1 $NXDCTL \
+		create v0 "$OUT/hdd.img" "$SE" --dry-run --format
+	t "create: another volume's HDD" 1 $NXDCTL create v0 "$HE" "$SF" \
+		--dry-run --format
 	cleanup_loops
 	trap - EXIT
 else
