@@ -3,7 +3,9 @@
  * nxdctl histogram, stats: the request size histogram and the counters.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -125,14 +127,30 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 	return 0;
 }
 
+static int prometheus(int nvols, char **vols)
+{
+	struct nxdctl_status *s;
+	unsigned int n, total;
+	int rc;
+
+	rc = collect_status(nvols, vols, 0, false, &s, &n, &total);
+	if (rc)
+		return rc;
+	nxdctl_prometheus(stdout, s, n);
+	free(s);
+	return fflush(stdout) ? fail(NXDCTL_EXIT_KERNEL, "write: %s",
+				     strerror(errno)) : 0;
+}
+
 static int do_stats(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "reset", no_argument, NULL, 'r' },
+		{ "prometheus", no_argument, NULL, 'P' },
 		HELP_OPT, { 0 }
 	};
-	bool json = false, reset = false;
+	bool json = false, reset = false, prom = false;
 	struct nxd_ioc_stats st;
 	struct vol v;
 	int o, rc;
@@ -145,9 +163,19 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		case 'r':
 			reset = true;
 			break;
+		case 'P':
+			prom = true;
+			break;
 		default:
 			return opt_default(c, o, argv);
 		}
+	}
+	if (prom) {
+		if (json || reset)
+			return usage_error(c->name, "--prometheus takes no "
+					   "--json or --reset");
+		rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
+		return rc ? rc : prometheus(argc - optind, argv + optind);
 	}
 	rc = want_args(c, argc, argv, 1, 1);
 	if (!rc)
@@ -191,10 +219,15 @@ const struct cmd cmd_histogram = {
 };
 
 const struct cmd cmd_stats = {
-	"stats", do_stats, "VOL [--json] [--reset]",
+	"stats", do_stats, "VOL [--json] [--reset] | [VOL...] --prometheus",
 	"Show all counters of VOL by name.",
 	"Options:\n"
-	"  --json     as a JSON object\n"
-	"  --reset    clear the counters as they are read (CAP_SYS_ADMIN)\n"
+	"  --json         as a JSON object\n"
+	"  --reset        clear the counters as they are read (CAP_SYS_ADMIN)\n"
+	"  --prometheus   every counter, the state and the histogram of VOL "
+	"(or of\n"
+	"                 every volume) in the Prometheus text format, for "
+	"node_exporter's\n"
+	"                 textfile collector\n"
 	VOL_HELP,
 };

@@ -90,29 +90,6 @@ out:
 	return rc;
 }
 
-/* /dev path of block device "MAJ:MIN". */
-static int devnode_of(const char *majmin, char *out, size_t len)
-{
-	char path[PATH_MAX], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/dev/block/%s", majmin);
-	if (!access(path, F_OK)) {
-		snprintf(out, len, "%s", path);
-		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/dev/block/%s/uevent", sysfs_root,
-		 majmin);
-	if (sysfs_read(path, buf, sizeof(buf)))
-		return -ENOENT;
-	p = strstr(buf, "DEVNAME=");
-	if (!p)
-		return -ENOENT;
-	p += 8;
-	p[strcspn(p, "\n")] = 0;
-	snprintf(out, len, "/dev/%s", p);
-	return 0;
-}
-
 static int do_suggest(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {

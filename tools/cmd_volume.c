@@ -167,7 +167,8 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		HELP_OPT, { 0 }
 	};
-	struct nxd_ioc_list *l;
+	struct nxdctl_status *s;
+	unsigned int n, total;
 	bool json = false;
 	int o, rc;
 
@@ -183,16 +184,15 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 	rc = want_args(c, argc, argv, 0, 0);
 	if (rc)
 		return rc;
-	l = malloc(sizeof(*l));
-	if (!l)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	rc = get_list(l);
-	if (!rc && nxdctl_print_list(stdout, l, json))
+	rc = collect_status(0, NULL, 0, false, &s, &n, &total);
+	if (rc)
+		return rc;
+	if (nxdctl_print_health(stdout, s, n, total, json))
 		rc = fail(NXDCTL_EXIT_KERNEL, "cannot print the list");
-	if (!rc && l->total > l->count)
-		fprintf(stderr, "nxdctl: showing %u of %u volumes\n",
-			l->count, l->total);
-	free(l);
+	if (!rc && total > n)
+		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", n,
+			total);
+	free(s);
 	return rc;
 }
 
@@ -253,6 +253,8 @@ const struct cmd cmd_resume_destage = {
 
 const struct cmd cmd_list = {
 	"list", do_list, "[--json]",
-	"List the nxd volumes the kernel knows.",
+	"List the nxd volumes the kernel knows, with their health: state, "
+	"log use,\nlogged data not yet on the HDD (DIRTY, an upper bound), "
+	"I/O errors\n(SSD + HDD), write threshold, mode and volume UUID.",
 	"Options:\n  --json    as JSON\n",
 };

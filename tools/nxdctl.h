@@ -24,6 +24,7 @@
 #include "fmt.h"
 #include "stats.h"
 #include "suggest.h"
+#include "status.h"
 #include "view.h"
 
 /* Exit codes, documented in nxdctl(8). */
@@ -166,6 +167,12 @@ bool candidate(const char *kn);
 int find_peer(const struct nxd_meta *od, enum role want,
 	      const char *self, char *out, size_t len);
 
+/* /dev path of block device "MAJ:MIN": /dev/block/M:m if present. */
+int devnode_of(const char *majmin, char *out, size_t len);
+/* /dev/NAME of block device "MAJ:MIN" (its uevent DEVNAME). */
+int devname_of(const char *majmin, char *out, size_t len);
+/* The best /dev/disk/by-id link to @dev (hardware names first), or -errno. */
+int by_id_of(const char *dev, char *out, size_t len);
 /* Trigger a udev change event for block device @path (re-probe it). */
 int udev_change(const char *path);
 
@@ -208,6 +215,19 @@ void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
 int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 		  bool format, bool force);
 
+/* ---- cmd_status.c ---- */
+
+/*
+ * The health model of the volumes named in @vols (all volumes if
+ * @nvols is 0): list entry, counters, sysfs state, and with @devices the
+ * table's HDD and SSD; with @interval > 0 a second reading that many
+ * seconds later for rates.  *@out (free()) holds *@n of the *@total
+ * volumes.  0 or an exit code.
+ */
+int collect_status(int nvols, char **vols, double interval, bool devices,
+		   struct nxdctl_status **out, unsigned int *n,
+		   unsigned int *total);
+
 /* ---- the commands ---- */
 
 extern const struct cmd cmd_histogram, cmd_stats;		/* cmd_stats.c */
@@ -217,5 +237,7 @@ extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
 extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
+extern const struct cmd cmd_status;				/* cmd_status.c */
+extern const struct cmd cmd_show_super;				/* cmd_super.c */
 
 #endif /* NXDCTL_H */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nxdctl.h"
 
@@ -79,4 +80,78 @@ int find_peer(const struct nxd_meta *od, enum role want,
 	if (found == 1)
 		return 0;
 	return found ? NXDCTL_EXIT_NOVOL : -ENOENT;
+}
+
+/* /dev path of block device "MAJ:MIN". */
+int devnode_of(const char *majmin, char *out, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "/dev/block/%s", majmin);
+	if (!access(path, F_OK)) {
+		snprintf(out, len, "%s", path);
+		return 0;
+	}
+	return devname_of(majmin, out, len);
+}
+
+int devname_of(const char *majmin, char *out, size_t len)
+{
+	char path[PATH_MAX], buf[512], *p;
+
+	snprintf(path, sizeof(path), "%s/dev/block/%s/uevent", sysfs_root,
+		 majmin);
+	if (sysfs_read(path, buf, sizeof(buf)))
+		return -ENOENT;
+	p = strstr(buf, "DEVNAME=");
+	if (!p)
+		return -ENOENT;
+	p += 8;
+	p[strcspn(p, "\n")] = 0;
+	snprintf(out, len, "/dev/%s", p);
+	return 0;
+}
+
+/* Links under /dev/disk/by-id worth showing first: the hardware's own. */
+static int by_id_rank(const char *n)
+{
+	static const char *const pref[] = {
+		"wwn-", "nvme-eui.", "nvme-", "scsi-", "ata-", "md-uuid-",
+		"dm-uuid-", "md-name-", "dm-name-",
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE_NXDCTL(pref); i++)
+		if (!strncmp(n, pref[i], strlen(pref[i])))
+			return i;
+	return ARRAY_SIZE_NXDCTL(pref);
+}
+
+int by_id_of(const char *dev, char *out, size_t len)
+{
+	char real[PATH_MAX], p[PATH_MAX], r[PATH_MAX];
+	int best = -1, rank;
+	struct dirent *de;
+	DIR *d;
+
+	if (!realpath(dev, real))
+		return -errno;
+	d = opendir("/dev/disk/by-id");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/dev/disk/by-id/%s", de->d_name);
+		if (!realpath(p, r) || strcmp(r, real))
+			continue;
+		rank = by_id_rank(de->d_name);
+		if (best >= 0 && (rank > best || (rank == best &&
+		    strcmp(p, out) >= 0)))
+			continue;
+		best = rank;
+		snprintf(out, len, "%s", p);
+	}
+	closedir(d);
+	return best >= 0 ? 0 : -ENOENT;
 }

@@ -38,6 +38,7 @@ struct nxdctl_counter {
 	const char *name;
 	size_t off;
 	bool gauge;		/* a level, not an event count */
+	const char *help;	/* one line, for Prometheus' HELP */
 };
 extern const struct nxdctl_counter nxdctl_counters[];
 extern const unsigned int nxdctl_nr_counters;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "stats.h"
+#include "status.h"
 
 /* What JSON documents say besides the numbers. */
 struct nxdctl_meta {
@@ -32,5 +33,25 @@ void nxdctl_json_stats(FILE *f, const struct nxd_ioc_stats *st,
 /* NXD_IOC_LIST result as a table or JSON. */
 int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json);
 void nxdctl_json_list(FILE *f, const struct nxd_ioc_list *l);
+
+/* A column of a libsmartcols table (view_text.c), right-aligned or not. */
+struct libscols_table;
+int nxdctl_add_col(struct libscols_table *tb, const char *name, bool right);
+
+/* view_status.c: the health model (status.h). */
+void nxdctl_print_status(FILE *f, const struct nxdctl_status *s);
+void nxdctl_json_status(FILE *f, const struct nxdctl_status *s,
+			unsigned int n, uint64_t time);
+/* The volume list with health columns; @total: volumes that exist. */
+int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
+			unsigned int n, unsigned int total, bool json);
+
+/*
+ * view_prom.c: Prometheus text exposition format (node_exporter's textfile
+ * collector): every counter, the state, and the request size histogram
+ * of each volume with statistics.
+ */
+void nxdctl_prometheus(FILE *f, const struct nxdctl_status *s,
+		       unsigned int n);
 
 #endif /* NXDCTL_VIEW_H */

@@ -85,38 +85,3 @@ void nxdctl_json_stats(FILE *f, const struct nxd_ioc_stats *st,
 	jw_close(&j, '}');
 	jw_close(&j, '}');
 }
-
-void nxdctl_json_list(FILE *f, const struct nxd_ioc_list *l)
-{
-	unsigned int n = l->count < NXD_IOC_MAX_VOLS ? l->count :
-			 NXD_IOC_MAX_VOLS;
-	unsigned int i, ma, mi;
-	char buf[64];
-	struct jw j;
-
-	jw_start(&j, f, true);
-	jw_open(&j, NULL, '{');
-	jw_u64(&j, "total", l->total);
-	jw_open(&j, "volumes", '[');
-	for (i = 0; i < n; i++) {
-		const struct nxd_ioc_vol *v = &l->vols[i];
-		char name[NXD_NAME_LEN + 1];
-
-		memcpy(name, v->name, NXD_NAME_LEN);
-		name[NXD_NAME_LEN] = 0;
-		nxdctl_decode_dev(v->dev, &ma, &mi);
-		jw_open(&j, NULL, '{');
-		jw_str(&j, "name", name);
-		jw_u64(&j, "major", ma);
-		jw_u64(&j, "minor", mi);
-		jw_u64(&j, "sectors", v->sectors);
-		jw_u64(&j, "write_threshold", v->write_threshold);
-		jw_u64(&j, "read_threshold", v->read_threshold);
-		jw_str(&j, "mode", nxd_mode_name(v->mode));
-		nxdctl_fmt_uuid(buf, v->vol_uuid);
-		jw_str(&j, "uuid", buf);
-		jw_close(&j, '}');
-	}
-	jw_close(&j, ']');
-	jw_close(&j, '}');
-}

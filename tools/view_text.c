@@ -40,7 +40,7 @@ void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st)
 	}
 }
 
-static int add_col(struct libscols_table *tb, const char *name, bool right)
+int nxdctl_add_col(struct libscols_table *tb, const char *name, bool right)
 {
 	return scols_table_new_column(tb, name, 0, right ? SCOLS_FL_RIGHT : 0) ?
 		0 : -ENOMEM;
@@ -69,7 +69,7 @@ int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
 		return -ENOMEM;
 	scols_table_set_stream(tb, f);
 	for (i = 0; i < ARRAY_SIZE_NXDCTL(cols) && !rc; i++)
-		rc = add_col(tb, cols[i], i >= 2);
+		rc = nxdctl_add_col(tb, cols[i], i >= 2);
 	for (d = 0; d < NXD_H_NDIR && !rc; d++) {
 		for (b = 0; b < NXD_HIST_NBUCKETS && !rc; b++) {
 			struct libscols_line *ln = scols_table_new_line(tb, NULL);
@@ -113,59 +113,4 @@ void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st)
 	for (i = 0; i < nxdctl_nr_counters; i++)
 		fprintf(f, "%-22s %" PRIu64 "\n", nxdctl_counters[i].name,
 			nxdctl_counter_get(&st->c, i));
-}
-
-int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json)
-{
-	static const char *const cols[] = {
-		"NAME", "MAJ:MIN", "SIZE", "WRITE_THR", "READ_THR", "MODE",
-		"UUID",
-	};
-	unsigned int n = l->count < NXD_IOC_MAX_VOLS ? l->count :
-			 NXD_IOC_MAX_VOLS;
-	struct libscols_table *tb;
-	unsigned int i, ma, mi;
-	char buf[64];
-	int rc = 0;
-
-	if (json) {
-		nxdctl_json_list(f, l);
-		return 0;
-	}
-
-	tb = scols_new_table();
-	if (!tb)
-		return -ENOMEM;
-	scols_table_set_stream(tb, f);
-	for (i = 0; i < ARRAY_SIZE_NXDCTL(cols) && !rc; i++)
-		rc = add_col(tb, cols[i], i >= 2 && i <= 4);
-	for (i = 0; i < n && !rc; i++) {
-		const struct nxd_ioc_vol *v = &l->vols[i];
-		struct libscols_line *ln = scols_table_new_line(tb, NULL);
-		char name[NXD_NAME_LEN + 1];
-
-		if (!ln) {
-			rc = -ENOMEM;
-			break;
-		}
-		memcpy(name, v->name, NXD_NAME_LEN);
-		name[NXD_NAME_LEN] = 0;
-		rc |= scols_line_set_data(ln, 0, name);
-		nxdctl_decode_dev(v->dev, &ma, &mi);
-		snprintf(buf, sizeof(buf), "%u:%u", ma, mi);
-		rc |= scols_line_set_data(ln, 1, buf);
-		nxdctl_fmt_human(buf, sizeof(buf), v->sectors << 9);
-		rc |= scols_line_set_data(ln, 2, buf);
-		nxdctl_fmt_size(buf, sizeof(buf), v->write_threshold);
-		rc |= scols_line_set_data(ln, 3, buf);
-		nxdctl_fmt_size(buf, sizeof(buf), v->read_threshold);
-		rc |= scols_line_set_data(ln, 4, buf);
-		rc |= scols_line_set_data(ln, 5, nxd_mode_name(v->mode));
-		nxdctl_fmt_uuid(buf, v->vol_uuid);
-		rc |= scols_line_set_data(ln, 6, buf);
-	}
-	if (!rc)
-		rc = scols_print_table(tb);
-	scols_unref_table(tb);
-	return rc ? -EIO : 0;
 }

@@ -145,7 +145,7 @@ echo 253:1 >"$SYS/block/dm-1/dev"
 echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
 echo 131072 >"$SYS/block/dm-0/nxd/read_threshold"
 for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
-	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:running; do
+	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:ok; do
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
 done
 export NXDCTL_SYSFS="$SYS"
@@ -168,12 +168,75 @@ t "unknown volume" 2 $NXDCTL threshold nosuch
 err_has "unknown volume message" "volume 'nosuch' not found"
 t "config lists all" 0 $NXDCTL config vol0
 has "config mode" "^mode=auto$"
-has "config state" "^state=running$"
+has "config state" "^state=ok$"
 t "config set" 0 $NXDCTL config vol0 high_watermark=90 write_threshold=32K
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 32768 ] &&
 	[ "$(cat "$SYS/block/dm-0/nxd/high_watermark")" = 90 ] &&
 	ok "config writes sysfs" || ko "config writes sysfs"
 t "config read-only attr" 1 $NXDCTL config vol0 state=x
+
+# status, list and --prometheus: statistics from the file, state from sysfs
+export NXDCTL_TEST_STATS="$OUT/fig6.stats"
+t "status" 0 $NXDCTL status vol0 --interval 0
+has "status: state" "^vol0: ok$"
+has "status: log use" "^  log  *0.4% used (3.9M of 1.0G)$"
+has "status: dirty" "^  dirty  *0 blocks logged and not yet on the HDD"
+has "status: destage, not measured" "^  destage  *rate not measured (no limit)"
+has "status: writes" "^  writes  *545386 logged, 0 to the HDD, 0 around a full log$"
+has "status: errors" "^  errors  *SSD 0, HDD 0$"
+has "status: recovery" "^  recovery .* in 1.2 ms at activation$"
+t "status, with a rate" 0 $NXDCTL status vol0 --interval 0.2
+has "status: rate of an unchanged file" "^  destage  *0.0 MiB/s over the last 0.2 s"
+t "status --json" 0 $NXDCTL status vol0 --json --interval 0
+cp "$OUT/last.out" "$OUT/status.json"
+py "status --json" '
+v = d["volumes"][0]
+assert d["time"] > 0 and v["name"] == "vol0" and v["state"] == "ok"
+assert v["log_bytes"] == 262144 * 4096 and v["log_used_bytes"] == 1000 * 4096
+assert abs(v["log_used_pct"] - 100 * 1000 / 262144) < 1e-3
+assert v["destage_bytes_per_s"] is None and v["destage_rate_limit_mib_s"] == 0
+assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234' \
+	"$OUT/status.json"
+t "status: bad interval" 1 $NXDCTL status vol0 --interval x
+t "stats --prometheus" 0 $NXDCTL stats vol0 --prometheus
+cp "$OUT/last.out" "$OUT/prom.txt"
+PY3=python3
+[ -x /usr/bin/python3 ] && PY3=/usr/bin/python3
+if $PY3 -c '
+import sys
+from prometheus_client.parser import text_string_to_metric_families as parse
+fam = {f.name: f for f in parse(open(sys.argv[1]).read())}
+def val(name, **labels):
+    for f in fam.values():
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise KeyError((name, labels))
+assert fam["nxd_writes_logged"].type == "counter"
+assert val("nxd_writes_logged_total", volume="vol0") == 545386
+assert fam["nxd_log_blocks"].type == "gauge" and val("nxd_log_blocks") == 262144
+assert val("nxd_state", state="ok") == 1 and val("nxd_state", state="degraded") == 0
+h = fam["nxd_request_size_bytes"]
+assert h.type == "histogram"
+assert val("nxd_request_size_bytes_bucket", op="write", le="4096") == 23978
+assert val("nxd_request_size_bytes_bucket", op="write", le="8192") == 23978 + 499318
+assert val("nxd_request_size_bytes_bucket", op="write", le="+Inf") == 545386
+assert val("nxd_request_size_bytes_count", op="read") == 56796 + 456385 + 55 + 31 + 4
+assert val("nxd_request_size_bytes_sum", op="write") == sum(
+    n * b for n, b in [(23978, 4096), (499318, 8192), (19954, 16384),
+                       (1962, 32768), (127, 65536), (39, 131072),
+                       (6, 262144), (2, 524288)])
+t = sum(val("nxd_requests_total", op="write", route=r, align=a)
+        for r in ("ssd", "hdd") for a in ("aligned", "unaligned"))
+assert t == 545386, t
+print(len(fam), "families")' "$OUT/prom.txt" >"$OUT/py.out" 2>&1; then
+	ok "stats --prometheus parses (prometheus_client) and adds up"
+else
+	ko "stats --prometheus parses (prometheus_client) and adds up"
+	sed 's/^/    /' "$OUT/py.out"
+fi
+t "stats --prometheus --json" 1 $NXDCTL stats vol0 --prometheus --json
+unset NXDCTL_TEST_STATS
 t "config unknown attr" 1 $NXDCTL config vol0 bogus
 chmod 0444 "$SYS/block/dm-0/nxd/mode"
 if [ "$(id -u)" != 0 ]; then
@@ -326,6 +389,29 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	loop "$OUT/hdd-c.img" && HC=$DEV
 	loop "$OUT/ssd-d.img" && SD=$DEV
 	loop "$OUT/hdd-d.img" && HD=$DEV
+	# ---- show-super, before C is wiped ----
+	t "show-super: SSD" 0 $NXDCTL show-super "$SC"
+	has "show-super: copy in use" "^  copy B  *block 1: valid, sb_seq 2 (in use)$"
+	has "show-super: uuid" "^  volume UUID  *40414243-4445-4647-4849-4a4b4c4d4e4f$"
+	has "show-super: head" "^  head  *position 6, segment 4$"
+	has "show-super: the log" "^  log  *3 live segments from segment 1, 3 data blocks not yet on the HDD$"
+	has "show-super: the HDD found" "^  HDD  *$HC$"
+	t "show-super: HDD" 0 $NXDCTL show-super "${HC#/dev/}"
+	has "show-super: label position" "nxd HDD label, format 1, at sector 612352$"
+	t "show-super --json" 0 $NXDCTL show-super "$SC" --json
+	cp "$OUT/last.out" "$OUT/super.json"
+	py "show-super --json" '
+assert d["role"] == "ssd" and d["in_use"] == 1
+assert [c["decode"] for c in d["copies"]] == ["valid", "valid"]
+sb = d["superblock"]
+assert sb["sb_seq"] == 2 and sb["head_seq"] == 4 and sb["clean"] is True
+assert sb["ring_blocks"] == 64 * 256 - 8 and sb["data_sectors"] == 612352
+assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
+		"$OUT/super.json"
+	printf 'X' | dd of="$SC" bs=1 seek=100 conv=notrunc 2>/dev/null
+	t "show-super: a damaged copy" 0 $NXDCTL show-super "$SC"
+	has "show-super: names the damage" "^  copy A  *block 0: bad checksum$"
+	t "show-super: not nxd" 2 $NXDCTL show-super "$l"
 	t "wipe: SSD with writes in its log" 1 $NXDCTL wipe "$SC"
 	err_has "wipe: says the log holds writes" "holds writes not yet on the HDD"
 	err_has "wipe: names the first segment" "segment 1 onwards"
@@ -394,7 +480,7 @@ has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
 t "unknown command" 1 $NXDCTL frobnicate
 for c in histogram stats threshold config create remove drain \
 	pause-destage resume-destage list suggest-threshold assemble \
-	udev-info wipe help; do
+	udev-info wipe status show-super help; do
 	t "$c --help" 0 $NXDCTL $c --help
 	has "$c --help shows usage" "^Usage: nxdctl $c"
 done

@@ -18,6 +18,7 @@
 #include "fmt.h"
 #include "stats.h"
 #include "suggest.h"
+#include "status.h"
 #include "view.h"
 
 static int failed;
@@ -400,6 +401,36 @@ static void test_list(const char *out)
 	check(!write_file(out, "list.json", list_fn, &l), "write list.json");
 }
 
+static void test_status(const struct nxd_ioc_stats *st)
+{
+	static struct nxdctl_status s;
+	struct nxd_ioc_vol v = { .sectors = 2048, .write_threshold = 65536 };
+
+	strcpy(v.name, "h0");
+	nxdctl_status_from_vol(&s, &v);
+	check(nxdctl_status_destage_bps(&s) < 0 &&
+	      !strcmp(nxdctl_status_state(&s), "unknown"),
+	      "status without statistics: no rate, state unknown");
+	s.have_stats = true;
+	s.st = *st;
+	s.st.c.index_entries = 3;
+	s.st.c.destaged_bytes = 5 << 20;
+	s.prev = s.st.c;
+	s.prev.destaged_bytes = 1 << 20;
+	s.interval_s = 2;
+	check(nxdctl_status_destage_bps(&s) == 2 << 20,
+	      "status: destage rate 4 MiB over 2 s");
+	s.prev.destaged_bytes = 6 << 20;
+	check(nxdctl_status_destage_bps(&s) < 0, "status: no rate across a "
+	      "reset");
+	check(nxdctl_status_dirty_bytes(&s) == 3 * 4096 &&
+	      nxdctl_status_log_pct(&s) == 100.0 * 1000 / 262144,
+	      "status: dirty bytes and log use");
+	s.st.c.degraded = 1;
+	check(!strcmp(nxdctl_status_state(&s), "degraded"),
+	      "status: degraded from the counters");
+}
+
 int main(int argc, char **argv)
 {
 	static struct nxd_ioc_stats st;
@@ -418,6 +449,7 @@ int main(int argc, char **argv)
 	test_suggest(&st);
 	test_route_share(&st);
 	test_list(argv[2]);
+	test_status(&st);
 	check(!write_file(argv[2], "fig6.stats", raw_fn, &st),
 	      "write fig6.stats");
 	check(!write_file(argv[2], "hist.json", json_hist_fn, &st),
