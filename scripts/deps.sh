@@ -29,7 +29,8 @@ fi
 PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       libsmartcols-dev pkg-config libblkid-dev uuid-dev
       qemu-system-x86 busybox-static fio blktrace mdadm xfsprogs e2fsprogs
-      bcache-tools python3-pytest python3-matplotlib udev util-linux
+      bcache-tools python3-pytest python3-matplotlib python3-prometheus-client
+      udev util-linux
       linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
       libclang-rt-14-dev rsync
       flex bison libelf-dev)   # the last three: make debug-kernel (kconfig, objtool)
