@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -20,9 +21,39 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* The write threshold and mode routing uses now; thr -1 if unknown. */
+static void routing_of(const struct vol *v, int64_t *thr, uint32_t *mode)
+{
+	char path[PATH_MAX], buf[64];
+	enum nxd_mode m;
+	uint64_t n;
+
+	*thr = -1;
+	*mode = NXD_MODE_AUTO;
+	if (test_stats) {
+		const char *e = getenv("NXDCTL_TEST_THRESHOLD");
+
+		if (e && !nxd_parse_size(e, &n))
+			*thr = n;
+		e = getenv("NXDCTL_TEST_MODE");
+		if (e && !nxd_mode_parse(e, &m))
+			*mode = m;
+		return;
+	}
+	nxd_attr_path(v, "write_threshold", path, sizeof(path));
+	if (!sysfs_read(path, buf, sizeof(buf)) && !nxd_parse_size(buf, &n))
+		*thr = n;
+	nxd_attr_path(v, "mode", path, sizeof(path));
+	if (!sysfs_read(path, buf, sizeof(buf)) && !nxd_mode_parse(buf, &m))
+		*mode = m;
+}
+
 static int print_hist(const struct nxd_ioc_stats *st, const struct vol *v,
 		      bool json, bool routes, unsigned int interval)
 {
+	int64_t thr;
+	uint32_t mode;
+
 	struct nxdctl_meta m = {
 		.vol = v->name,
 		.interval_s = interval,
@@ -42,7 +73,8 @@ static int print_hist(const struct nxd_ioc_stats *st, const struct vol *v,
 			       interval);
 		}
 		if (routes) {
-			if (nxdctl_print_routes(stdout, st))
+			routing_of(v, &thr, &mode);
+			if (nxdctl_print_routes_why(stdout, st, thr, mode))
 				return fail(NXDCTL_EXIT_KERNEL,
 					    "cannot print the table");
 		} else {
@@ -205,7 +237,15 @@ const struct cmd cmd_histogram = {
 	"by the\n"
 	"                     SSD log and by the HDD, aligned and unaligned "
 	"ones\n"
-	"                     (4 KiB offset and length), and mean latencies\n"
+	"                     (4 KiB offset and length), mean latencies, and "
+	"for\n"
+	"                     writes why they went there: size (against the "
+	"current\n"
+	"                     write threshold), unaligned (4 KiB), chunk "
+	"(not aligned\n"
+	"                     to the array's minimum I/O size), full (the log "
+	"was\n"
+	"                     full), mode\n"
 	"  --json             every cell (count, bytes, time_ns by route "
 	"and\n"
 	"                     alignment) as JSON\n"

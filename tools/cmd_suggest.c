@@ -98,8 +98,12 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		{ "hdd-iops", required_argument, NULL, O_HDDIOPS },
 		{ "hdd-mbps", required_argument, NULL, O_HDDMBPS },
 		{ "probe-seconds", required_argument, NULL, O_PROBE },
+		{ "stripe", required_argument, NULL, O_STRIPE },
+		{ "chunk", required_argument, NULL, O_CHUNK },
+		{ "no-stripe-cap", no_argument, NULL, O_NOCAP },
 		HELP_OPT, { 0 }
 	};
+	bool stripe_given = false, chunk_given = false;
 	struct nxdctl_speeds sp = { 0 }, given;
 	struct nxdctl_suggestion sg;
 	struct nxd_ioc_stats st;
@@ -129,6 +133,20 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		case O_PROBE:
 			dst = &probe;
 			break;
+		case O_STRIPE:
+		case O_CHUNK:
+			rc = parse_size_opt(c->name, o == O_STRIPE ? "--stripe" :
+					    "--chunk", optarg, 1ULL << 40,
+					    o == O_STRIPE ? &sp.stripe :
+					    &sp.chunk);
+			if (rc)
+				return rc;
+			stripe_given |= o == O_STRIPE;
+			chunk_given |= o == O_CHUNK;
+			continue;
+		case O_NOCAP:
+			sp.no_stripe_cap = true;
+			continue;
 		default:
 			return opt_default(c, o, argv);
 		}
@@ -144,6 +162,23 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		rc = get_stats(&v, 0, &st);
 	if (rc)
 		return rc;
+	/* The volume exports the array's geometry (dm-nxd(4), io_hints). */
+	if (!test_stats && (!stripe_given || !chunk_given)) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/block/%s/queue/optimal_io_size",
+			 sysfs_root, v.kname);
+		if (!stripe_given && !sysfs_read(path, buf, sizeof(buf)))
+			sp.stripe = strtoull(buf, NULL, 10);
+		snprintf(path, sizeof(path), "%s/block/%s/queue/minimum_io_size",
+			 sysfs_root, v.kname);
+		if (!chunk_given && !sysfs_read(path, buf, sizeof(buf)))
+			sp.chunk = strtoull(buf, NULL, 10);
+	}
+	/* An optimal size that is no multiple of the minimum is no stripe. */
+	if (sp.stripe && sp.chunk && (sp.stripe % sp.chunk ||
+				      sp.stripe <= sp.chunk) && !stripe_given)
+		sp.stripe = 0;
 	given = sp;
 
 	if (!sp.ssd_iops || !sp.ssd_mbps || !sp.hdd_iops || !sp.hdd_mbps) {
@@ -210,6 +245,14 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		    !nxd_parse_size(buf, &n))
 			cur = n;
 	}
+	if (sp.stripe) {
+		char a[32], b[32];
+
+		nxdctl_fmt_size(a, sizeof(a), sp.stripe);
+		nxdctl_fmt_size(b, sizeof(b), sp.chunk);
+		printf("Array: full stripe %s, chunk %s%s\n\n", a, b,
+		       stripe_given ? " [given]" : "");
+	}
 	nxdctl_suggest(&st, &sp, cur, &sg);
 	nxdctl_print_suggestion(stdout, v.name, &sp, &sg);
 	return 0;
@@ -217,18 +260,27 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 
 const struct cmd cmd_suggest_threshold = {
 	"suggest-threshold", do_suggest,
-	"VOL [--ssd-iops N --ssd-mbps N --hdd-iops N --hdd-mbps N]",
+	"VOL [--ssd-iops N --ssd-mbps N --hdd-iops N --hdd-mbps N] "
+	"[--stripe N --chunk N]",
 	"Propose a write threshold for VOL from its histogram and the "
 	"speeds of\nits two devices, and explain why.",
 	"A write sent to the HDD costs one positioning (1/IOPS) plus its "
-	"transfer;\nthrough the log it costs an SSD write plus its later "
-	"sequential destage.\nThe threshold is the largest size bucket "
-	"boundary up to which the first\nis at least twice the second.  "
+	"transfer,\ntwice that on a RAID5/6 array if it is not a whole "
+	"number of stripes\n(read-modify-write); through the log it costs "
+	"an SSD write plus its later\nsequential destage.  The threshold is "
+	"the largest size bucket boundary up\nto which the first is at least "
+	"twice the second, and never above a full\nstripe.  "
 	"Speeds not given are measured with short\nO_DIRECT read probes "
 	"of the underlying devices.\n"
 	"Options:\n"
 	"  --ssd-iops N  --hdd-iops N   4 KiB random requests per second\n"
 	"  --ssd-mbps N  --hdd-mbps N   sequential MB/s (10^6 bytes)\n"
 	"  --probe-seconds S            probe length per device (default "
-	"2)\n" VOL_HELP,
+	"2)\n"
+	"  --stripe N  --chunk N        the array's full stripe and chunk "
+	"(default: the\n"
+	"                               volume's optimal_io_size and "
+	"minimum_io_size)\n"
+	"  --no-stripe-cap              let the threshold exceed a full "
+	"stripe\n" VOL_HELP,
 };

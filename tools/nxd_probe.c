@@ -17,13 +17,47 @@
  *
  * and nothing for any other device, or one it cannot read.  It reads at
  * most three 4 KiB blocks: the two superblock copies at the start and the
- * label in the last MiB.  Exit status 0 unless the usage is wrong.
+ * label in the last MiB.
+ *
+ * nxd-probe --links uuid=UUID_ENC label=LABEL_ENC [LINK...]: prints
+ * NXD_LINKS=, the LINKs (udev's $links) but disk/by-uuid/UUID_ENC and
+ * disk/by-label/LABEL_ENC: udev 252 has no SYMLINK-=, so the rules
+ * assign the list this prints.
+ *
+ * Exit status 0 unless the usage is wrong.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "fmt.h"
 #include "ondisk.h"
+
+static int links(int argc, char **argv)
+{
+	const char *uuid = NULL, *label = NULL;
+	char u[512], l[512];
+	int i, n = 0;
+
+	if (argc < 4 || strncmp(argv[2], "uuid=", 5) ||
+	    strncmp(argv[3], "label=", 6)) {
+		fprintf(stderr, "Usage: nxd-probe --links uuid=U label=L "
+			"[LINK...]\n");
+		return 1;
+	}
+	uuid = argv[2] + 5;
+	label = argv[3] + 6;
+	snprintf(u, sizeof(u), "disk/by-uuid/%s", uuid);
+	snprintf(l, sizeof(l), "disk/by-label/%s", label);
+	fputs("NXD_LINKS=", stdout);
+	for (i = 4; i < argc; i++) {
+		if ((*uuid && !strcmp(argv[i], u)) ||
+		    (*label && !strcmp(argv[i], l)))
+			continue;
+		printf("%s%s", n++ ? " " : "", argv[i]);
+	}
+	putchar('\n');
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -33,6 +67,8 @@ int main(int argc, char **argv)
 	enum role r;
 	int e;
 
+	if (argc >= 2 && !strcmp(argv[1], "--links"))
+		return links(argc, argv);
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "Usage: nxd-probe DEVICE\n");
 		return 1;

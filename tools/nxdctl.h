@@ -139,6 +139,7 @@ enum {
 	O_WTHR = 256, O_RTHR, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
 	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
+	O_STRIPE, O_CHUNK, O_NOCAP,
 };
 
 /* Options of create and assemble; each refuses those that are not its own. */

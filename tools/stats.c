@@ -163,3 +163,38 @@ void nxdctl_stats_delta(const struct nxd_ioc_stats *now,
 			counter_set(&out->c, i, a - b);
 	}
 }
+
+void nxdctl_route_why(const struct nxd_ioc_stats *st, unsigned int b,
+		      uint64_t thr, uint32_t mode, struct nxdctl_why *w)
+{
+	struct nxd_hist_cell sa, su, h;
+	uint64_t lo, hi;
+
+	memset(w, 0, sizeof(*w));
+	nxdctl_bucket_range(b, &lo, &hi);
+	nxdctl_cell_sum(st, NXD_H_WRITE, b, NXD_H_SSD, NXD_H_ALIGNED, &sa);
+	nxdctl_cell_sum(st, NXD_H_WRITE, b, NXD_H_SSD, NXD_H_UNALIGNED, &su);
+	nxdctl_cell_sum(st, NXD_H_WRITE, b, NXD_H_HDD, -1, &h);
+	if (mode == NXD_MODE_LOG_ALL) {
+		w->ssd_mode = sa.count + su.count;
+		w->hdd_full = h.count;
+		return;
+	}
+	if (mode == NXD_MODE_PASSTHROUGH || !thr) {
+		w->hdd_mode = h.count;
+		w->ssd_either = sa.count + su.count;
+		return;
+	}
+	if (hi <= thr) {
+		w->ssd_size = sa.count + su.count;
+		w->hdd_full = h.count;
+	} else if (lo > thr) {
+		w->ssd_unaligned = su.count;
+		w->ssd_chunk = sa.count;
+		w->hdd_size = h.count;
+	} else {
+		w->ssd_unaligned = su.count;
+		w->ssd_either = sa.count;
+		w->hdd_either = h.count;
+	}
+}

@@ -50,4 +50,24 @@ extern const char *const nxdctl_dir_key[NXD_H_NDIR];	/* read, write */
 extern const char *const nxdctl_route_key[NXD_H_NROUTE]; /* ssd, hdd */
 extern const char *const nxdctl_align_key[NXD_H_NALIGN];
 
+/* Why the writes of bucket @b went where they did (histogram --routes). */
+struct nxdctl_why {
+	uint64_t ssd_size;	/* no larger than the threshold */
+	uint64_t ssd_unaligned;	/* not 4 KiB aligned, above the threshold */
+	uint64_t ssd_chunk;	/* 4 KiB aligned, above: not io_min aligned */
+	uint64_t ssd_mode;	/* mode log_all */
+	uint64_t ssd_either;	/* bucket straddles the threshold: size or chunk */
+	uint64_t hdd_size;	/* larger than the threshold */
+	uint64_t hdd_full;	/* no larger: the log was full (or was degraded) */
+	uint64_t hdd_mode;	/* mode passthrough, or threshold 0 */
+	uint64_t hdd_either;	/* straddles: size or log full */
+};
+
+/*
+ * Infer the reasons from the cells of write bucket @b, the threshold
+ * @thr and the mode, as if they held over the histogram's window.
+ */
+void nxdctl_route_why(const struct nxd_ioc_stats *st, unsigned int b,
+		      uint64_t thr, uint32_t mode, struct nxdctl_why *w);
+
 #endif /* NXDCTL_STATS_H */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* suggest-threshold: the cost model and its report (suggest.h). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "../kernel/nxd_core.h"
 #include "fmt.h"
 #include "suggest.h"
 
@@ -47,11 +49,14 @@ void nxdctl_route_share(const struct nxd_ioc_stats *st, uint64_t thr,
 
 /*
  * A write sent to the HDD costs a positioning (1 / hdd_iops: seek plus
- * rotation) and its transfer.  Through the log it costs an SSD write now
+ * rotation) and its transfer, twice over on an array with a known stripe
+ * if it is not a whole number of stripes (RAID5/6 read-modify-write: read
+ * the old data and parity, then write).  Through the log it costs an SSD write now
  * and, later, a sequential destage of the same bytes to the HDD with no
  * positioning of its own (destage coalesces).  The threshold is the largest
  * bucket boundary up to which every bucket's direct cost is at least
- * NXDCTL_SUGGEST_FACTOR times the logged cost.
+ * NXDCTL_SUGGEST_FACTOR times the logged cost, and no larger than the
+ * stripe.
  */
 void nxdctl_suggest(const struct nxd_ioc_stats *st,
 		    const struct nxdctl_speeds *sp, int64_t cur_threshold,
@@ -68,9 +73,11 @@ void nxdctl_suggest(const struct nxd_ioc_stats *st,
 				   &sg->cur_bytes);
 	for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
 		double s = bucket_size(b);
+		/* RAID6 partial stripe: read old data and parity, then write. */
+		int rmw = sp->stripe && (uint64_t)s % sp->stripe ? 2 : 1;
 
-		sg->cost_hdd_ms[b] = 1e3 / sp->hdd_iops +
-				     xfer_ms(s, sp->hdd_mbps);
+		sg->cost_hdd_ms[b] = rmw * (1e3 / sp->hdd_iops +
+					    xfer_ms(s, sp->hdd_mbps));
 		sg->cost_log_ms[b] = 1e3 / sp->ssd_iops +
 				     xfer_ms(s, sp->ssd_mbps) +
 				     xfer_ms(s, sp->hdd_mbps);
@@ -81,6 +88,15 @@ void nxdctl_suggest(const struct nxd_ioc_stats *st,
 		    NXDCTL_SUGGEST_FACTOR * sg->cost_log_ms[b])
 			break;
 		sg->bucket = b;
+	}
+	/* Never above a full stripe, the array's best write, unless told. */
+	while (sp->stripe && !sp->no_stripe_cap && sg->bucket > 0) {
+		nxdctl_bucket_range(sg->bucket, &lo, &hi);
+		if (hi <= sp->stripe)
+			break;
+		if (!sg->uncapped)
+			sg->uncapped = hi;
+		sg->bucket--;
 	}
 	if (sg->bucket > 0) {
 		nxdctl_bucket_range(sg->bucket, &lo, &hi);
@@ -120,8 +136,9 @@ void nxdctl_print_suggestion(FILE *f, const char *vol,
 	int last;
 
 	fprintf(f, "Cost of one write request.  HDD direct: positioning + "
-		"transfer.\nVia log: SSD write + its later sequential destage "
-		"to the HDD.\n");
+		"transfer%s.\nVia log: SSD write + its later sequential destage "
+		"to the HDD.\n", sp->stripe ? ", twice for\na partial "
+		"stripe (read-modify-write)" : "");
 	fprintf(f, "  %-6s %12s %12s %7s\n", "SIZE", "HDD direct",
 		"via log", "ratio");
 	last = sg->bucket < 0 ? 1 : sg->bucket + 1;
@@ -153,6 +170,24 @@ void nxdctl_print_suggestion(FILE *f, const char *vol,
 	nxdctl_fmt_size(sz, sizeof(sz), sg->threshold);
 	fprintf(f, "Suggested write threshold: %s (%" PRIu64 " bytes)\n\n",
 		sz, sg->threshold);
+	if (sp->stripe) {
+		nxdctl_fmt_size(a, sizeof(a), sp->stripe);
+		nxdctl_fmt_size(c, sizeof(c), sp->chunk);
+		fprintf(f, "The array: full stripe %s, chunk %s.  ", a, c);
+		if (sg->uncapped) {
+			char u[32];
+
+			nxdctl_fmt_size(u, sizeof(u), sg->uncapped);
+			fprintf(f, "The costs alone would say %s, but a write "
+				"of a full\nstripe is the array's best case "
+				"(no read-modify-write), and logging it\nonly "
+				"doubles its bytes: the threshold stays at or "
+				"below the stripe\n(--no-stripe-cap to lift "
+				"this).\n\n", u);
+		} else {
+			fprintf(f, "The threshold is within a stripe.\n\n");
+		}
+	}
 	fprintf(f,
 		"Why: the HDD spends about %.2f ms positioning its heads for "
 		"every request,\nwhatever its size, and moves %.0f MB/s once "
@@ -186,6 +221,13 @@ void nxdctl_print_suggestion(FILE *f, const char *vol,
 				"%.1f%% of the bytes to the log", pct(sg->cur_reqs,
 				sg->w_reqs), pct(sg->cur_bytes, sg->w_bytes));
 		fputs(".\n", f);
+	}
+	if (sp->chunk > 4096) {
+		nxdctl_fmt_size(a, sizeof(a), sp->chunk);
+		fprintf(f, "Writes not aligned to the chunk (%s) also go to the "
+			"log whatever their size;\nthe histogram counts 4 KiB "
+			"alignment only, so the share above leaves them "
+			"out.\n", a);
 	}
 	fprintf(f, "Apply with: nxdctl threshold %s --write %s\n", vol, sz);
 }

@@ -7,6 +7,7 @@
 #ifndef NXDCTL_SUGGEST_H
 #define NXDCTL_SUGGEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,6 +16,15 @@
 struct nxdctl_speeds {
 	double ssd_iops, ssd_mbps;	/* MB = 10^6 bytes */
 	double hdd_iops, hdd_mbps;
+	/*
+	 * The array's geometry, 0 if unknown: its minimum I/O size (the md
+	 * chunk) and optimal I/O size (the full stripe).  With a stripe, a
+	 * direct write that is not a whole number of stripes pays a
+	 * read-modify-write, and the threshold stays at or below a stripe
+	 * unless @no_stripe_cap.
+	 */
+	uint64_t chunk, stripe;
+	bool no_stripe_cap;
 };
 
 #define NXDCTL_SUGGEST_FACTOR	2.0
@@ -25,6 +35,7 @@ struct nxdctl_suggestion {
 	double cost_log_ms[NXD_HIST_NBUCKETS];
 	int bucket;		/* last bucket routed to the log, -1: none */
 	uint64_t threshold;	/* bytes; 0 if the log never pays off */
+	uint64_t uncapped;	/* what the costs alone said, if capped */
 	uint64_t w_reqs, w_bytes;	/* all writes in the histogram */
 	uint64_t log_reqs, log_bytes;	/* those <= threshold */
 	int64_t cur_threshold;		/* -1: unknown */

@@ -25,6 +25,13 @@ struct nxdctl_meta {
 void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st);
 /* Per route / alignment table with mean latencies (libsmartcols). */
 int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st);
+/*
+ * The same with, for writes, why they went where they did
+ * (nxdctl_route_why) under threshold @thr and @mode; no such columns if
+ * @thr < 0.
+ */
+int nxdctl_print_routes_why(FILE *f, const struct nxd_ioc_stats *st,
+			    int64_t thr, uint32_t mode);
 void nxdctl_json_histogram(FILE *f, const struct nxd_ioc_stats *st,
 			   const struct nxdctl_meta *m, bool pretty);
 void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st);

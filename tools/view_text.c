@@ -54,12 +54,22 @@ static int set_u64(struct libscols_line *ln, int col, uint64_t v)
 	return scols_line_set_data(ln, col, buf);
 }
 
+static void fmt_why(char *buf, size_t len, const struct nxdctl_why *w,
+		    bool ssd);
+
 int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
+{
+	return nxdctl_print_routes_why(f, st, -1, 0);
+}
+
+int nxdctl_print_routes_why(FILE *f, const struct nxd_ioc_stats *st,
+			    int64_t thr, uint32_t mode)
 {
 	static const char *const cols[] = {
 		"OP", "SIZE", "REQS", "SSD", "HDD", "ALIGNED", "UNALIGNED",
-		"MEAN_LAT", "SSD_LAT", "HDD_LAT",
+		"MEAN_LAT", "SSD_LAT", "HDD_LAT", "SSD_WHY", "HDD_WHY",
 	};
+	unsigned int ncols = ARRAY_SIZE_NXDCTL(cols) - (thr < 0 ? 2 : 0);
 	struct libscols_table *tb;
 	unsigned int i, b;
 	int d, rc = 0;
@@ -68,8 +78,8 @@ int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
 	if (!tb)
 		return -ENOMEM;
 	scols_table_set_stream(tb, f);
-	for (i = 0; i < ARRAY_SIZE_NXDCTL(cols) && !rc; i++)
-		rc = nxdctl_add_col(tb, cols[i], i >= 2);
+	for (i = 0; i < ncols && !rc; i++)
+		rc = nxdctl_add_col(tb, cols[i], i >= 2 && i < 10);
 	for (d = 0; d < NXD_H_NDIR && !rc; d++) {
 		for (b = 0; b < NXD_HIST_NBUCKETS && !rc; b++) {
 			struct libscols_line *ln = scols_table_new_line(tb, NULL);
@@ -98,6 +108,19 @@ int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st)
 			rc |= set_u64(ln, 6, c.count);
 			nxdctl_fmt_lat(lat, sizeof(lat), all.time_ns, all.count);
 			rc |= scols_line_set_data(ln, 7, lat);
+			if (thr >= 0 && d == NXD_H_WRITE) {
+				struct nxdctl_why w;
+				char why[128];
+
+				nxdctl_route_why(st, b, thr, mode, &w);
+				fmt_why(why, sizeof(why), &w, true);
+				rc |= scols_line_set_data(ln, 10, why);
+				fmt_why(why, sizeof(why), &w, false);
+				rc |= scols_line_set_data(ln, 11, why);
+			} else if (thr >= 0) {
+				rc |= scols_line_set_data(ln, 10, "-");
+				rc |= scols_line_set_data(ln, 11, "-");
+			}
 		}
 	}
 	if (!rc)
@@ -113,4 +136,30 @@ void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st)
 	for (i = 0; i < nxdctl_nr_counters; i++)
 		fprintf(f, "%-22s %" PRIu64 "\n", nxdctl_counters[i].name,
 			nxdctl_counter_get(&st->c, i));
+}
+
+static void fmt_why(char *buf, size_t len, const struct nxdctl_why *w,
+		    bool ssd)
+{
+	const struct { const char *what; uint64_t n; } r[] = {
+		{ "size", ssd ? w->ssd_size : w->hdd_size },
+		{ "unaligned", ssd ? w->ssd_unaligned : 0 },
+		{ "chunk", ssd ? w->ssd_chunk : 0 },
+		{ "full", ssd ? 0 : w->hdd_full },
+		{ "mode", ssd ? w->ssd_mode : w->hdd_mode },
+		{ ssd ? "size|chunk" : "size|full",
+		  ssd ? w->ssd_either : w->hdd_either },
+	};
+	size_t l = 0;
+	unsigned int i;
+
+	buf[0] = 0;
+	for (i = 0; i < ARRAY_SIZE_NXDCTL(r) && l + 1 < len; i++) {
+		if (!r[i].n)
+			continue;
+		l += snprintf(buf + l, len - l, "%s%s %" PRIu64, l ? ", " : "",
+			      r[i].what, r[i].n);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "-");
 }

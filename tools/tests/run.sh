@@ -90,6 +90,17 @@ py "histogram --json parses" \
 t "histogram --routes" 0 $NXDCTL histogram vol0 --routes
 has "routes header" "OP *SIZE *REQS *SSD *HDD *ALIGNED *UNALIGNED *MEAN_LAT"
 has "routes > 32M row" "write > 32M"
+NXDCTL_TEST_THRESHOLD=64K t "histogram --routes, why" 0 $NXDCTL histogram \
+	vol0 --routes
+has "routes: why columns" "HDD_LAT  *SSD_WHY  *HDD_WHY$"
+has "routes: at or below the threshold: size, else full" \
+	"^write 4K+1 - 8K .* size 332878  *full 166440$"
+has "routes: above: unaligned, chunk; HDD: size" \
+	"^write 64K+1 - 128K .* unaligned 6, chunk 19 size 14$"
+has "routes: reads have no why" "^read  4K .* -  *-$"
+NXDCTL_TEST_THRESHOLD=64K NXDCTL_TEST_MODE=passthrough t \
+	"histogram --routes, passthrough" 0 $NXDCTL histogram vol0 --routes
+has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mode 166440$"
 t "stats" 0 $NXDCTL stats vol0
 has "stats by name" "^writes_logged  *545386$"
 [ "$(wc -l <"$OUT/last.out")" = 26 ] && ok "stats prints 26 counters" ||
@@ -128,6 +139,17 @@ has "suggests 512K" "^Suggested write threshold: 512K (524288 bytes)"
 has "explains" "^Why: the HDD spends about 6.67 ms"
 has "reports the share" "100.0% of the write requests (545386 of 545386)"
 has "says how to apply" "nxdctl threshold vol0 --write 512K"
+t "suggest-threshold on a RAID6" 0 $NXDCTL suggest-threshold vol0 \
+	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
+	--stripe 256K --chunk 64K
+has "capped at the stripe" "^Suggested write threshold: 256K (262144 bytes)"
+has "says what the costs alone said" "The costs alone would say 512K"
+has "names the geometry" "^Array: full stripe 256K, chunk 64K \\[given\\]"
+has "names chunk misalignment" "Writes not aligned to the chunk (64K) also go to the log"
+t "suggest-threshold --no-stripe-cap" 0 $NXDCTL suggest-threshold vol0 \
+	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
+	--stripe 256K --chunk 64K --no-stripe-cap
+has "uncapped" "^Suggested write threshold: 512K"
 t "suggest-threshold, HDD as fast as SSD" 0 $NXDCTL suggest-threshold \
 	vol0 --ssd-iops 20000 --ssd-mbps 500 --hdd-iops 20000 --hdd-mbps 500
 has "no threshold pays off" "^No threshold pays off"
@@ -376,6 +398,13 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	[ -s "$OUT/last.out" ] && ko "nxd-probe: nothing for others" ||
 		ok "nxd-probe: nothing for others"
 	t "nxd-probe: usage" 1 ./nxd-probe
+	t "nxd-probe --links" 0 ./nxd-probe --links uuid=U1 label=L1 \
+		disk/by-id/md-uuid-1 disk/by-uuid/U1 disk/by-label/L1 \
+		disk/by-label/L2 md/ost0
+	has "nxd-probe --links drops the fs links" \
+		"^NXD_LINKS=disk/by-id/md-uuid-1 disk/by-label/L2 md/ost0$"
+	t "nxd-probe --links, no fs" 0 ./nxd-probe --links uuid= label= a
+	has "nxd-probe --links keeps the rest" "^NXD_LINKS=a$"
 
 	# ---- wipe: C's log holds 3 segments of writes, D's is empty ----
 	for v in c d; do

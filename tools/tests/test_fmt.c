@@ -309,6 +309,24 @@ static void test_suggest(const struct nxd_ioc_stats *st)
 	check(sg.threshold == 4096ULL << 10, "suggest 4M for a wide "
 	      "array (got %" PRIu64 ")", sg.threshold);
 
+	/* The wide array as a RAID6 with a 1 MiB stripe: capped there. */
+	sp.stripe = 1 << 20;
+	sp.chunk = 128 << 10;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 1 << 20 && sg.uncapped >= 4096ULL << 10,
+	      "suggest: never above a full stripe (got %" PRIu64 ", costs "
+	      "alone %" PRIu64 ")", sg.threshold, sg.uncapped);
+	check(sg.cost_hdd_ms[2] == 2 * (1e3 / 150 + 8192 / 2000e6 * 1e3) &&
+	      sg.cost_hdd_ms[11] == 1e3 / 150 + (4 << 20) / 2000e6 * 1e3,
+	      "suggest: a partial stripe costs a read-modify-write, whole "
+	      "stripes do not");
+	sp.no_stripe_cap = true;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 4096ULL << 10 && !sg.uncapped,
+	      "suggest: --no-stripe-cap lifts the cap");
+	sp.stripe = sp.chunk = 0;
+	sp.no_stripe_cap = false;
+
 	/* An HDD as fast as the SSD: the log never pays. */
 	sp.hdd_iops = 20000;
 	sp.hdd_mbps = 500;
