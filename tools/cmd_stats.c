@@ -48,6 +48,8 @@ static void routing_of(const struct vol *v, int64_t *thr, uint32_t *mode)
 		*mode = m;
 }
 
+static bool compat;
+
 static int print_hist(const struct nxd_ioc_stats *st, const struct vol *v,
 		      bool json, bool routes, unsigned int interval)
 {
@@ -78,7 +80,7 @@ static int print_hist(const struct nxd_ioc_stats *st, const struct vol *v,
 				return fail(NXDCTL_EXIT_KERNEL,
 					    "cannot print the table");
 		} else {
-			nxdctl_print_histogram(stdout, st);
+			nxdctl_print_histogram_compat(stdout, st, compat);
 		}
 		if (interval)
 			putchar('\n');
@@ -94,6 +96,7 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 		{ "reset", no_argument, NULL, 'r' },
 		{ "watch", required_argument, NULL, 'w' },
 		{ "routes", no_argument, NULL, 'R' },
+		{ "compat", no_argument, NULL, 'C' },
 		HELP_OPT, { 0 }
 	};
 	struct nxd_ioc_stats prev, now, delta;
@@ -113,6 +116,9 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 			break;
 		case 'R':
 			routes = true;
+			break;
+		case 'C':
+			compat = true;
 			break;
 		case 'w':
 			rc = parse_uint_opt(c->name, "--watch", optarg, 1,
@@ -228,7 +234,7 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 
 const struct cmd cmd_histogram = {
 	"histogram", do_histogram,
-	"VOL [--json] [--reset] [--watch SECONDS] [--routes]",
+	"VOL [--json] [--reset] [--watch SECONDS] [--routes] [--compat]",
 	"Show the request size histogram of VOL, in the layout of the "
 	"NytroXD\nmanagement utility: \"Num Reads <size> = N\" for every "
 	"size bucket,\nthen \"Num Writes <size> = N\".",
@@ -246,6 +252,9 @@ const struct cmd cmd_histogram = {
 	"                     to the array's minimum I/O size), full (the log "
 	"was\n"
 	"                     full), mode\n"
+	"  --compat           NytroXD's 15 buckets a direction: the last, "
+	"16M+1 - 32M,\n"
+	"                     also counts requests above 32M\n"
 	"  --json             every cell (count, bytes, time_ns by route "
 	"and\n"
 	"                     alignment) as JSON\n"

@@ -16,11 +16,17 @@
 /* Block devices worth looking at: not nxd volumes, not held by md/dm. */
 bool candidate(const char *kn)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], buf[32];
 	struct dirent *de;
 	bool held = false;
 	DIR *d;
 
+	/* Optical and floppy drives, and empty devices (loop, md stopped). */
+	if (!strncmp(kn, "sr", 2) || !strncmp(kn, "fd", 2))
+		return false;
+	snprintf(path, sizeof(path), "%s/class/block/%s/size", sysfs_root, kn);
+	if (!sysfs_read(path, buf, sizeof(buf)) && !strcmp(buf, "0"))
+		return false;
 	snprintf(path, sizeof(path), "%s/class/block/%s/nxd", sysfs_root, kn);
 	if (is_dir(path))
 		return false;

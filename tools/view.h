@@ -21,8 +21,11 @@ struct nxdctl_meta {
 	unsigned int interval_s;	/* --watch interval, 0: none */
 };
 
-/* Figure 6 layout. */
+/* Figure 6 layout, 16 buckets a direction (the last: > 32M). */
 void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st);
+/* With @compat, NytroXD's own 15: "16M+1 - 32M" also counts > 32M. */
+void nxdctl_print_histogram_compat(FILE *f, const struct nxd_ioc_stats *st,
+				   bool compat);
 /* Per route / alignment table with mean latencies (libsmartcols). */
 int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st);
 /*

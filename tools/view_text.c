@@ -21,18 +21,29 @@ static const char *const dir_name[NXD_H_NDIR] = { "Reads", "Writes" };
  */
 void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st)
 {
-	struct nxd_hist_cell s;
+	nxdctl_print_histogram_compat(f, st, false);
+}
+
+void nxdctl_print_histogram_compat(FILE *f, const struct nxd_ioc_stats *st,
+				   bool compat)
+{
+	unsigned int b, n = NXD_HIST_NBUCKETS - (compat ? 1 : 0);
+	struct nxd_hist_cell s, big;
 	char buf[64];
-	unsigned int b;
 	int d;
 
 	fputs("Histogram :\n=====\n", f);
 	for (d = 0; d < NXD_H_NDIR; d++) {
-		for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+		for (b = 0; b < n; b++) {
 			const char *l = nxd_hist_labels[b];
 			int w = strstr(l, " - ") ? 29 : 30;
 
 			nxdctl_cell_sum(st, d, b, -1, -1, &s);
+			/* NytroXD's last line takes everything above 16M. */
+			if (compat && b == n - 1) {
+				nxdctl_cell_sum(st, d, b + 1, -1, -1, &big);
+				s.count += big.count;
+			}
 			snprintf(buf, sizeof(buf), "Num %s %s", dir_name[d], l);
 			fprintf(f, "%-*s= %" PRIu64 "\n", w, buf,
 				(uint64_t)s.count);

@@ -183,6 +183,30 @@ static void test_labels(void)
 	check(bucket_ok, "bucket ranges agree with nxd_hist_bucket()");
 }
 
+static void compat_fn(FILE *f, const void *st)
+{
+	nxdctl_print_histogram_compat(f, st, true);
+}
+
+static void test_compat(const struct nxd_ioc_stats *fig6st)
+{
+	static struct nxd_ioc_stats st;
+	size_t len, lines = 0, i;
+	char *got;
+
+	st = *fig6st;
+	st.hist[NXD_H_WRITE][14][NXD_H_SSD][NXD_H_ALIGNED].count = 5;
+	st.hist[NXD_H_WRITE][15][NXD_H_HDD][NXD_H_ALIGNED].count = 7;
+	got = capture(compat_fn, &st, &len);
+	for (i = 0; i < len; i++)
+		lines += got[i] == '\n';
+	check(lines == 32 && !strstr(got, "> 32M"),
+	      "--compat: 15 buckets a direction, no > 32M line");
+	check(strstr(got, "Num Writes 16M+1 - 32M       = 12\n") != NULL,
+	      "--compat: the last bucket counts > 32M too");
+	free(got);
+}
+
 static void test_routes(const struct nxd_ioc_stats *st)
 {
 	size_t len;
@@ -460,6 +484,7 @@ int main(int argc, char **argv)
 	fill_fig6(&st);
 	test_figure6(&st, argv[1]);
 	test_labels();
+	test_compat(&st);
 	test_routes(&st);
 	test_sums_delta(&st);
 	test_parse();
