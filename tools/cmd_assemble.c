@@ -199,20 +199,9 @@ static int do_udev_info(const struct cmd *c, int argc, char **argv)
 	}
 
 	snprintf(path, sizeof(path), "/dev/%s", kn);
-	switch (probe_role(path, 0, &od, &bytes, &e)) {
-	case ROLE_SSD:
-		puts("NXD_ROLE=ssd");
-		break;
-	case ROLE_HDD:
-		puts("NXD_ROLE=hdd");
-		break;
-	default:
-		return 0;	/* not ours: nothing to import */
-	}
-	nxdctl_fmt_uuid(u, od.vol_uuid);
-	printf("NXD_VOL_UUID=%s\n", u);
-	nxdctl_fmt_uuid(u, od.hdd_uuid);
-	printf("NXD_HDD_UUID=%s\n", u);
+	/* Not ours: nothing to import. */
+	ondisk_print_env(stdout, probe_role(path, 0, &od, &bytes, &e), &od,
+			 false);
 	return 0;
 }
 

@@ -63,7 +63,6 @@ int main(int argc, char **argv)
 {
 	struct nxd_meta m;
 	uint64_t bytes;
-	char u[40];
 	enum role r;
 	int e;
 
@@ -74,21 +73,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r = probe_role(argv[1], 0, &m, &bytes, &e);
-	if (r == ROLE_NONE)
-		return 0;
-	printf("NXD_ROLE=%s\n", r == ROLE_SSD ? "ssd" : "hdd");
-	printf("NXD_FS_TYPE=%s\n", r == ROLE_SSD ? "nxd_log" : "nxd_hdd");
-	printf("NXD_FS_USAGE=%s\n", r == ROLE_SSD ? "other" : "raid");
-	nxdctl_fmt_uuid(u, m.vol_uuid);
-	printf("NXD_VOL_UUID=%s\n", u);
-	nxdctl_fmt_uuid(u, m.hdd_uuid);
-	printf("NXD_HDD_UUID=%s\n", u);
-	printf("NXD_FORMAT_VERSION=%d\n", NXD_FORMAT_VERSION);
-	if (r == ROLE_SSD)
-		printf("NXD_SB_CLEAN=%d\n", m.clean ? 1 : 0);
-	if (r == ROLE_HDD && (m.label.flags & NXD_LABEL_LOG_FROZEN))
-		puts("NXD_LOG_FROZEN=1");
-	if (r == ROLE_HDD && (m.label.flags & NXD_LABEL_LOG_ABANDONED))
-		puts("NXD_LOG_ABANDONED=1");
+	ondisk_print_env(stdout, r, &m, true);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <linux/fs.h>
 
+#include "fmt.h"
 #include "ondisk.h"
 
 bool uuid_eq(const uint8_t *a, const uint8_t *b)
@@ -224,4 +225,32 @@ int ondisk_log_scan(int fd, const struct nxd_meta *ssd,
 		seq++;
 	}
 	return rc;
+}
+
+void ondisk_print_env(FILE *f, enum role r, const struct nxd_meta *m,
+		      bool fs)
+{
+	bool ssd = r == ROLE_SSD;
+	char u[40];
+
+	if (r == ROLE_NONE)
+		return;
+	fprintf(f, "NXD_ROLE=%s\n", ssd ? "ssd" : "hdd");
+	if (fs) {
+		fprintf(f, "NXD_FS_TYPE=%s\n", ssd ? "nxd_log" : "nxd_hdd");
+		fprintf(f, "NXD_FS_USAGE=%s\n", ssd ? "other" : "raid");
+	}
+	nxdctl_fmt_uuid(u, m->vol_uuid);
+	fprintf(f, "NXD_VOL_UUID=%s\n", u);
+	nxdctl_fmt_uuid(u, m->hdd_uuid);
+	fprintf(f, "NXD_HDD_UUID=%s\n", u);
+	if (!fs)
+		return;
+	fprintf(f, "NXD_FORMAT_VERSION=%d\n", NXD_FORMAT_VERSION);
+	if (ssd)
+		fprintf(f, "NXD_SB_CLEAN=%d\n", m->clean ? 1 : 0);
+	if (!ssd && (m->label.flags & NXD_LABEL_LOG_FROZEN))
+		fputs("NXD_LOG_FROZEN=1\n", f);
+	if (!ssd && (m->label.flags & NXD_LABEL_LOG_ABANDONED))
+		fputs("NXD_LOG_ABANDONED=1\n", f);
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../kernel/nxd_core.h"
 
@@ -79,5 +80,13 @@ struct nxd_log_scan {
 int ondisk_log_scan(int fd, const struct nxd_meta *ssd,
 		    const struct nxd_label_info *label, uint64_t max_segs,
 		    bool stop_at_data, struct nxd_log_scan *out);
+
+/*
+ * The udev environment of a device of role @r (nothing for ROLE_NONE):
+ * NXD_ROLE, NXD_VOL_UUID, NXD_HDD_UUID; with @fs also what
+ * 64-nxd-members.rules turns into ID_FS_* (nxd-probe(8) in nxdctl(8)).
+ */
+void ondisk_print_env(FILE *f, enum role r, const struct nxd_meta *m,
+		      bool fs);
 
 #endif /* NXDCTL_ONDISK_H */

@@ -214,8 +214,10 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 	uint64_t bytes, off;
 	bool pair;
 
-	hr = probe_role(hdd, 0, &hm, &bytes, &e);
+	/* The label may sit below the end of an HDD that grew (assemble). */
 	sr = probe_role(ssd, 0, &sm, &bytes, &e);
+	hr = probe_role(hdd, sr == ROLE_SSD ? sm.hdd_label_sector : 0, &hm,
+			&bytes, &e);
 	pair = hr == ROLE_HDD && sr == ROLE_SSD &&
 	       uuid_eq(hm.vol_uuid, sm.vol_uuid) &&
 	       uuid_eq(hm.hdd_uuid, sm.hdd_uuid);

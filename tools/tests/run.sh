@@ -494,6 +494,11 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 		create v0 "$OUT/hdd.img" "$SE" --dry-run --format
 	t "create: another volume's HDD" 1 $NXDCTL create v0 "$HE" "$SF" \
 		--dry-run --format
+	# E's HDD grows: its label is no longer at the end; still the pair.
+	truncate -s 400M "$OUT/hdd-e.img"
+	losetup -c "$HE"
+	t "create: the pair again after the HDD grew" 0 $NXDCTL create v0 \
+		"$HE" "$SE" --dry-run
 	cleanup_loops
 	trap - EXIT
 else
