@@ -207,6 +207,11 @@ crash-campaign:
 crash-soak:
 	@SOAK=1 SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),8)' $(TOP)/scripts/crash-campaign.sh
 
+# The package tests, the DKMS one included (too slow for make test).
+.PHONY: test-packages
+test-packages:
+	@NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
+
 bench-smoke:
 	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi
@@ -269,7 +274,7 @@ print-vars:
 	@echo "DKMS_VERSION=$(DKMS_VERSION)"
 
 help:
-	@echo "targets: all modules-all deps check unit test test-full demo bench bench-smoke"
+	@echo "targets: all modules-all deps check unit test test-full test-packages demo bench bench-smoke"
 	@echo "         debug-kernel test-debug"
 	@echo "         install uninstall deb deps-runtime dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars

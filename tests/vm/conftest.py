@@ -69,7 +69,6 @@ HEAVY = {
     "test_noloss.py::test_tail_passes_superseded_copy_only_when_newer_is_durable": 50,
     # DKMS builds the module and runs depmod in the guest: 556 s in a 6.1
     # guest with one vCPU on a loaded host (tests/vm/test_admin.py).
-    "test_admin.py::test_package_dkms": 556,
 }
 
 

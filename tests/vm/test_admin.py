@@ -411,6 +411,9 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
 # every module of the kernel) and dpkg -r 145 s; an earlier run went past
 # the default 900 s watchdog.
 @pytest.mark.watchdog(3000)
+@pytest.mark.skipif(os.environ.get("NXD_DKMS_TEST") != "1",
+                    reason="the DKMS package test runs from make test-packages (NXD_DKMS_TEST=1): "
+                           "about 9 minutes of DKMS build and depmod, beyond make test's hour")
 def test_package_dkms(dm, loopdev, nullb, debs):
     """The dm-nxd-dkms package installed with dpkg: its postinst builds and
     installs the module for the running kernel with DKMS; that module is
