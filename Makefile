@@ -81,8 +81,8 @@ define kbuild
 	$(MAKE) --no-print-directory -j$(JOBS) -C "$$kd" M="$$out/src" $(4) modules
 endef
 
-.PHONY: all module tools modules-all deps check kbuild-check unit test test-full demo bench \
-	bench-smoke install dkms-install dkms-remove clean help print-vars \
+.PHONY: all module tools modules-all deps deps-runtime check kbuild-check unit test test-full demo bench \
+	bench-smoke install install-module install-tools uninstall deb dkms-install dkms-remove clean help print-vars \
 	debug-kernel test-debug
 
 all: module tools
@@ -112,6 +112,11 @@ modules-all: $(addprefix module-,$(TEST_KVERS))
 
 deps:
 	$(TOP)/scripts/deps.sh
+
+# What a server needs to build, install and run dm-nxd and nxdctl: no
+# test kernel, no qemu, no test tools (scripts/deps.sh --runtime).
+deps-runtime:
+	$(TOP)/scripts/deps.sh --runtime
 
 # W=1 build (any compiler or modpost warning fails), sparse (C=2), and
 # checkpatch --strict, on every TEST_KVERS.  Uses build/check/<kver> so the
@@ -187,6 +192,14 @@ demo:
 	@if [ -x scripts/demo.sh ]; then scripts/demo.sh; \
 	else echo "demo: scripts/demo.sh not present" >&2; exit 1; fi
 
+# GlusterFS on dm-nxd (not in make test: ~25 min a kernel; scripts/test-pfs.sh).
+.PHONY: test-pfs demo-pfs
+test-pfs:
+	$(TOP)/scripts/test-pfs.sh
+
+demo-pfs:
+	$(TOP)/scripts/demo-pfs.sh
+
 bench:
 	@if [ -x scripts/bench.sh ]; then scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
@@ -202,20 +215,44 @@ crash-campaign:
 crash-soak:
 	@SOAK=1 SEEDS='$(or $(SEEDS),8)' CUTS='$(or $(CUTS),8)' $(TOP)/scripts/crash-campaign.sh
 
+# The package tests, the DKMS one included (too slow for make test).
+.PHONY: test-packages
+test-packages:
+	@NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
+
 bench-smoke:
 	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi
 
+# install = install-module + install-tools (tools/Makefile's install:
+# nxdctl, nxd-probe, the udev rules in /usr/lib/udev/rules.d, the man
+# pages), after `all`; uninstall undoes both (same KVER and DESTDIR).
 MODDIR := $(DESTDIR)/lib/modules/$(KVER)/extra
 install: all
+	@$(MAKE) --no-print-directory install-module install-tools
+	@echo "installed dm-nxd for $(KVER)"
+
+install-module:
+	@[ -f '$(BUILD)/$(KVER)/dm-nxd.ko' ] || { echo "error: build/$(KVER)/dm-nxd.ko not built (make module KVER=$(KVER))" >&2; exit 1; }
 	install -D -m 0644 '$(BUILD)/$(KVER)/dm-nxd.ko' '$(MODDIR)/dm-nxd.ko'
 	@if [ -z '$(DESTDIR)' ]; then depmod -a '$(KVER)'; \
 	else depmod -a -b '$(DESTDIR)' '$(KVER)' 2>/dev/null || true; fi
-	@if [ -x tools/nxdctl ]; then install -D -m 0755 tools/nxdctl '$(DESTDIR)/usr/sbin/nxdctl'; fi
-	@for m in $(wildcard docs/man/*.8); do install -D -m 0644 $$m '$(DESTDIR)/usr/share/man/man8/'$$(basename $$m); done
-	@for m in $(wildcard docs/man/*.4); do install -D -m 0644 $$m '$(DESTDIR)/usr/share/man/man4/'$$(basename $$m); done
-	@for r in $(wildcard udev/*.rules); do install -D -m 0644 $$r '$(DESTDIR)/lib/udev/rules.d/'$$(basename $$r); done
-	@echo "installed dm-nxd for $(KVER)"
+
+install-tools:
+	@$(MAKE) --no-print-directory -C tools install DESTDIR='$(DESTDIR)'
+	@if [ -z '$(DESTDIR)' ] && command -v udevadm >/dev/null; then udevadm control --reload 2>/dev/null || true; fi
+
+uninstall:
+	rm -f '$(MODDIR)/dm-nxd.ko'
+	@$(MAKE) --no-print-directory -C tools uninstall DESTDIR='$(DESTDIR)'
+	@if [ -z '$(DESTDIR)' ]; then depmod -a '$(KVER)' 2>/dev/null || true; \
+	  if command -v udevadm >/dev/null; then udevadm control --reload 2>/dev/null || true; fi; \
+	else depmod -a -b '$(DESTDIR)' '$(KVER)' 2>/dev/null || true; fi
+	@echo "uninstalled dm-nxd for $(KVER) (DKMS: make dkms-remove)"
+
+# Debian packages (scripts/mkdeb.sh): dm-nxd-dkms and nxdctl in build/deb.
+deb: tools
+	$(TOP)/scripts/mkdeb.sh
 
 DKMS_SRC := /usr/src/$(DKMS_NAME)-$(DKMS_VERSION)
 dkms-install:
@@ -245,7 +282,7 @@ print-vars:
 	@echo "DKMS_VERSION=$(DKMS_VERSION)"
 
 help:
-	@echo "targets: all modules-all deps check unit test test-full demo bench bench-smoke"
-	@echo "         debug-kernel test-debug"
-	@echo "         install dkms-install dkms-remove clean print-vars"
+	@echo "targets: all modules-all deps check unit test test-full test-packages demo bench bench-smoke"
+	@echo "         debug-kernel test-debug test-pfs demo-pfs"
+	@echo "         install uninstall deb deps-runtime dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Idempotent installer of everything dm-nxd needs to build, test, demo and
 # benchmark. Debian packages and PyPI only. Run as root.
+#
+# deps.sh --runtime (make deps-runtime): only what a server needs to build,
+# install and run the module and nxdctl (compiler, headers of the running
+# kernel, dkms, the libraries nxdctl links, dmsetup, udev); no backports,
+# no test kernel, no qemu or test tools, no virtme-ng.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 VNG_VERSION=${VNG_VERSION:-1.42}
@@ -12,6 +17,27 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+
+if [ "${1:-}" = --runtime ]; then
+	RT_PKGS=(build-essential make gcc pkg-config kmod dmsetup udev dkms
+		 rsync libdevmapper-dev libsmartcols-dev libblkid-dev
+		 "linux-headers-$(uname -r)")
+	missing=()
+	for p in "${RT_PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "apt-get update"
+		apt-get update -q
+		say "installing: ${missing[*]}"
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+	fi
+	say "runtime dependencies present"
+	exit 0
+elif [ $# -gt 0 ]; then
+	echo "usage: deps.sh [--runtime]" >&2
+	exit 2
+fi
 
 # bookworm-backports carries the 6.12 LTS kernel.
 if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -27,12 +53,14 @@ SRC
 fi
 
 PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
-      libsmartcols-dev pkg-config libblkid-dev uuid-dev
+      libsmartcols-dev pkg-config libblkid-dev
       qemu-system-x86 busybox-static fio blktrace mdadm xfsprogs e2fsprogs
-      bcache-tools python3-pytest python3-matplotlib udev util-linux
+      bcache-tools python3-pytest python3-matplotlib python3-prometheus-client
+      udev util-linux
       linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
       libclang-rt-14-dev rsync
-      flex bison libelf-dev)   # the last three: make debug-kernel (kconfig, objtool)
+      flex bison libelf-dev    # these three: make debug-kernel (kconfig, objtool)
+      glusterfs-server glusterfs-client attr fuse3)   # make test-pfs, make demo-pfs
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 # A previous install cut short (machine restart, killed job) leaves dpkg

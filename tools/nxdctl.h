@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxdctl: the pure (kernel-free) parts, shared by the tool and its tests.
- * Everything here works on a struct nxd_ioc_stats already in memory.
+ * nxdctl: what the command files (cmd_*.c) share.  One file per kernel
+ * interface or concept: cli.c (errors, options, sysfs files), vol.c
+ * (naming a volume, its tunables), ctl.c (/dev/nxd-control), dm.c
+ * (libdevmapper), table.c (the table line, create), ondisk.c (devices
+ * carrying nxd metadata).  The pure parts (stats.h, view.h, suggest.h,
+ * fmt.h, json.h) know nothing of these.
  */
 #ifndef NXDCTL_H
 #define NXDCTL_H
@@ -10,11 +14,18 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
+#include <getopt.h>
+#include <sys/types.h>
 
 #include "../kernel/nxd_ioctl.h"
-#include "nxdctl_core.h"
-
-#define ARRAY_SIZE_NXDCTL(a)	(sizeof(a) / sizeof((a)[0]))
+#include "../kernel/nxd_core.h"
+#include "ondisk.h"
+#include "fmt.h"
+#include "stats.h"
+#include "suggest.h"
+#include "status.h"
+#include "view.h"
 
 /* Exit codes, documented in nxdctl(8). */
 #define NXDCTL_EXIT_OK		0
@@ -23,93 +34,211 @@
 #define NXDCTL_EXIT_PERM	3
 #define NXDCTL_EXIT_KERNEL	4
 
-/* Bucket labels exactly as NytroXD prints them (Figure 6), plus "> 32M". */
-extern const char *const nxdctl_hist_label[NXD_HIST_NBUCKETS];
+#define CONTROL_PATH	"/dev/" NXD_CONTROL_NAME
+#define TARGET_NAME	"nxd"
 
-/* Smallest and largest request size in bytes of bucket @b (hi: UINT64_MAX). */
-void nxdctl_bucket_range(unsigned int b, uint64_t *lo, uint64_t *hi);
-/* Bucket whose upper bound is exactly @bytes, or -1. */
-int nxdctl_bucket_of_bound(uint64_t bytes);
+/* ---- cli.c ---- */
 
-/* Sum of the cells of one direction and bucket; route/align < 0 = all. */
-void nxdctl_cell_sum(const struct nxd_ioc_stats *st, int dir, unsigned int b,
-		     int route, int align, struct nxd_hist_cell *out);
+/* Test hooks: NXDCTL_SYSFS replaces "/sys", NXDCTL_TEST_STATS names a file. */
+extern const char *sysfs_root;
+extern const char *test_stats;
 
-/* @out = @now - @prev for the histogram and the monotonic counters. */
-void nxdctl_stats_delta(const struct nxd_ioc_stats *now,
-			const struct nxd_ioc_stats *prev,
-			struct nxd_ioc_stats *out);
-
-/* Counters by name, in struct order. */
-struct nxdctl_counter {
+struct cmd {
 	const char *name;
-	size_t off;
-	bool gauge;		/* a level, not an event count */
-};
-extern const struct nxdctl_counter nxdctl_counters[];
-extern const unsigned int nxdctl_nr_counters;
-uint64_t nxdctl_counter_get(const struct nxd_ioc_counters *c,
-			    unsigned int i);
-
-/* What JSON documents say besides the numbers. */
-struct nxdctl_meta {
-	const char *vol;
-	uint64_t time;		/* Unix time, with interval_s */
-	unsigned int interval_s;	/* --watch interval, 0: none */
+	int (*fn)(const struct cmd *c, int argc, char **argv);
+	const char *args;
+	const char *summary;
+	const char *help;
 };
 
-/* Figure 6 layout. */
-void nxdctl_print_histogram(FILE *f, const struct nxd_ioc_stats *st);
-/* Per route / alignment table with mean latencies (libsmartcols). */
-int nxdctl_print_routes(FILE *f, const struct nxd_ioc_stats *st);
-void nxdctl_json_histogram(FILE *f, const struct nxd_ioc_stats *st,
-			   const struct nxdctl_meta *m, bool pretty);
-void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st);
-void nxdctl_json_stats(FILE *f, const struct nxd_ioc_stats *st,
-		       const struct nxdctl_meta *m, bool pretty);
-/* NXD_IOC_LIST result as a table or JSON. */
-int nxdctl_print_list(FILE *f, const struct nxd_ioc_list *l, bool json);
+#define HELP_OPT { "help", no_argument, NULL, 'h' }
+#define VOL_HELP							\
+	"VOL is a dm name, /dev/mapper/NAME, /dev/nxd/NAME or /dev/dm-N.\n"
 
-/* "64K", "1.5M"-free human sizes: exact binary suffix when it divides. */
-void nxdctl_fmt_size(char *buf, size_t len, uint64_t bytes);
-/* Mean latency "85us", "6.20ms", "-" when @count is 0. */
-void nxdctl_fmt_lat(char *buf, size_t len, uint64_t time_ns, uint64_t count);
-const char *nxdctl_mode_name(uint32_t mode);
-void nxdctl_fmt_uuid(char *buf, const uint8_t uuid[16]);	/* 37 bytes */
+/* "nxdctl: ..." on stderr; returns @code. */
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit code for errno @e. */
+int errno_code(int e);
+int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Copy @src into @dst of @len; false (and a truncated copy) if too long. */
+bool scopy(char *dst, size_t len, const char *src);
+bool is_dir(const char *path);
+int sysfs_read(const char *path, char *buf, size_t len);
+int sysfs_write(const char *path, const char *val);
 
-/* new_encode_dev() / new_decode_dev() of the kernel. */
-uint64_t nxdctl_encode_dev(unsigned int major, unsigned int minor);
-void nxdctl_decode_dev(uint64_t dev, unsigned int *major, unsigned int *minor);
+int parse_size_opt(const char *cmd, const char *opt, const char *s,
+		   uint64_t max, uint64_t *out);
+int parse_uint_opt(const char *cmd, const char *opt, const char *s,
+		   unsigned long min, unsigned long max, unsigned long *out);
+int parse_pos_double(const char *cmd, const char *opt, const char *s,
+		     double *out);
+void cmd_usage(const struct cmd *c, FILE *f);
+/* The default case of getopt loops: --help, or a bad option. */
+int opt_default(const struct cmd *c, int o, char **argv);
+int want_args(const struct cmd *c, int argc, char **argv, int n_min,
+	      int n_max);
 
-/* ---- suggest-threshold ---- */
+/* ---- vol.c ---- */
 
-struct nxdctl_speeds {
-	double ssd_iops, ssd_mbps;	/* MB = 10^6 bytes */
-	double hdd_iops, hdd_mbps;
+struct vol {
+	const char *arg;		/* as the user gave it */
+	char name[NXD_NAME_LEN];	/* dm name */
+	char kname[64];			/* dm-N */
+	unsigned int major, minor;
 };
 
-#define NXDCTL_SUGGEST_FACTOR	2.0
+/*
+ * VOL: a dm name, /dev/mapper/NAME, /dev/nxd/NAME, /dev/dm-N, dm-N, or any
+ * block device node of the volume.  0 or an exit code (reported).
+ */
+int resolve_vol(const char *arg, struct vol *v);
+void nxd_attr_path(const struct vol *v, const char *attr, char *p,
+		   size_t len);
+int attr_get(const struct vol *v, const char *attr, char *buf, size_t len);
+int attr_set(const struct vol *v, const char *attr, const char *val);
 
-struct nxdctl_suggestion {
-	/* Per bucket upper bound (buckets 1..15: 4K .. 32M). */
-	double cost_hdd_ms[NXD_HIST_NBUCKETS];
-	double cost_log_ms[NXD_HIST_NBUCKETS];
-	int bucket;		/* last bucket routed to the log, -1: none */
-	uint64_t threshold;	/* bytes; 0 if the log never pays off */
-	uint64_t w_reqs, w_bytes;	/* all writes in the histogram */
-	uint64_t log_reqs, log_bytes;	/* those <= threshold */
-	int64_t cur_threshold;		/* -1: unknown */
-	uint64_t cur_reqs, cur_bytes;	/* those <= cur_threshold */
+/* ---- ctl.c ---- */
+
+int control_open(void);
+void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
+	      const struct vol *v);
+int get_stats(const struct vol *v, uint32_t flags, struct nxd_ioc_stats *st);
+int get_list(struct nxd_ioc_list *l);
+/* GET_STATS of the volume with device number @dev (or name), silently. */
+int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st);
+/* Name of the active volume with @uuid, if any. */
+bool active_volume(const uint8_t *uuid, char *name, size_t len);
+
+/* ---- dm.c ---- */
+
+void dm_log(int level, const char *file, int line, int dm_errno_or_class,
+	    const char *f, ...) __attribute__((format(printf, 5, 6)));
+int dm_fail(const char *what, const char *name);
+/*
+ * Type and parameters of the first target of @name.  0 or an exit code;
+ * an empty @target if the device has no table.
+ */
+int dm_table_of(const char *name, char *target, size_t tlen, char *params,
+		size_t plen);
+int dm_message(const struct vol *v, const char *msg);
+
+/* ---- table.c ---- */
+
+struct create_opts {
+	const char *uuid;
+	uint64_t len;		/* sectors; 0: all the HDD has room for */
+	char extra[512];	/* key value pairs, space separated */
+	unsigned int nargs;
+	bool dry_run;
+	bool format;		/* "format" is in @extra */
+	bool force;		/* --force: skip create_checks() refusals */
 };
 
-void nxdctl_suggest(const struct nxd_ioc_stats *st,
-		    const struct nxdctl_speeds *sp, int64_t cur_threshold,
-		    struct nxdctl_suggestion *sg);
-/* Share of the histogram's writes that threshold @thr sends to the log. */
-void nxdctl_route_share(const struct nxd_ioc_stats *st, uint64_t thr,
-			uint64_t *reqs, uint64_t *bytes);
-void nxdctl_print_suggestion(FILE *f, const char *vol,
-			     const struct nxdctl_speeds *sp,
-			     const struct nxdctl_suggestion *sg);
+enum {
+	O_WTHR = 256, O_RTHR, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
+	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
+	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
+	O_STRIPE, O_CHUNK, O_NOCAP,
+};
+
+/* Options of create and assemble; each refuses those that are not its own. */
+extern const struct option table_opts[];
+int add_opt(struct create_opts *co, const char *key, const char *val);
+/* One table option from getopt; 1 if @o is not one. */
+int table_opt(const char *cmd, int o, const char *arg,
+	      struct create_opts *co);
+/* Size in bytes of a block device (or, for --dry-run, a regular file). */
+int dev_size(const char *path, bool allow_file, uint64_t *bytes,
+	     dev_t *rdev);
+/* The nxd volume (dm name in @name) holding block device @dev, if any. */
+bool nxd_holder(dev_t dev, char *name, size_t len);
+bool valid_dm_name(const char *n);
+int create_volume(const char *name, const char *hdd, const char *ssd,
+		  const struct create_opts *co);
+
+/* ---- scan.c (and ondisk.h) ---- */
+
+/* Block devices worth looking at: not nxd volumes, not held by md/dm. */
+bool candidate(const char *kn);
+/*
+ * Find the other half of volume @od among /sys/class/block: a device of
+ * role @want whose metadata carries the same volume and HDD UUIDs.
+ */
+int find_peer(const struct nxd_meta *od, enum role want,
+	      const char *self, char *out, size_t len);
+
+/* /dev path of block device "MAJ:MIN": /dev/block/M:m if present. */
+int devnode_of(const char *majmin, char *out, size_t len);
+/* /dev/NAME of block device "MAJ:MIN" (its uevent DEVNAME). */
+int devname_of(const char *majmin, char *out, size_t len);
+/* The best /dev/disk/by-id link to @dev (hardware names first), or -errno. */
+int by_id_of(const char *dev, char *out, size_t len);
+/* Trigger a udev change event for block device @path (re-probe it). */
+int udev_change(const char *path);
+
+/* ---- safety.c ---- */
+
+/*
+ * Signatures libblkid finds on @path (file systems, RAID, partition
+ * tables), described in @desc ("xfs UUID ... LABEL 'x', ...").  Their
+ * number, or -errno.
+ */
+int signatures(const char *path, char *desc, size_t len);
+/*
+ * 1 (and the first byte's offset in *@off) if the HDD's last MiB and the
+ * rounding below it, where nxd keeps its label, hold anything but zeros or
+ * an nxd label; 0 if not; -errno.
+ */
+int tail_in_use(const char *path, uint64_t bytes, uint64_t *off);
+
+struct log_risk {
+	char ssd[PATH_MAX], hdd[PATH_MAX];	/* the pair, "" if absent */
+	bool ssd_missing;	/* an HDD whose SSD is not present */
+	struct nxd_log_scan scan;
+};
+
+/*
+ * Would removing the nxd metadata of @dev (role @r, metadata @m) lose
+ * writes?  1 if its log holds data blocks not yet destaged (or the HDD's
+ * SSD is not present, so nobody can tell), 0 if not, -errno if the log
+ * cannot be read.  The pair's other half is looked for like assemble does.
+ */
+int log_risk(const char *dev, enum role r, const struct nxd_meta *m,
+	     struct log_risk *out);
+void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
+/*
+ * Before create: would the table about to be loaded destroy anything?
+ * Signatures on a new volume's HDD or SSD, data in the HDD's last MiB,
+ * writes in a log that --format (or a new volume) discards.  Says what,
+ * and returns 0 if there is nothing or @force, else an exit code.
+ */
+int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
+		  bool format, bool force);
+
+/* ---- cmd_status.c ---- */
+
+/*
+ * The health model of the volumes named in @vols (all volumes if
+ * @nvols is 0): list entry, counters, sysfs state, and with @devices the
+ * table's HDD and SSD; with @interval > 0 a second reading that many
+ * seconds later for rates.  *@out (free()) holds *@n of the *@total
+ * volumes.  0 or an exit code.
+ */
+int collect_status(int nvols, char **vols, double interval, bool devices,
+		   struct nxdctl_status **out, unsigned int *n,
+		   unsigned int *total);
+
+/* ---- the commands ---- */
+
+extern const struct cmd cmd_histogram, cmd_stats;		/* cmd_stats.c */
+extern const struct cmd cmd_threshold, cmd_config;		/* cmd_tune.c */
+extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
+	cmd_pause_destage, cmd_resume_destage, cmd_list;
+extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
+extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
+extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
+extern const struct cmd cmd_status;				/* cmd_status.c */
+extern const struct cmd cmd_show_super;				/* cmd_super.c */
 
 #endif /* NXDCTL_H */

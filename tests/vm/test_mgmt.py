@@ -357,15 +357,22 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     # UUID, which is read here from the SSD superblock.
     uuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
     ma, mi = v.devnum()
+    # With health: state, log use and errors as the counters say (destage
+    # is paused and nothing runs, so they have not moved since).
+    c = ioc["counters"]
     out = nxdctl("list").stdout.splitlines()
-    assert out[0].split() == ["NAME", "MAJ:MIN", "SIZE", "WRITE_THR", "READ_THR", "MODE", "UUID"]
+    assert out[0].split() == ["NAME", "MAJ:MIN", "SIZE", "STATE", "LOG_USED", "DIRTY",
+                              "ERRORS", "WRITE_THR", "MODE", "UUID"]
     row = next(r.split() for r in out[1:] if r.split()[0] == v.name)
-    assert row[1] == f"{ma}:{mi}" and row[3] == "64K" and row[4] == "0", row
-    assert row[5] == "auto" and row[6] == uuid, (row, uuid)
+    assert row[1] == f"{ma}:{mi}" and row[3] == "ok" and row[6] == "0", row
+    assert row[4] == f"{100 * c['log_used_blocks'] / c['log_blocks']:.1f}%", (row, c)
+    assert row[7] == "64K" and row[8] == "auto" and row[9] == uuid, (row, uuid)
     j = json.loads(nxdctl("list", "--json").stdout)
     jv = next(x for x in j["volumes"] if x["name"] == v.name)
     assert (jv["major"], jv["minor"], jv["sectors"]) == (ma, mi, v.length), jv
     assert jv["write_threshold"] == 65536 and jv["mode"] == "auto" and jv["uuid"] == uuid
+    assert jv["state"] == "ok" and jv["dirty_blocks"] == c["index_entries"] > 0, (jv, c)
+    assert jv["log_used_bytes"] == c["log_used_blocks"] * 4096, (jv, c)
     assert j["total"] == X.list_vols()[1]
 
     # --reset clears (root), and a second read shows zeros.

@@ -4,7 +4,10 @@
  * would: both SSD superblock copies and the HDD label, with the shared
  * codec of kernel/nxd_core.c.  For the assemble / udev-info tests.
  *
- * Usage: mkmeta SSD HDD SEED   (SEED: a byte that makes the UUIDs)
+ * Usage: mkmeta SSD HDD SEED [SEGS]
+ *   SEED: a byte that makes the UUIDs; SEGS: live segments to write at the
+ *   tail, each with one data block (a log holding writes not yet on the
+ *   HDD, as a clean shutdown leaves it), default 0 (an empty log).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,14 +29,16 @@ int main(int argc, char **argv)
 	static u8 blk[NXD_BLOCK_SIZE];
 	struct nxd_sb_info sb = { 0 };
 	struct nxd_label_info l = { 0 };
-	int sfd, hfd, i, seed;
-	u64 ssd, hdd;
+	int sfd, hfd, i, seed, segs = 0;
+	u64 ssd, hdd, pos = 0;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: mkmeta SSD HDD SEED\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: mkmeta SSD HDD SEED [SEGS]\n");
 		return 2;
 	}
 	seed = atoi(argv[3]);
+	if (argc == 5)
+		segs = atoi(argv[4]);
 	sfd = open(argv[1], O_WRONLY);
 	hfd = open(argv[2], O_WRONLY);
 	if (sfd < 0 || hfd < 0) {
@@ -54,6 +59,26 @@ int main(int argc, char **argv)
 	sb.tail_seq = sb.head_seq = sb.gen_start_seq = 1;
 	sb.gen = 1;
 	sb.flags = NXD_SB_CLEAN;
+	for (i = 0; i < segs; i++) {
+		static u8 data[NXD_BLOCK_SIZE];
+
+		memset(data, 0xa0 + i, sizeof(data));
+		nxd_seg_init(blk, sb.vol_uuid, sb.head_seq, sb.gen, pos);
+		if (nxd_seg_add_data(blk, 100 + i, 0xff,
+				     nxd_block_crc(data)) != 0)
+			return 1;
+		nxd_seg_seal(blk);
+		if (pwrite(sfd, blk, sizeof(blk), (NXD_RING_START + pos) *
+			   NXD_BLOCK_SIZE) != sizeof(blk) ||
+		    pwrite(sfd, data, sizeof(data), (NXD_RING_START + pos + 1) *
+			   NXD_BLOCK_SIZE) != sizeof(data)) {
+			perror("pwrite segment");
+			return 1;
+		}
+		pos = nxd_next_seg_pos(sb.ring_blocks, pos + 2);
+		sb.head_seq++;
+	}
+	sb.head_pos = pos;
 	for (i = 0; i < 2; i++) {
 		sb.sb_seq = i + 1;
 		nxd_sb_encode(&sb, blk);

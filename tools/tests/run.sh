@@ -90,6 +90,17 @@ py "histogram --json parses" \
 t "histogram --routes" 0 $NXDCTL histogram vol0 --routes
 has "routes header" "OP *SIZE *REQS *SSD *HDD *ALIGNED *UNALIGNED *MEAN_LAT"
 has "routes > 32M row" "write > 32M"
+NXDCTL_TEST_THRESHOLD=64K t "histogram --routes, why" 0 $NXDCTL histogram \
+	vol0 --routes
+has "routes: why columns" "HDD_LAT  *SSD_WHY  *HDD_WHY$"
+has "routes: at or below the threshold: size, else full" \
+	"^write 4K+1 - 8K .* size 332878  *full 166440$"
+has "routes: above: unaligned, chunk; HDD: size" \
+	"^write 64K+1 - 128K .* unaligned 6, chunk 19 size 14$"
+has "routes: reads have no why" "^read  4K .* -  *-$"
+NXDCTL_TEST_THRESHOLD=64K NXDCTL_TEST_MODE=passthrough t \
+	"histogram --routes, passthrough" 0 $NXDCTL histogram vol0 --routes
+has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mode 166440$"
 t "stats" 0 $NXDCTL stats vol0
 has "stats by name" "^writes_logged  *545386$"
 [ "$(wc -l <"$OUT/last.out")" = 26 ] && ok "stats prints 26 counters" ||
@@ -128,6 +139,17 @@ has "suggests 512K" "^Suggested write threshold: 512K (524288 bytes)"
 has "explains" "^Why: the HDD spends about 6.67 ms"
 has "reports the share" "100.0% of the write requests (545386 of 545386)"
 has "says how to apply" "nxdctl threshold vol0 --write 512K"
+t "suggest-threshold on a RAID6" 0 $NXDCTL suggest-threshold vol0 \
+	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
+	--stripe 256K --chunk 64K
+has "capped at the stripe" "^Suggested write threshold: 256K (262144 bytes)"
+has "says what the costs alone said" "The costs alone would say 512K"
+has "names the geometry" "^Array: full stripe 256K, chunk 64K \\[given\\]"
+has "names chunk misalignment" "Writes not aligned to the chunk (64K) also go to the log"
+t "suggest-threshold --no-stripe-cap" 0 $NXDCTL suggest-threshold vol0 \
+	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
+	--stripe 256K --chunk 64K --no-stripe-cap
+has "uncapped" "^Suggested write threshold: 512K"
 t "suggest-threshold, HDD as fast as SSD" 0 $NXDCTL suggest-threshold \
 	vol0 --ssd-iops 20000 --ssd-mbps 500 --hdd-iops 20000 --hdd-mbps 500
 has "no threshold pays off" "^No threshold pays off"
@@ -145,7 +167,7 @@ echo 253:1 >"$SYS/block/dm-1/dev"
 echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
 echo 131072 >"$SYS/block/dm-0/nxd/read_threshold"
 for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
-	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:running; do
+	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:ok; do
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
 done
 export NXDCTL_SYSFS="$SYS"
@@ -168,12 +190,75 @@ t "unknown volume" 2 $NXDCTL threshold nosuch
 err_has "unknown volume message" "volume 'nosuch' not found"
 t "config lists all" 0 $NXDCTL config vol0
 has "config mode" "^mode=auto$"
-has "config state" "^state=running$"
+has "config state" "^state=ok$"
 t "config set" 0 $NXDCTL config vol0 high_watermark=90 write_threshold=32K
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 32768 ] &&
 	[ "$(cat "$SYS/block/dm-0/nxd/high_watermark")" = 90 ] &&
 	ok "config writes sysfs" || ko "config writes sysfs"
 t "config read-only attr" 1 $NXDCTL config vol0 state=x
+
+# status, list and --prometheus: statistics from the file, state from sysfs
+export NXDCTL_TEST_STATS="$OUT/fig6.stats"
+t "status" 0 $NXDCTL status vol0 --interval 0
+has "status: state" "^vol0: ok$"
+has "status: log use" "^  log  *0.4% used (3.9M of 1.0G)$"
+has "status: dirty" "^  dirty  *0 blocks logged and not yet on the HDD"
+has "status: destage, not measured" "^  destage  *rate not measured (no limit)"
+has "status: writes" "^  writes  *545386 logged, 0 to the HDD, 0 around a full log$"
+has "status: errors" "^  errors  *SSD 0, HDD 0$"
+has "status: recovery" "^  recovery .* in 1.2 ms at activation$"
+t "status, with a rate" 0 $NXDCTL status vol0 --interval 0.2
+has "status: rate of an unchanged file" "^  destage  *0.0 MiB/s over the last 0.2 s"
+t "status --json" 0 $NXDCTL status vol0 --json --interval 0
+cp "$OUT/last.out" "$OUT/status.json"
+py "status --json" '
+v = d["volumes"][0]
+assert d["time"] > 0 and v["name"] == "vol0" and v["state"] == "ok"
+assert v["log_bytes"] == 262144 * 4096 and v["log_used_bytes"] == 1000 * 4096
+assert abs(v["log_used_pct"] - 100 * 1000 / 262144) < 1e-3
+assert v["destage_bytes_per_s"] is None and v["destage_rate_limit_mib_s"] == 0
+assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234' \
+	"$OUT/status.json"
+t "status: bad interval" 1 $NXDCTL status vol0 --interval x
+t "stats --prometheus" 0 $NXDCTL stats vol0 --prometheus
+cp "$OUT/last.out" "$OUT/prom.txt"
+PY3=python3
+[ -x /usr/bin/python3 ] && PY3=/usr/bin/python3
+if $PY3 -c '
+import sys
+from prometheus_client.parser import text_string_to_metric_families as parse
+fam = {f.name: f for f in parse(open(sys.argv[1]).read())}
+def val(name, **labels):
+    for f in fam.values():
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise KeyError((name, labels))
+assert fam["nxd_writes_logged"].type == "counter"
+assert val("nxd_writes_logged_total", volume="vol0") == 545386
+assert fam["nxd_log_blocks"].type == "gauge" and val("nxd_log_blocks") == 262144
+assert val("nxd_state", state="ok") == 1 and val("nxd_state", state="degraded") == 0
+h = fam["nxd_request_size_bytes"]
+assert h.type == "histogram"
+assert val("nxd_request_size_bytes_bucket", op="write", le="4096") == 23978
+assert val("nxd_request_size_bytes_bucket", op="write", le="8192") == 23978 + 499318
+assert val("nxd_request_size_bytes_bucket", op="write", le="+Inf") == 545386
+assert val("nxd_request_size_bytes_count", op="read") == 56796 + 456385 + 55 + 31 + 4
+assert val("nxd_request_size_bytes_sum", op="write") == sum(
+    n * b for n, b in [(23978, 4096), (499318, 8192), (19954, 16384),
+                       (1962, 32768), (127, 65536), (39, 131072),
+                       (6, 262144), (2, 524288)])
+t = sum(val("nxd_requests_total", op="write", route=r, align=a)
+        for r in ("ssd", "hdd") for a in ("aligned", "unaligned"))
+assert t == 545386, t
+print(len(fam), "families")' "$OUT/prom.txt" >"$OUT/py.out" 2>&1; then
+	ok "stats --prometheus parses (prometheus_client) and adds up"
+else
+	ko "stats --prometheus parses (prometheus_client) and adds up"
+	sed 's/^/    /' "$OUT/py.out"
+fi
+t "stats --prometheus --json" 1 $NXDCTL stats vol0 --prometheus --json
+unset NXDCTL_TEST_STATS
 t "config unknown attr" 1 $NXDCTL config vol0 bogus
 chmod 0444 "$SYS/block/dm-0/nxd/mode"
 if [ "$(id -u)" != 0 ]; then
@@ -211,6 +296,34 @@ t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
 t "create: --name is not create's" 1 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --name x
 t "assemble: no --format" 1 $NXDCTL assemble --format
+
+# ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
+truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"
+truncate -s 300M "$OUT/fs.img" "$OUT/tail.img"
+if mkfs.ext4 -q -F -L ost0 "$OUT/fs.img" >/dev/null 2>&1; then
+	t "create: HDD with a file system" 1 $NXDCTL create v0 "$OUT/fs.img" \
+		"$OUT/ssd.img" --dry-run
+	err_has "create: names the file system" "HDD $OUT/fs.img holds ext4 UUID .* LABEL 'ost0'"
+	err_has "create: says why" "cannot be.*converted in place\|converted in place"
+	err_has "create: says how to go ahead" "(--force to go ahead)"
+	[ -s "$OUT/last.out" ] && ko "create: refused before the table line" ||
+		ok "create: refused before the table line"
+	t "create: HDD with a file system, --force" 0 $NXDCTL create v0 \
+		"$OUT/fs.img" "$OUT/ssd.img" --dry-run --force
+	has "create --force prints the table" "^dmsetup create v0 "
+	t "create: SSD with a file system" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+		"$OUT/fs.img" --dry-run
+	err_has "create: names the SSD's file system" "SSD $OUT/fs.img holds ext4"
+	t "create: SSD with a file system, --format" 1 $NXDCTL create v0 \
+		"$OUT/hdd.img" "$OUT/fs.img" --dry-run --format
+else
+	echo "SKIP create signature tests (no mkfs.ext4)"
+fi
+printf 'data' | dd of="$OUT/tail.img" bs=1 seek=$((300 * 1048576 - 5000)) \
+	conv=notrunc 2>/dev/null
+t "create: data in the HDD's last MiB" 1 $NXDCTL create v0 "$OUT/tail.img" \
+	"$OUT/ssd.img" --dry-run
+err_has "create: names the offset" "holds data in its last MiB (at byte $((300 * 1048576 - 5000)))"
 
 # ---- assemble / udev-info on loop devices (root, losetup, the core) ----
 LOOPS=
@@ -269,6 +382,123 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	t "assemble: HDD missing" 2 $NXDCTL assemble "$SA" --dry-run
 	err_has "assemble: HDD missing message" "its HDD is not present"
 	t "assemble: not nxd" 2 $NXDCTL assemble "$l" --dry-run
+
+	# ---- nxd-probe (the udev helper) ----
+	t "nxd-probe: SSD" 0 ./nxd-probe "$SA"
+	has "nxd-probe: SSD role" "^NXD_ROLE=ssd$"
+	has "nxd-probe: SSD fs type" "^NXD_FS_TYPE=nxd_log$"
+	has "nxd-probe: SSD usage" "^NXD_FS_USAGE=other$"
+	has "nxd-probe: SSD volume uuid" "^NXD_VOL_UUID=$UA$"
+	has "nxd-probe: SSD clean" "^NXD_SB_CLEAN=1$"
+	t "nxd-probe: HDD" 0 ./nxd-probe "$HB"
+	has "nxd-probe: HDD fs type" "^NXD_FS_TYPE=nxd_hdd$"
+	has "nxd-probe: HDD usage" "^NXD_FS_USAGE=raid$"
+	has "nxd-probe: HDD uuids" "^NXD_HDD_UUID=b0b1b2b3-"
+	t "nxd-probe: other device" 0 ./nxd-probe "$l"
+	[ -s "$OUT/last.out" ] && ko "nxd-probe: nothing for others" ||
+		ok "nxd-probe: nothing for others"
+	t "nxd-probe: usage" 1 ./nxd-probe
+	t "nxd-probe --links" 0 ./nxd-probe --links uuid=U1 label=L1 \
+		disk/by-id/md-uuid-1 disk/by-uuid/U1 disk/by-label/L1 \
+		disk/by-label/L2 md/ost0
+	has "nxd-probe --links drops the fs links" \
+		"^NXD_LINKS=disk/by-id/md-uuid-1 disk/by-label/L2 md/ost0$"
+	t "nxd-probe --links, no fs" 0 ./nxd-probe --links uuid= label= a
+	has "nxd-probe --links keeps the rest" "^NXD_LINKS=a$"
+
+	# ---- wipe: C's log holds 3 segments of writes, D's is empty ----
+	for v in c d; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-c.img" "$OUT/hdd-c.img" 64 3
+	tests/mkmeta "$OUT/ssd-d.img" "$OUT/hdd-d.img" 80
+	loop "$OUT/ssd-c.img" && SC=$DEV
+	loop "$OUT/hdd-c.img" && HC=$DEV
+	loop "$OUT/ssd-d.img" && SD=$DEV
+	loop "$OUT/hdd-d.img" && HD=$DEV
+	# ---- show-super, before C is wiped ----
+	t "show-super: SSD" 0 $NXDCTL show-super "$SC"
+	has "show-super: copy in use" "^  copy B  *block 1: valid, sb_seq 2 (in use)$"
+	has "show-super: uuid" "^  volume UUID  *40414243-4445-4647-4849-4a4b4c4d4e4f$"
+	has "show-super: head" "^  head  *position 6, segment 4$"
+	has "show-super: the log" "^  log  *3 live segments from segment 1, 3 data blocks not yet on the HDD$"
+	has "show-super: the HDD found" "^  HDD  *$HC$"
+	t "show-super: HDD" 0 $NXDCTL show-super "${HC#/dev/}"
+	has "show-super: label position" "nxd HDD label, format 1, at sector 612352$"
+	t "show-super --json" 0 $NXDCTL show-super "$SC" --json
+	cp "$OUT/last.out" "$OUT/super.json"
+	py "show-super --json" '
+assert d["role"] == "ssd" and d["in_use"] == 1
+assert [c["decode"] for c in d["copies"]] == ["valid", "valid"]
+sb = d["superblock"]
+assert sb["sb_seq"] == 2 and sb["head_seq"] == 4 and sb["clean"] is True
+assert sb["ring_blocks"] == 64 * 256 - 8 and sb["data_sectors"] == 612352
+assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
+		"$OUT/super.json"
+	printf 'X' | dd of="$SC" bs=1 seek=100 conv=notrunc 2>/dev/null
+	t "show-super: a damaged copy" 0 $NXDCTL show-super "$SC"
+	has "show-super: names the damage" "^  copy A  *block 0: bad checksum$"
+	t "show-super: not nxd" 2 $NXDCTL show-super "$l"
+	t "wipe: SSD with writes in its log" 1 $NXDCTL wipe "$SC"
+	err_has "wipe: says the log holds writes" "holds writes not yet on the HDD"
+	err_has "wipe: names the first segment" "segment 1 onwards"
+	t "wipe: its HDD" 1 $NXDCTL wipe "${HC#/dev/}"
+	t "wipe --dry-run --force" 0 $NXDCTL wipe "$SC" --dry-run --force
+	has "wipe --dry-run says what" "would wipe the nxd SSD superblocks .* (32768 bytes at offset 0), with writes still in its log"
+	./nxd-probe "$SC" | grep -q "^NXD_ROLE=ssd$" &&
+		ok "wipe --dry-run changes nothing" ||
+		ko "wipe --dry-run changes nothing"
+	t "wipe --force" 0 $NXDCTL wipe -f "$SC"
+	[ -z "$(./nxd-probe "$SC")" ] && cmp -s -n 32768 "$SC" /dev/zero &&
+		ok "wipe --force zeroed both superblocks" ||
+		ko "wipe --force zeroed both superblocks"
+	cmp -s -i 32768 -n 8192 "$SC" "$OUT/ssd-c.img" &&
+		! cmp -s -i 32768 -n 8192 "$SC" /dev/zero &&
+		ok "wipe leaves the ring alone" || ko "wipe leaves the ring alone"
+	t "wipe: HDD whose SSD is gone" 1 $NXDCTL wipe "$HC"
+	err_has "wipe: SSD not present" "SSD of volume 40414243-.* is not present"
+	t "wipe: HDD, forced" 0 $NXDCTL wipe "$HC" --force
+	[ -z "$(./nxd-probe "$HC")" ] && ok "wipe: label gone" ||
+		ko "wipe: label gone"
+	t "wipe: nothing left" 0 $NXDCTL wipe "$HC"
+	has "wipe: nothing left says so" "no nxd signature"
+	t "wipe: empty log, HDD then SSD" 0 $NXDCTL wipe "$HD" "$SD"
+	[ -z "$(./nxd-probe "$HD")$(./nxd-probe "$SD")" ] &&
+		ok "wipe: both halves clean" || ko "wipe: both halves clean"
+	t "wipe: missing device" 2 $NXDCTL wipe "$OUT/nope"
+
+	# ---- create --format over a log (loop devices: the pair is found) ----
+	for v in e f; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-e.img" "$OUT/hdd-e.img" 96 2
+	tests/mkmeta "$OUT/ssd-f.img" "$OUT/hdd-f.img" 112
+	loop "$OUT/ssd-e.img" && SE=$DEV
+	loop "$OUT/hdd-e.img" && HE=$DEV
+	loop "$OUT/ssd-f.img" && SF=$DEV
+	loop "$OUT/hdd-f.img" && HF=$DEV
+	t "create: the pair again (replay)" 0 $NXDCTL create v0 "$HE" "$SE" \
+		--dry-run
+	t "create --format over writes in the log" 1 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --format
+	err_has "create --format: says the log holds writes" "holds writes not yet on the HDD"
+	t "create --format --force over writes" 0 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --format --force
+	t "create --format over an empty log" 0 $NXDCTL create v0 "$HF" "$SF" \
+		--dry-run --format
+	t "create: new HDD, SSD holding another volume's writes" 1 $NXDCTL \
+		create v0 "$OUT/hdd.img" "$SE" --dry-run --format
+	t "create: another volume's HDD" 1 $NXDCTL create v0 "$HE" "$SF" \
+		--dry-run --format
+	# E's HDD grows: its label is no longer at the end; still the pair.
+	truncate -s 400M "$OUT/hdd-e.img"
+	losetup -c "$HE"
+	t "create: the pair again after the HDD grew" 0 $NXDCTL create v0 \
+		"$HE" "$SE" --dry-run
 	cleanup_loops
 	trap - EXIT
 else
@@ -284,7 +514,7 @@ has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
 t "unknown command" 1 $NXDCTL frobnicate
 for c in histogram stats threshold config create remove drain \
 	pause-destage resume-destage list suggest-threshold assemble \
-	udev-info help; do
+	udev-info wipe status show-super help; do
 	t "$c --help" 0 $NXDCTL $c --help
 	has "$c --help shows usage" "^Usage: nxdctl $c"
 done

@@ -14,7 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nxdctl.h"
+#include "../kernel/nxd_core.h"
+#include "fmt.h"
+#include "stats.h"
+#include "suggest.h"
+#include "status.h"
+#include "view.h"
 
 static int failed;
 
@@ -145,29 +150,61 @@ static void test_figure6(const struct nxd_ioc_stats *st, const char *fixture)
 
 static void test_labels(void)
 {
+	char a[32], z[32], want[80];
 	unsigned int b;
-	int same = 1, have_core = nxdctl_core_hist_label(0) != NULL;
-	int bucket_ok = 1;
+	int same = 1, bucket_ok = 1;
 
 	for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
-		const char *k = nxdctl_core_hist_label(b);
 		uint64_t lo, hi;
 
-		if (have_core && strcmp(k, nxdctl_hist_label[b]))
-			same = 0;
 		nxdctl_bucket_range(b, &lo, &hi);
+		/* The kernel's label names the range nxdctl computes. */
+		nxdctl_fmt_size(a, sizeof(a), lo ? lo - 1 : 0);
+		nxdctl_fmt_size(z, sizeof(z), hi == UINT64_MAX ? 0 : hi);
+		if (b == 0)
+			nxdctl_fmt_size(z, sizeof(z), hi + 1);
+		if (b <= 1)
+			snprintf(want, sizeof(want), "%s%s", b ? "" : "< ", z);
+		else if (hi == UINT64_MAX)
+			snprintf(want, sizeof(want), "> %s", a);
+		else
+			snprintf(want, sizeof(want), "%s+1 - %s", a, z);
+		if (strcmp(want, nxd_hist_labels[b]))
+			same = 0;
 		if (hi == UINT64_MAX)
 			hi = lo * 4;
-		if (have_core && (nxdctl_core_hist_bucket(lo) != (int)b ||
-				  nxdctl_core_hist_bucket(hi) != (int)b))
+		if (nxd_hist_bucket(lo) != b || nxd_hist_bucket(hi) != b)
 			bucket_ok = 0;
 		if (b && nxdctl_bucket_of_bound(hi) != (int)b &&
 		    b != NXD_HIST_NBUCKETS - 1)
 			bucket_ok = 0;
 	}
-	check(!have_core || same, "labels match kernel nxd_hist_labels%s",
-	      have_core ? "" : " (no core: skipped)");
+	check(same, "kernel nxd_hist_labels name nxdctl's bucket ranges");
 	check(bucket_ok, "bucket ranges agree with nxd_hist_bucket()");
+}
+
+static void compat_fn(FILE *f, const void *st)
+{
+	nxdctl_print_histogram_compat(f, st, true);
+}
+
+static void test_compat(const struct nxd_ioc_stats *fig6st)
+{
+	static struct nxd_ioc_stats st;
+	size_t len, lines = 0, i;
+	char *got;
+
+	st = *fig6st;
+	st.hist[NXD_H_WRITE][14][NXD_H_SSD][NXD_H_ALIGNED].count = 5;
+	st.hist[NXD_H_WRITE][15][NXD_H_HDD][NXD_H_ALIGNED].count = 7;
+	got = capture(compat_fn, &st, &len);
+	for (i = 0; i < len; i++)
+		lines += got[i] == '\n';
+	check(lines == 32 && !strstr(got, "> 32M"),
+	      "--compat: 15 buckets a direction, no > 32M line");
+	check(strstr(got, "Num Writes 16M+1 - 32M       = 12\n") != NULL,
+	      "--compat: the last bucket counts > 32M too");
+	free(got);
 }
 
 static void test_routes(const struct nxd_ioc_stats *st)
@@ -217,16 +254,16 @@ static void test_parse(void)
 {
 	uint64_t v;
 
-	check(!nxdctl_parse_size("64K", &v) && v == 65536, "parse 64K");
-	check(!nxdctl_parse_size("1M", &v) && v == 1048576, "parse 1M");
-	check(!nxdctl_parse_size("4096", &v) && v == 4096, "parse 4096");
-	check(!nxdctl_parse_size("2g", &v) && v == 2ULL << 30, "parse 2g");
-	check(nxdctl_parse_size("1.5M", &v) != 0, "reject 1.5M");
-	check(nxdctl_parse_size("-4K", &v) != 0, "reject -4K");
-	check(nxdctl_parse_size("", &v) != 0, "reject empty");
-	check(nxdctl_parse_size("99999999999999999999", &v) != 0,
+	check(!nxd_parse_size("64K", &v) && v == 65536, "parse 64K");
+	check(!nxd_parse_size("1M", &v) && v == 1048576, "parse 1M");
+	check(!nxd_parse_size("4096", &v) && v == 4096, "parse 4096");
+	check(!nxd_parse_size("2g", &v) && v == 2ULL << 30, "parse 2g");
+	check(nxd_parse_size("1.5M", &v) != 0, "reject 1.5M");
+	check(nxd_parse_size("-4K", &v) != 0, "reject -4K");
+	check(nxd_parse_size("", &v) != 0, "reject empty");
+	check(nxd_parse_size("99999999999999999999", &v) != 0,
 	      "reject overflow");
-	check(nxdctl_parse_size("17179869184G", &v) != 0,
+	check(nxd_parse_size("17179869184G", &v) != 0,
 	      "reject suffix overflow");
 }
 
@@ -255,13 +292,13 @@ static void test_misc(void)
 	nxdctl_decode_dev(nxdctl_encode_dev(253, 300), &ma, &mi);
 	check(ma == 253 && mi == 300, "dev encode/decode round trip");
 	check(nxdctl_encode_dev(8, 16) == 0x810, "new_encode_dev(8:16)");
-	check(nxdctl_hdd_data_sectors(20971520) == 20969472,
+	check(nxd_hdd_data_sectors(20971520) == 20969472,
 	      "hdd data sectors of 10 GiB");
-	check(nxdctl_hdd_data_sectors(20971520 + 2047) == 20969472,
+	check(nxd_hdd_data_sectors(20971520 + 2047) == 20969472,
 	      "hdd data sectors rounds down to 1 MiB");
-	check(nxdctl_hdd_data_sectors(4095) == 0, "tiny hdd has no data");
-	check(!strcmp(nxdctl_mode_name(2), "log_all") &&
-	      !strcmp(nxdctl_mode_name(9), "unknown"), "mode names");
+	check(nxd_hdd_data_sectors(4095) == 0, "tiny hdd has no data");
+	check(!strcmp(nxd_mode_name(2), "log_all") &&
+	      !strcmp(nxd_mode_name(9), "unknown"), "mode names");
 }
 
 static void test_suggest(const struct nxd_ioc_stats *st)
@@ -295,6 +332,24 @@ static void test_suggest(const struct nxd_ioc_stats *st)
 	nxdctl_suggest(st, &sp, -1, &sg);
 	check(sg.threshold == 4096ULL << 10, "suggest 4M for a wide "
 	      "array (got %" PRIu64 ")", sg.threshold);
+
+	/* The wide array as a RAID6 with a 1 MiB stripe: capped there. */
+	sp.stripe = 1 << 20;
+	sp.chunk = 128 << 10;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 1 << 20 && sg.uncapped >= 4096ULL << 10,
+	      "suggest: never above a full stripe (got %" PRIu64 ", costs "
+	      "alone %" PRIu64 ")", sg.threshold, sg.uncapped);
+	check(sg.cost_hdd_ms[2] == 2 * (1e3 / 150 + 8192 / 2000e6 * 1e3) &&
+	      sg.cost_hdd_ms[11] == 1e3 / 150 + (4 << 20) / 2000e6 * 1e3,
+	      "suggest: a partial stripe costs a read-modify-write, whole "
+	      "stripes do not");
+	sp.no_stripe_cap = true;
+	nxdctl_suggest(st, &sp, -1, &sg);
+	check(sg.threshold == 4096ULL << 10 && !sg.uncapped,
+	      "suggest: --no-stripe-cap lifts the cap");
+	sp.stripe = sp.chunk = 0;
+	sp.no_stripe_cap = false;
 
 	/* An HDD as fast as the SSD: the log never pays. */
 	sp.hdd_iops = 20000;
@@ -388,6 +443,36 @@ static void test_list(const char *out)
 	check(!write_file(out, "list.json", list_fn, &l), "write list.json");
 }
 
+static void test_status(const struct nxd_ioc_stats *st)
+{
+	static struct nxdctl_status s;
+	struct nxd_ioc_vol v = { .sectors = 2048, .write_threshold = 65536 };
+
+	strcpy(v.name, "h0");
+	nxdctl_status_from_vol(&s, &v);
+	check(nxdctl_status_destage_bps(&s) < 0 &&
+	      !strcmp(nxdctl_status_state(&s), "unknown"),
+	      "status without statistics: no rate, state unknown");
+	s.have_stats = true;
+	s.st = *st;
+	s.st.c.index_entries = 3;
+	s.st.c.destaged_bytes = 5 << 20;
+	s.prev = s.st.c;
+	s.prev.destaged_bytes = 1 << 20;
+	s.interval_s = 2;
+	check(nxdctl_status_destage_bps(&s) == 2 << 20,
+	      "status: destage rate 4 MiB over 2 s");
+	s.prev.destaged_bytes = 6 << 20;
+	check(nxdctl_status_destage_bps(&s) < 0, "status: no rate across a "
+	      "reset");
+	check(nxdctl_status_dirty_bytes(&s) == 3 * 4096 &&
+	      nxdctl_status_log_pct(&s) == 100.0 * 1000 / 262144,
+	      "status: dirty bytes and log use");
+	s.st.c.degraded = 1;
+	check(!strcmp(nxdctl_status_state(&s), "degraded"),
+	      "status: degraded from the counters");
+}
+
 int main(int argc, char **argv)
 {
 	static struct nxd_ioc_stats st;
@@ -399,6 +484,7 @@ int main(int argc, char **argv)
 	fill_fig6(&st);
 	test_figure6(&st, argv[1]);
 	test_labels();
+	test_compat(&st);
 	test_routes(&st);
 	test_sums_delta(&st);
 	test_parse();
@@ -406,6 +492,7 @@ int main(int argc, char **argv)
 	test_suggest(&st);
 	test_route_share(&st);
 	test_list(argv[2]);
+	test_status(&st);
 	check(!write_file(argv[2], "fig6.stats", raw_fn, &st),
 	      "write fig6.stats");
 	check(!write_file(argv[2], "hist.json", json_hist_fn, &st),

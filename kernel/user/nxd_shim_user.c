@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Userspace stand-ins for the kernel facilities nxd_shim.h declares.
+ * Userspace stand-ins for the kernel facilities nxd_shim.h declares, for
+ * the unit tests, the fuzzer and nxdctl (the one userspace crc32c).
  *
  * nxd_crc32c() has the kernel's raw crc32c(seed, p, len) semantics:
  * reflected Castagnoli polynomial, no pre- or post-inversion, so that

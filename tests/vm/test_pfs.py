@@ -1,0 +1,419 @@
+# SPDX-License-Identifier: GPL-2.0
+"""GlusterFS on dm-nxd: the product card's "XFS underneath a PFS" layering
+with a real parallel file system (tests/vm/pfslib.py builds it).
+
+One stack for the module: three bricks, each XFS on its own nxd volume over
+its own md RAID6 (4 x 170 MiB loop members, chunk 64 KiB) and its own
+null_blk SSD (64 MiB); one glusterd; a distributed volume over the three
+bricks and a dispersed one (2+1) over the same file systems, both mounted
+with the FUSE client.  The tests run in order on it:
+
+  - test_pfs_workload: through both mounts, small files created, written,
+    fsync'd, renamed, rewritten and appended, large sequential files, and an
+    IOR-like fio pattern of the NytroXD transfer sizes (fio's verify
+    headers); every file checked against the sha256 of what was written,
+    cold (new client, page cache dropped); each brick's nxd volume logged
+    some of Gluster's writes to the SSD and sent others to the array; the
+    histograms are printed.
+  - test_pfs_brick_killed_and_restarted: a brick process of the dispersed
+    volume is SIGKILLed while a writer keeps creating fsync'd files, then
+    restarted (volume start force) and healed; a brick of the distributed
+    volume likewise, idle; everything verifies.
+  - test_pfs_nxd_to_linear_and_back: one brick's nxd volume is drained and
+    switched to linear and later attached to its SSD again (a new log),
+    with the brick's XFS mounted and a writer running through Gluster all
+    along; everything verifies.
+  - test_pfs_fsck: Gluster stopped, every brick's xfs_repair -n clean, the
+    nxd volumes healthy (no SSD or HDD error, not degraded).
+
+The power cut of the whole guest with Gluster on top is
+scripts/pfs-powercut.sh (two boots; `make test-pfs` runs both).
+
+Environment: NXD_PFS_SMALL (small files on the distributed volume, default
+120; half as many on the dispersed one), NXD_PFS_BIG_MB (each large file,
+default 8).
+"""
+import multiprocessing
+import os
+import re
+import time
+
+import pytest
+
+import nxdvm
+import pfslib
+from pfslib import Brick, Files, Gluster, IorJob, phase
+
+NBRICKS = 3
+MEMBERS, MEMBER_MB, SSD_MB = 4, 170, 64
+NSMALL = int(os.environ.get("NXD_PFS_SMALL", "120"))
+BIG_MB = int(os.environ.get("NXD_PFS_BIG_MB", "8"))
+DIST, DISP = "gdist", "gdisp"
+
+
+class Stack:
+    def __init__(self):
+        self.loops = []
+        self.nullbs = []
+        self.bricks = []
+        self.gluster = None
+        self.files = {}
+        self.ior = {}
+
+    def build(self):
+        pfslib.prepare_guest()
+        phase(f"{NBRICKS} bricks: RAID6 of {MEMBERS} x {MEMBER_MB} MiB loop members, "
+              f"{SSD_MB} MiB null_blk SSD, nxd, XFS")
+        for i in range(NBRICKS):
+            members = []
+            for _ in range(MEMBERS):
+                dev, path = nxdvm.loop_create(MEMBER_MB)
+                self.loops.append((dev, path))
+                members.append(dev)
+            ssd, folder = nxdvm.nullb_create(SSD_MB, discard=1, irqmode=0)
+            self.nullbs.append(folder)
+            b = Brick(i, members, ssd)
+            self.bricks.append(b)
+            b.create_md()
+            b.create_volume()
+            md_hints = (_attr(b.md, "minimum_io_size"), _attr(b.md, "optimal_io_size"))
+            assert b.hints() == md_hints == (65536, 131072), (b.hints(), md_hints)
+            b.mkfs()
+            b.mount()
+        phase("glusterd, volumes, FUSE mounts")
+        self.gluster = g = Gluster()
+        g.start()
+        g.create(DIST, self.bricks)
+        g.create(DISP, self.bricks, disperse=True)
+        for vol in (DIST, DISP):
+            g.mount(vol)
+        return self
+
+    def mnt(self, vol):
+        return self.gluster.mounts[vol]
+
+    def verify_all(self, cold=True):
+        if cold:
+            for vol in (DIST, DISP):
+                self.gluster.remount(vol)
+            pfslib.drop_caches()
+        for vol in (DIST, DISP):
+            self.files[vol].verify(self.mnt(vol), skip=("ior/",))
+            self.ior[vol].verify()
+
+    def teardown(self):
+        errors = []
+
+        def attempt(fn, *a):
+            try:
+                fn(*a)
+            except Exception as e:  # noqa: BLE001 - tear everything down
+                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
+        if self.gluster:
+            attempt(self.gluster.save_logs)
+            attempt(self.gluster.stop)
+        for b in self.bricks:
+            attempt(b.umount)
+            attempt(b.remove_volume)
+            attempt(b.stop_md)
+        for folder in self.nullbs:
+            attempt(nxdvm.nullb_destroy, folder)
+        for dev, path in reversed(self.loops):
+            attempt(nxdvm.loop_destroy, dev, path)
+        return errors
+
+
+def _attr(dev, name):
+    with open(f"/sys/block/{nxdvm.blk_name(dev)}/queue/{name}") as f:
+        return int(f.read())
+
+
+@pytest.fixture(scope="module")
+def pfs(nxd_module):
+    st = Stack()
+    try:
+        st.build()
+    except BaseException:
+        st.teardown()
+        raise
+    yield st
+    errors = st.teardown()
+    assert not errors, "teardown: " + "; ".join(errors)
+
+
+@pytest.fixture(autouse=True)
+def _t0():
+    pfslib.T0[0] = time.monotonic()
+
+
+def _writer_main(root, into, log, stop_ev):
+    """Body of a Writer process: fsync'd files through the mount, each
+    recorded in @log (a local file) once its fsync returned."""
+    with open(log, "a") as lf:
+        try:
+            d = os.path.join(root, into)
+            os.makedirs(d, exist_ok=True)
+            n = 0
+            while not stop_ev.is_set():
+                rel = os.path.join(into, f"w{n:05d}")
+                data = os.urandom((4096, 5000, 12000, 65536)[n % 4])
+                with open(os.path.join(root, rel), "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                lf.write(f"{rel} {pfslib.sha(data)}\n")
+                lf.flush()
+                n += 1
+            pfslib.fsync_path(d)
+        except Exception as e:  # noqa: BLE001 - checked by the test
+            lf.write(f"ERR {e!r}\n")
+
+
+class Writer:
+    """Creates fsync'd files through a mount in the background until
+    stopped; what it wrote joins @files' manifest.  A separate process, not
+    a thread: a process that holds files of a FUSE mount open and forks
+    (every subprocess call) has the child close them, and closing a FUSE
+    file waits for Gluster, which waits for the brick; with the brick's
+    XFS frozen that child never gets to exec fsfreeze -u (seen)."""
+
+    def __init__(self, files, into):
+        self.files, self.into = files, into
+        self.log = f"{pfslib.ROOT}/writer-{into}-{os.path.basename(files.root)}.log"
+        if os.path.exists(self.log):
+            os.unlink(self.log)
+        self.stop_ev = multiprocessing.Event()
+        self.p = multiprocessing.Process(
+            target=_writer_main, args=(files.root, into, self.log, self.stop_ev), daemon=True)
+
+    def _lines(self):
+        try:
+            with open(self.log) as f:
+                return [ln.split() for ln in f.read().splitlines() if ln]
+        except FileNotFoundError:
+            return []
+
+    @property
+    def n(self):
+        return sum(1 for w in self._lines() if w[0] != "ERR")
+
+    @property
+    def errors(self):
+        return [" ".join(w[1:]) for w in self._lines() if w[0] == "ERR"]
+
+    def wait(self, k):
+        """Until @k more files are written (or the writer failed)."""
+        n0 = self.n
+        while self.n < n0 + k and not self.errors and self.p.is_alive():
+            time.sleep(0.5)
+
+    def __enter__(self):
+        self.p.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.p.join(timeout=600)
+        assert not self.p.is_alive(), "writer never stopped"
+        for w in self._lines():
+            if w[0] != "ERR":
+                self.files.sums[w[0]] = w[1]
+
+
+def _histograms(st):
+    out = []
+    for b in st.bricks:
+        out.append(f"--- brick {b.i} ({b.name} over {b.md}): nxdctl histogram --routes")
+        out.append(pfslib.nxdctl("histogram", b.name, "--routes"))
+    return "\n".join(out)
+
+
+def test_pfs_workload(pfs):
+    st = pfs
+    t = time.monotonic()
+    for seed, vol, nsmall, nbig in ((1, DIST, NSMALL, 2), (2, DISP, NSMALL // 2, 1)):
+        mnt = st.mnt(vol)
+        f = st.files[vol] = Files(mnt, seed=seed)
+        f.small(nsmall)
+        f.renames(nsmall // 4)
+        f.rewrites(nsmall // 4)
+        for k in range(nbig):
+            f.big(f"big/seq{k}.bin", BIG_MB)
+        f.small(nsmall // 4, into="small2", fsync=False)
+        pfslib.run(["sync"])
+        st.ior[vol] = IorJob(mnt, f"{pfslib.ROOT}/fio-{vol}")
+        st.ior[vol].write()
+    secs = time.monotonic() - t
+    st.verify_all()
+    for b in st.bricks:
+        s = b.status()
+        n, nbytes, ns, nbs = pfslib.ssd_share(b.stats())
+        phase(f"brick {b.i}: {n} writes ({nbytes >> 20} MiB), {ns} to the SSD "
+              f"({nbs >> 10} KiB); status {s['state']} logged {s['writes_logged']} "
+              f"direct {s['writes_direct']} destaged {s['destaged_blocks']} blocks")
+        assert s["state"] == "ok" and not s["ssd_errors"] and not s["hdd_errors"], s
+        assert s["writes_logged"] > 0 and s["writes_direct"] > 0, s
+        assert 0 < ns < n, (n, ns)
+    print(_histograms(st))
+    print(f"workload: {secs:.0f}s; {st.files[DIST].counts} + {st.files[DISP].counts}, "
+          f"IOR {st.ior[DIST].total_bytes()} B per volume")
+
+
+def test_pfs_brick_killed_and_restarted(pfs):
+    st = pfs
+    g = st.gluster
+    assert st.files, "test_pfs_workload did not run"
+    # Dispersed volume: one brick of three may go; a writer keeps going.
+    path = st.bricks[0].brick_dir(DISP)
+    with Writer(st.files[DISP], "during-kill") as w:
+        w.wait(10)
+        phase(f"SIGKILL brick {path} of {DISP}")
+        old = g.kill_brick(DISP, path)
+        w.wait(20)
+        phase(f"restart the bricks of {DISP}")
+        g.restart_bricks(DISP)
+        assert g.brick_pid(DISP, path) not in (None, old)
+        w.wait(10)
+    assert not w.errors, w.errors
+    # A new client: the old one's files and locks are closed.
+    g.remount(DISP)
+    phase(f"heal {DISP}")
+    g.heal(DISP)
+    # Distributed volume: a brick goes down idle and comes back.
+    path = st.bricks[1].brick_dir(DIST)
+    phase(f"SIGKILL brick {path} of {DIST}")
+    g.kill_brick(DIST, path)
+    g.restart_bricks(DIST)
+    st.files[DIST].small(20, into="after-kill")
+    st.verify_all()
+    print(f"writer: {w.n} files through the kill and restart")
+
+
+def test_pfs_nxd_to_linear_and_back(pfs):
+    st = pfs
+    assert st.files, "test_pfs_workload did not run"
+    b = st.bricks[2]
+    with Writer(st.files[DIST], "during-linear") as w1, Writer(st.files[DISP], "during-linear") as w2:
+        w1.wait(5)
+        w2.wait(5)
+        phase(f"brick {b.i}: drain, switch {b.name} to linear (XFS and Gluster live)")
+        s = b.to_linear()
+        assert b.table_kind() == "linear"
+        w1.wait(10)
+        w2.wait(10)
+        st.files[DIST].small(20, into="on-linear")
+        phase(f"brick {b.i}: attach the SSD again (format: a new log)")
+        b.to_nxd()
+        assert b.table_kind() == "nxd"
+        w1.wait(10)
+        w2.wait(10)
+    assert not (w1.errors or w2.errors), (w1.errors, w2.errors)
+    st.files[DISP].small(20, into="after-attach")
+    after = b.status()
+    assert after["state"] == "ok" and after["writes_logged"] > 0, after
+    st.verify_all()
+    print(f"status at the switch {s}; after the attach {after}; "
+          f"writers {w1.n} + {w2.n} files")
+
+
+def test_pfs_fsck(pfs):
+    st = pfs
+    assert st.files, "test_pfs_workload did not run"
+    st.gluster.stop()
+    for b in st.bricks:
+        s = b.status()
+        assert s["state"] == "ok" and not s["degraded"], s
+        assert not s["ssd_errors"] and not s["hdd_errors"], s
+        b.umount()
+        phase(f"xfs_repair -n brick {b.i}")
+        b.fsck()
+
+
+# ------------------------------------------------ Lustre OST stand-in ---
+
+def ost_mke2fs_args(dev, fsname="lfs01", index=0, failover=True):
+    """The mke2fs command line mkfs.lustre --ost --backfstype=ldiskfs
+    composes (lustre/utils/libmount_utils_ldiskfs.c) for @dev, with the
+    stripe options derived from the volume's exported geometry as
+    docs/admin-guide.md derives them: stride = minimum_io_size / 4096,
+    stripe_width = optimal_io_size / 4096.  Journal: 4 % of the device, at
+    most 400 MB (only above 1 GiB); 512-byte inodes; bytes per inode by
+    size; mmp when a failover node is given."""
+    blk = nxdvm.blk_name(dev)
+    stride = _attr(dev, "minimum_io_size") // 4096
+    width = _attr(dev, "optimal_io_size") // 4096
+    kb = nxdvm.dev_size_bytes(dev) // 1024
+    args = ["mke2fs", "-j", "-b", "4096", "-L", f"{fsname}-OST{index:04x}"]
+    if kb > 1024 * 1024:
+        args += ["-J", f"size={min(kb * 4 // (1024 * 100), 400)}"]
+    args += ["-I", "512"]
+    for lim, ratio in ((16 << 30, 1 << 20), (4 << 30, 512 << 10), (1 << 30, 256 << 10),
+                       (10 << 20, 69905)):
+        if kb > lim:
+            args += ["-i", str(ratio)]
+            break
+    feats = "extents,uninit_bg" + (",mmp" if failover else "") + \
+        ",dir_nlink,quota,huge_file,flex_bg"
+    args += ["-q", "-O", feats, "-G", "256",
+             "-E", f"stride={stride},stripe_width={width},resize=4290772992,lazy_journal_init",
+             "-F", dev]
+    return args, stride, width, blk
+
+
+MMP_SEQ_CLEAN = 0xFF4D4D50
+
+
+def _mmp_seq(dev):
+    out = pfslib.run(["debugfs", "-c", "-R", "dump_mmp", dev], check=False).stdout
+    m = re.search(r"^seq\w*:\s*(?:0x)?([0-9a-fA-F]+)", out, re.M)
+    return int(m.group(1), 16) if m else None
+
+
+def test_lustre_ost_standin(dm, md_raid6, nullb):
+    """The ldiskfs stand-in of a Lustre OST on dm-nxd: the geometry derived
+    from the exported hints of an nxd volume over a 6-disk RAID6 (chunk
+    64 KiB: stride 16, stripe width 64), the mke2fs line mkfs.lustre would
+    run formatted on the volume (ext4: Debian has no ldiskfs), recorded in
+    the superblock, MMP on (failover pair), e2fsck -fn clean, mounted with
+    Lustre's OST mount option (the MMP block then shows the mount), a file
+    written and read back, clean again."""
+    md = md_raid6(ndisks=6, disk_mb=64, chunk_kb=64)
+    ssd = nullb(32, discard=1, irqmode=0)
+    length = pfslib.nxdaux.data_sectors(nxdvm.dev_sectors(md))
+    dev = dm.create("ost0", f"0 {length} nxd {md} {ssd}")
+    args, stride, width, _ = ost_mke2fs_args(dev)
+    assert (stride, width) == (16, 64), (stride, width)
+    pfslib.run(args)
+    out = pfslib.run(["dumpe2fs", "-h", dev]).stdout
+    for want in (r"^RAID stride:\s+16$", r"^RAID stripe width:\s+64$",
+                 r"^Filesystem features:.*\bmmp\b", r"^Filesystem features:.*\bflex_bg\b",
+                 r"^Filesystem features:.*\bquota\b", r"^Inode size:\s+512$",
+                 r"^Filesystem volume name:\s+lfs01-OST0000$"):
+        assert re.search(want, out, re.M), f"{want} not in dumpe2fs -h:\n{out}"
+    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mnt = f"{pfslib.ROOT}/ost0"
+    os.makedirs(mnt, exist_ok=True)
+    pfslib.run(["mount", "-t", "ext4", "-o", "errors=remount-ro", dev, mnt])
+    try:
+        data = os.urandom(3 * pfslib.MiB + 5000)
+        with open(f"{mnt}/obj", "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # MMP: while mounted, the MMP block carries a live sequence (what
+        # the failover partner's mount checks); clean again after umount.
+        seq = _mmp_seq(dev)
+        assert seq not in (None, MMP_SEQ_CLEAN), seq
+    finally:
+        pfslib.run(["umount", mnt])
+    assert _mmp_seq(dev) == MMP_SEQ_CLEAN
+    pfslib.drop_caches()
+    pfslib.run(["mount", "-t", "ext4", "-o", "ro", dev, mnt])
+    try:
+        assert pfslib.sha_file(f"{mnt}/obj") == pfslib.sha(data)
+    finally:
+        pfslib.run(["umount", mnt])
+    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    print(" ".join(args))

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl status: the health of volumes at a glance (state, devices, log
+ * use, writes not yet on the HDD, destage rate, errors, memory), and the
+ * collection of that model (status.h) that list and stats --prometheus
+ * share.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nxdctl.h"
+
+/* sysfs attribute @attr of the volume with device number ma:mi. */
+static int vol_attr(const struct nxdctl_status *s, const char *attr,
+		    char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	if (test_stats)
+		snprintf(path, sizeof(path), "%s/block/dm-0/nxd/%s",
+			 sysfs_root, attr);
+	else
+		snprintf(path, sizeof(path), "%s/dev/block/%u:%u/nxd/%s",
+			 sysfs_root, s->major, s->minor, attr);
+	return sysfs_read(path, buf, len);
+}
+
+static void fill_devices(struct nxdctl_status *s)
+{
+	char target[32], params[1024], h[64], d[64];
+
+	if (test_stats || dm_table_of(s->name, target, sizeof(target),
+				      params, sizeof(params)))
+		return;
+	if (sscanf(params, "%63s %63s", h, d) != 2)
+		return;
+	if (devname_of(h, s->hdd, sizeof(s->hdd)))
+		snprintf(s->hdd, sizeof(s->hdd), "%s", h);
+	if (devname_of(d, s->ssd, sizeof(s->ssd)))
+		snprintf(s->ssd, sizeof(s->ssd), "%s", d);
+	if (by_id_of(s->hdd, s->hdd_id, sizeof(s->hdd_id)))
+		s->hdd_id[0] = 0;
+	if (by_id_of(s->ssd, s->ssd_id, sizeof(s->ssd_id)))
+		s->ssd_id[0] = 0;
+}
+
+static void fill_live(struct nxdctl_status *s)
+{
+	char buf[64];
+	char *end;
+	long v;
+
+	s->have_stats = !peek_stats(nxdctl_encode_dev(s->major, s->minor),
+				    s->name, &s->st);
+	if (vol_attr(s, "state", s->state, sizeof(s->state)))
+		s->state[0] = 0;
+	if (!vol_attr(s, "destage_rate", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (!*end && v >= 0)
+			s->destage_limit = v;
+	}
+}
+
+int collect_status(int nvols, char **vols, double interval, bool devices,
+		   struct nxdctl_status **out, unsigned int *n,
+		   unsigned int *total)
+{
+	struct nxd_ioc_list *l = NULL;
+	struct nxdctl_status *s;
+	unsigned int i, k;
+	struct vol v;
+	int rc = 0;
+
+	*out = NULL;
+	*n = *total = 0;
+	s = calloc(nvols ? nvols : NXD_IOC_MAX_VOLS, sizeof(*s));
+	l = calloc(1, sizeof(*l));
+	if (!s || !l) {
+		rc = fail(NXDCTL_EXIT_KERNEL, "out of memory");
+		goto out;
+	}
+	if (test_stats) {
+		/* The test hook: VOLs named, statistics from the file. */
+		for (k = 0; (int)k < nvols; k++) {
+			snprintf(l->vols[k].name, NXD_NAME_LEN, "%s", vols[k]);
+			l->vols[k].dev = nxdctl_encode_dev(253, k);
+		}
+		l->count = l->total = nvols;
+	} else {
+		rc = get_list(l);
+		if (rc)
+			goto out;
+	}
+	*total = l->total;
+	if (!nvols) {
+		for (i = 0; i < l->count; i++)
+			nxdctl_status_from_vol(&s[(*n)++], &l->vols[i]);
+	}
+	for (k = 0; (int)k < nvols; k++) {
+		uint64_t dev;
+
+		rc = resolve_vol(vols[k], &v);
+		if (rc)
+			goto out;
+		dev = test_stats ? l->vols[k].dev :
+		      nxdctl_encode_dev(v.major, v.minor);
+		for (i = 0; i < l->count && l->vols[i].dev != dev; i++)
+			;
+		if (i == l->count) {
+			rc = fail(NXDCTL_EXIT_NOVOL, "%s: dm-nxd does not know "
+				  "this volume", vols[k]);
+			goto out;
+		}
+		nxdctl_status_from_vol(&s[(*n)++], &l->vols[i]);
+	}
+	for (i = 0; i < *n; i++) {
+		fill_live(&s[i]);
+		if (devices)
+			fill_devices(&s[i]);
+	}
+	if (interval > 0) {
+		struct timespec ts = {
+			.tv_sec = (time_t)interval,
+			.tv_nsec = (long)((interval - (time_t)interval) * 1e9),
+		};
+
+		for (i = 0; i < *n; i++)
+			s[i].prev = s[i].st.c;
+		while (nanosleep(&ts, &ts))
+			;
+		for (i = 0; i < *n; i++) {
+			if (!s[i].have_stats)
+				continue;
+			s[i].have_stats = !peek_stats(nxdctl_encode_dev(
+				s[i].major, s[i].minor), s[i].name, &s[i].st);
+			s[i].interval_s = interval;
+		}
+	}
+	*out = s;
+	s = NULL;
+out:
+	free(s);
+	free(l);
+	return rc;
+}
+
+static int do_status(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "interval", required_argument, NULL, 'i' },
+		HELP_OPT, { 0 }
+	};
+	struct nxdctl_status *s;
+	unsigned int n, total, i;
+	double interval = 1.0;
+	bool json = false;
+	int o, rc;
+
+	while ((o = getopt_long(argc, argv, "ji:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j':
+			json = true;
+			break;
+		case 'i':
+			if (!strcmp(optarg, "0")) {
+				interval = 0;
+				break;
+			}
+			rc = parse_pos_double(c->name, "--interval", optarg,
+					      &interval);
+			if (rc)
+				return rc;
+			if (interval > 3600)
+				return usage_error(c->name, "--interval: at "
+						   "most 3600 seconds");
+			break;
+		default:
+			return opt_default(c, o, argv);
+		}
+	}
+	rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
+	if (rc)
+		return rc;
+	rc = collect_status(argc - optind, argv + optind, interval, true, &s,
+			    &n, &total);
+	if (rc)
+		return rc;
+	if (json) {
+		nxdctl_json_status(stdout, s, n, (uint64_t)time(NULL));
+	} else {
+		for (i = 0; i < n; i++) {
+			if (i)
+				putchar('\n');
+			nxdctl_print_status(stdout, &s[i]);
+		}
+		if (!n)
+			printf("no nxd volumes\n");
+	}
+	if (total > n && argc == optind)
+		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", n,
+			total);
+	free(s);
+	return 0;
+}
+
+const struct cmd cmd_status = {
+	"status", do_status, "[VOL...] [--json] [--interval SECONDS]",
+	"Show the health of VOL (or of every nxd volume): state, HDD and SSD "
+	"(with\ntheir /dev/disk/by-id names), log use, logged blocks not yet "
+	"on the HDD,\ndestage rate, write routing, errors, index memory and "
+	"the last recovery.",
+	"Options:\n"
+	"  --interval S   measure the destage rate over S seconds (default "
+	"1; 0: not)\n"
+	"  --json         as JSON, with a \"time\" member\n"
+	VOL_HELP };

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl create, remove, drain, pause-destage, resume-destage, list.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libdevmapper.h>
+
+#include "nxdctl.h"
+
+static int do_create(const struct cmd *c, int argc, char **argv)
+{
+	struct create_opts co = { 0 };
+	bool format = false;
+	int o, rc;
+
+	while ((o = getopt_long(argc, argv, "h", table_opts, NULL)) != -1) {
+		switch (o) {
+		case O_NAME:
+			return usage_error(c->name, "--name is for assemble; "
+					   "create takes NAME as argument");
+		case O_ACCEPT_LOSS:
+			return usage_error(c->name, "--accept-log-loss is for assemble");
+		case O_FORMAT:
+			format = true;
+			break;
+		case O_FORCE:
+			co.force = true;
+			break;
+		case O_UUID:
+			if (!*optarg || strlen(optarg) >= NXD_NAME_LEN)
+				return usage_error(c->name, "bad --uuid");
+			co.uuid = optarg;
+			break;
+		default:
+			return opt_default(c, o, argv);
+		case O_WTHR ... O_DRY:
+			rc = table_opt(c->name, o, optarg, &co);
+			if (rc)
+				return rc;
+		}
+	}
+	if (format) {
+		rc = add_opt(&co, "format", NULL);
+		if (rc)
+			return rc;
+		co.format = true;
+		fprintf(stderr, "nxdctl: --format: anything the SSD holds, "
+			"including writes not yet destaged\nfrom an old log, "
+			"is discarded\n");
+	}
+	rc = want_args(c, argc, argv, 3, 3);
+	if (rc)
+		return rc;
+	return create_volume(argv[optind], argv[optind + 1],
+			     argv[optind + 2], &co);
+}
+
+static int do_remove(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "retry", no_argument, NULL, O_RETRY },
+		HELP_OPT, { 0 }
+	};
+	struct nxd_ioc_stats st;
+	struct dm_task *dmt;
+	uint32_t cookie = 0;
+	bool retry = false;
+	struct vol v;
+	int o, rc;
+
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case O_RETRY:
+			retry = true;
+			break;
+		default:
+			return opt_default(c, o, argv);
+		}
+	}
+	rc = want_args(c, argc, argv, 1, 1);
+	if (!rc)
+		rc = resolve_vol(argv[optind], &v);
+	if (rc)
+		return rc;
+	if (!peek_stats(nxdctl_encode_dev(v.major, v.minor), NULL, &st) &&
+	    st.c.index_entries)
+		fprintf(stderr, "nxdctl: note: the log of %s still holds %llu "
+			"logged blocks that are not on the HDD:\nthey stay "
+			"on the SSD and are replayed when the volume is "
+			"created or\nassembled again; until then the HDD "
+			"alone is not up to date (nxdctl drain\nempties the "
+			"log)\n", v.name,
+			(unsigned long long)st.c.index_entries);
+	printf("dmsetup remove %s%s\n", retry ? "--retry " : "", v.name);
+	fflush(stdout);
+	dmt = dm_task_create(DM_DEVICE_REMOVE);
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, v.name) ||
+	    (retry && !dm_task_retry_remove(dmt)) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
+		if (errno == EBUSY)
+			rc = fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted "
+				  "or open)", v.name);
+		else
+			rc = dm_fail("removing", v.name);
+		if (cookie)
+			dm_udev_wait(cookie);
+		dm_task_destroy(dmt);
+		return rc;
+	}
+	dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return 0;
+}
+
+static int do_message_cmd(const struct cmd *c, int argc, char **argv,
+			  const char *msg, const char *done)
+{
+	static const struct option opts[] = { HELP_OPT, { 0 } };
+	struct vol v;
+	int o, rc;
+
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		default:
+			return opt_default(c, o, argv);
+		}
+	}
+	rc = want_args(c, argc, argv, 1, 1);
+	if (!rc)
+		rc = resolve_vol(argv[optind], &v);
+	if (!rc)
+		rc = dm_message(&v, msg);
+	if (!rc)
+		printf("%s: %s\n", v.name, done);
+	return rc;
+}
+
+static int do_drain(const struct cmd *c, int argc, char **argv)
+{
+	return do_message_cmd(c, argc, argv, "drain", "log drained");
+}
+
+static int do_pause(const struct cmd *c, int argc, char **argv)
+{
+	return do_message_cmd(c, argc, argv, "pause_destage",
+			      "destage paused");
+}
+
+static int do_resume(const struct cmd *c, int argc, char **argv)
+{
+	return do_message_cmd(c, argc, argv, "resume_destage",
+			      "destage resumed");
+}
+
+static int do_list(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		HELP_OPT, { 0 }
+	};
+	struct nxdctl_status *s;
+	unsigned int n, total;
+	bool json = false;
+	int o, rc;
+
+	while ((o = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j':
+			json = true;
+			break;
+		default:
+			return opt_default(c, o, argv);
+		}
+	}
+	rc = want_args(c, argc, argv, 0, 0);
+	if (rc)
+		return rc;
+	rc = collect_status(0, NULL, 0, false, &s, &n, &total);
+	if (rc)
+		return rc;
+	if (nxdctl_print_health(stdout, s, n, total, json))
+		rc = fail(NXDCTL_EXIT_KERNEL, "cannot print the list");
+	if (!rc && total > n)
+		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", n,
+			total);
+	free(s);
+	return rc;
+}
+
+const struct cmd cmd_create = {
+	"create", do_create, "NAME HDD SSD [OPTIONS]",
+	"Create the nxd volume NAME over HDD (the backing device, e.g. an "
+	"md\nRAID) and SSD (the log).  Its length is the HDD size rounded "
+	"down to\n1 MiB, less 1 MiB for the label.  Prints the dmsetup "
+	"command it is\nequivalent to.",
+	"Options (table options of dm-nxd(4)):\n"
+	"  --write-threshold N   --read-threshold N   (bytes, K/M/G "
+	"suffixes)\n"
+	"  --mode auto|passthrough|log_all\n"
+	"  --low-watermark PCT   --high-watermark PCT\n"
+	"  --destage-rate MiB/s  (0: unlimited)\n"
+	"  --ssd-discard 0|1     --drain-on-suspend 0|1\n"
+	"  --format              create a new volume (new log and HDD "
+	"label): needed\n"
+	"                        if the SSD holds other data or the devices "
+	"belong\n"
+	"                        to another volume; an old log's contents are "
+	"lost\n"
+	"  --uuid UUID           device-mapper UUID (default NXD-NAME)\n"
+	"  --force               go ahead although the checks below found "
+	"something\n"
+	"  --dry-run             only run the checks and print the dmsetup "
+	"command\n"
+	"For a new volume (or --format), create refuses if the HDD or SSD "
+	"holds a\nsignature (file system, RAID, partition table: libblkid), "
+	"if the HDD's last\nMiB holds data (the label goes there), and if "
+	"an nxd log to be discarded\nholds writes not yet on its HDD.  "
+	"Existing data cannot be converted in\nplace: the volume is 1 to 2 "
+	"MiB shorter than the HDD.\n",
+};
+
+const struct cmd cmd_remove = {
+	"remove", do_remove, "VOL [--retry]",
+	"Remove the nxd volume VOL (dmsetup remove).",
+	"Options:\n  --retry    retry while the device is briefly busy\n"
+	VOL_HELP,
+};
+
+const struct cmd cmd_drain = {
+	"drain", do_drain, "VOL",
+	"Destage the whole SSD log of VOL to the HDD; returns when it is "
+	"empty.", VOL_HELP,
+};
+
+const struct cmd cmd_pause_destage = {
+	"pause-destage", do_pause, "VOL",
+	"Stop destaging the log of VOL (until resume-destage).", VOL_HELP,
+};
+
+const struct cmd cmd_resume_destage = {
+	"resume-destage", do_resume, "VOL",
+	"Resume destaging the log of VOL.", VOL_HELP,
+};
+
+const struct cmd cmd_list = {
+	"list", do_list, "[--json]",
+	"List the nxd volumes the kernel knows, with their health: state, "
+	"log use,\nlogged data not yet on the HDD (DIRTY, an upper bound), "
+	"I/O errors\n(SSD + HDD), write threshold, mode and volume UUID.",
+	"Options:\n  --json    as JSON\n",
+};

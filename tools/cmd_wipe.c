@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl wipe: remove the nxd metadata of devices that leave a volume (the
+ * SSD's superblocks, the HDD's label), refusing while the log holds
+ * writes that are not on the HDD.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "nxdctl.h"
+
+/* Zero @len bytes at @off of @path, opened exclusively, and sync. */
+static int zero_range(const char *path, uint64_t off, size_t len)
+{
+	void *buf;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDWR | O_EXCL | O_CLOEXEC);
+	if (fd < 0 && errno == EBUSY)
+		return fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted, or "
+			    "held by md or device-mapper)", path);
+	if (fd < 0)
+		return fail(errno_code(errno), "%s: %s", path,
+			    strerror(errno));
+	buf = calloc(1, len);
+	if (!buf) {
+		close(fd);
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	}
+	if (pwrite(fd, buf, len, off) != (ssize_t)len || fsync(fd))
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: write: %s", path,
+			  strerror(errno ? errno : EIO));
+	free(buf);
+	if (close(fd) && !rc)
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: %s", path, strerror(errno));
+	return rc;
+}
+
+static int wipe_one(const char *arg, bool force, bool dry_run)
+{
+	char path[PATH_MAX], holder[NXD_NAME_LEN], u[40];
+	struct log_risk lr;
+	struct nxd_meta m;
+	struct stat st;
+	uint64_t bytes, off;
+	size_t len;
+	enum role r;
+	int e, rc;
+
+	if (!strchr(arg, '/'))
+		snprintf(path, sizeof(path), "/dev/%s", arg);
+	else
+		snprintf(path, sizeof(path), "%s", arg);
+	if (stat(path, &st))
+		return fail(NXDCTL_EXIT_NOVOL, "%s: %s", path, strerror(errno));
+	r = probe_role(path, 0, &m, &bytes, &e);
+	if (r == ROLE_NONE) {
+		if (e && e != -EINVAL && e != -ENODATA)
+			return fail(errno_code(-e), "%s: %s", path,
+				    strerror(-e));
+		printf("%s: no nxd signature\n", path);
+		return 0;
+	}
+	nxdctl_fmt_uuid(u, m.vol_uuid);
+	if (S_ISBLK(st.st_mode) && nxd_holder(st.st_rdev, holder,
+					      sizeof(holder)))
+		return fail(NXDCTL_EXIT_USAGE, "%s is in use by the nxd volume "
+			    "%s: remove it first", path, holder);
+
+	rc = log_risk(path, r, &m, &lr);
+	if (rc < 0) {
+		fprintf(stderr, "nxdctl: %s: cannot read the log of volume "
+			"%s: %s\n", path, u, strerror(-rc));
+		rc = 1;
+	} else if (rc && !force) {
+		log_risk_say(&lr, m.vol_uuid);
+	}
+	if (rc && !force) {
+		return fail(NXDCTL_EXIT_USAGE, "%s: not wiped (--force to "
+			    "wipe anyway, losing those writes)", path);
+	}
+	if (r == ROLE_SSD) {
+		off = 0;
+		len = NXD_RING_START * NXD_BLOCK_SIZE;
+	} else {
+		off = m.label_sector << 9;
+		len = NXD_BLOCK_SIZE;
+	}
+	printf("%s: %s the nxd %s of volume %s (%zu bytes at offset %"
+	       PRIu64 ")%s\n", path, dry_run ? "would wipe" : "wiping",
+	       r == ROLE_SSD ? "SSD superblocks" : "HDD label", u, len, off,
+	       rc ? ", with writes still in its log" : "");
+	fflush(stdout);
+	if (dry_run)
+		return 0;
+	rc = zero_range(path, off, len);
+	if (!rc)
+		udev_change(path);
+	return rc;
+}
+
+static int do_wipe(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, O_DRY },
+		HELP_OPT, { 0 }
+	};
+	bool force = false, dry_run = false;
+	int o, rc, worst = 0;
+
+	while ((o = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'f':
+			force = true;
+			break;
+		case O_DRY:
+			dry_run = true;
+			break;
+		default:
+			return opt_default(c, o, argv);
+		}
+	}
+	rc = want_args(c, argc, argv, 1, 64);
+	if (rc)
+		return rc;
+	for (o = optind; o < argc; o++) {
+		rc = wipe_one(argv[o], force, dry_run);
+		if (rc > worst)
+			worst = rc;
+	}
+	return worst;
+}
+
+const struct cmd cmd_wipe = {
+	"wipe", do_wipe, "DEVICE... [--force] [--dry-run]",
+	"Remove the nxd metadata of DEVICE: the two superblock copies of an "
+	"SSD\n(its first 32 KiB), or the label of an HDD (one 4 KiB block in "
+	"its last\nMiB).  Refused while the device is part of an active "
+	"volume, and while\nthe volume's log holds writes not yet on the HDD "
+	"(or, for an HDD, while\nits SSD is not present to tell).",
+	"Options:\n"
+	"  -f, --force   wipe even if writes in the log are lost\n"
+	"  --dry-run     only say what would be wiped\n"
+	"Drain the volume first (nxdctl drain), then remove it.  After a "
+	"wipe the HDD\nholds the volume's data at offset 0, as a plain "
+	"device.\n" };

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxdctl's health model of a volume: what status, list and
+ * stats --prometheus show, computed from the control device's list entry
+ * and counters, sysfs's state and the table's devices (filled in by the
+ * commands; no kernel access here).
+ */
+#ifndef NXDCTL_STATUS_H
+#define NXDCTL_STATUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+struct nxdctl_status {
+	char name[NXD_NAME_LEN + 1];
+	unsigned int major, minor;
+	uint8_t uuid[16];
+	uint64_t size_bytes;
+	uint32_t write_threshold;
+	uint32_t read_threshold;
+	uint32_t mode;
+	char state[16];		/* ok, suspended, degraded, inactive; "": ? */
+	char hdd[256], ssd[256];	/* device nodes, "": unknown */
+	char hdd_id[256], ssd_id[256];	/* /dev/disk/by-id links, "": none */
+	int64_t destage_limit;	/* sysfs destage_rate, MiB/s (0: none); -1: ? */
+	bool have_stats;
+	struct nxd_ioc_stats st;	/* GET_STATS now */
+	/* A second reading @interval_s earlier, for rates (0: none). */
+	double interval_s;
+	struct nxd_ioc_counters prev;
+};
+
+/* Fill the list entry's part (name, device, UUID, size, threshold, mode). */
+void nxdctl_status_from_vol(struct nxdctl_status *s,
+			    const struct nxd_ioc_vol *v);
+
+/* Derived numbers; all 0 without stats. */
+double nxdctl_status_log_pct(const struct nxdctl_status *s);
+uint64_t nxdctl_status_log_bytes(const struct nxdctl_status *s);
+uint64_t nxdctl_status_log_used_bytes(const struct nxdctl_status *s);
+/* Logged 4 KiB blocks not yet destaged (an upper bound on dirty bytes). */
+uint64_t nxdctl_status_dirty_bytes(const struct nxdctl_status *s);
+uint64_t nxdctl_status_errors(const struct nxdctl_status *s);
+/* Bytes destaged per second over interval_s; < 0 if not measured. */
+double nxdctl_status_destage_bps(const struct nxdctl_status *s);
+/* "degraded" from the counters if sysfs said nothing. */
+const char *nxdctl_status_state(const struct nxdctl_status *s);
+
+#endif /* NXDCTL_STATUS_H */

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl: building an nxd table line from options and devices, and
+ * loading it (create and assemble).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/fs.h>
+
+#include <libdevmapper.h>
+
+#include "nxdctl.h"
+
+#define MIN_SSD_BYTES	(NXD_MIN_SSD_SECTORS * 512ULL)
+
+int add_opt(struct create_opts *co, const char *key, const char *val)
+{
+	size_t l = strlen(co->extra);
+	int n;
+
+	n = snprintf(co->extra + l, sizeof(co->extra) - l, " %s%s%s", key,
+		     val ? " " : "", val ? val : "");
+	if (n < 0 || (size_t)n >= sizeof(co->extra) - l)
+		return usage_error("create", "too many options");
+	co->nargs += val ? 2 : 1;
+	return 0;
+}
+
+const struct option table_opts[] = {
+	{ "write-threshold", required_argument, NULL, O_WTHR },
+	{ "read-threshold", required_argument, NULL, O_RTHR },
+	{ "mode", required_argument, NULL, O_MODE },
+	{ "low-watermark", required_argument, NULL, O_LOWWM },
+	{ "high-watermark", required_argument, NULL, O_HIGHWM },
+	{ "destage-rate", required_argument, NULL, O_RATE },
+	{ "ssd-discard", required_argument, NULL, O_DISCARD },
+	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },
+	{ "dry-run", no_argument, NULL, O_DRY },
+	{ "format", no_argument, NULL, O_FORMAT },
+	{ "uuid", required_argument, NULL, O_UUID },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
+	{ "force", no_argument, NULL, O_FORCE },
+	HELP_OPT, { 0 }
+};
+
+/* One table option from getopt; 1 if @o is not one. */
+int table_opt(const char *cmd, int o, const char *arg,
+		     struct create_opts *co)
+{
+	char buf[32];
+	unsigned long n;
+	uint64_t sz;
+	enum nxd_mode m;
+	int rc;
+
+	switch (o) {
+	case O_WTHR:
+	case O_RTHR:
+		rc = parse_size_opt(cmd, o == O_WTHR ? "--write-threshold" :
+				    "--read-threshold", arg, UINT32_MAX, &sz);
+		if (rc)
+			return rc;
+		snprintf(buf, sizeof(buf), "%" PRIu64, sz);
+		return add_opt(co, o == O_WTHR ? "write_threshold" :
+			       "read_threshold", buf);
+	case O_MODE:
+		if (nxd_mode_parse(arg, &m))
+			return usage_error(cmd, "--mode: expected auto, "
+					   "passthrough or log_all, got '%s'",
+					   arg);
+		return add_opt(co, "mode", arg);
+	case O_LOWWM:
+	case O_HIGHWM:
+		rc = parse_uint_opt(cmd, o == O_LOWWM ? "--low-watermark" :
+				    "--high-watermark", arg, 0, 100, &n);
+		if (rc)
+			return rc;
+		snprintf(buf, sizeof(buf), "%lu", n);
+		return add_opt(co, o == O_LOWWM ? "low_watermark" :
+			       "high_watermark", buf);
+	case O_RATE:
+		rc = parse_uint_opt(cmd, "--destage-rate", arg, 0, UINT32_MAX,
+				    &n);
+		if (rc)
+			return rc;
+		snprintf(buf, sizeof(buf), "%lu", n);
+		return add_opt(co, "destage_rate", buf);
+	case O_DISCARD:
+	case O_DRAIN:
+		rc = parse_uint_opt(cmd, o == O_DISCARD ? "--ssd-discard" :
+				    "--drain-on-suspend", arg, 0, 1, &n);
+		if (rc)
+			return rc;
+		return add_opt(co, o == O_DISCARD ? "ssd_discard" :
+			       "drain_on_suspend", n ? "1" : "0");
+	case O_DRY:
+		co->dry_run = true;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* Size in bytes of a block device (or, for --dry-run, a regular file). */
+int dev_size(const char *path, bool allow_file, uint64_t *bytes,
+		    dev_t *rdev)
+{
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(errno == EACCES ? NXDCTL_EXIT_PERM :
+			    NXDCTL_EXIT_NOVOL, "%s: %s", path,
+			    strerror(errno));
+	if (fstat(fd, &st)) {
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: %s", path, strerror(errno));
+	} else if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, bytes))
+			rc = fail(NXDCTL_EXIT_KERNEL, "%s: BLKGETSIZE64: %s",
+				  path, strerror(errno));
+		if (rdev)
+			*rdev = st.st_rdev;
+	} else if (S_ISREG(st.st_mode) && allow_file) {
+		*bytes = st.st_size;
+		if (rdev)
+			*rdev = 0;
+	} else {
+		rc = fail(NXDCTL_EXIT_NOVOL, "%s is not a block device",
+			  path);
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * The nxd volume (dm name in @name) holding block device @dev, if any.
+ * Device-mapper lets several dm devices share an underlying device; two
+ * nxd volumes over one SSD would share one log.
+ */
+bool nxd_holder(dev_t dev, char *name, size_t len)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/holders", sysfs_root,
+		 major(dev), minor(dev));
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, "dm-", 3))
+			continue;
+		snprintf(path, sizeof(path), "%s/block/%s/nxd", sysfs_root,
+			 de->d_name);
+		if (!is_dir(path))
+			continue;
+		snprintf(path, sizeof(path), "%s/block/%s/dm/name",
+			 sysfs_root, de->d_name);
+		if (sysfs_read(path, name, len))
+			scopy(name, len, de->d_name);
+		found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+bool valid_dm_name(const char *n)
+{
+	return *n && strlen(n) < NXD_NAME_LEN && !strchr(n, '/') &&
+	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
+}
+
+int create_volume(const char *name, const char *hdd, const char *ssd,
+			 const struct create_opts *co)
+{
+	char table[1024], params[1024], uuid[NXD_NAME_LEN];
+	char holder[NXD_NAME_LEN];
+	uint64_t hdd_bytes, ssd_bytes, len;
+	struct dm_task *dmt;
+	uint32_t cookie = 0;
+	dev_t hdev, sdev;
+	int rc, n;
+
+	if (!valid_dm_name(name))
+		return usage_error("create", "bad volume name '%s'", name);
+	rc = dev_size(hdd, co->dry_run, &hdd_bytes, &hdev);
+	if (!rc)
+		rc = dev_size(ssd, co->dry_run, &ssd_bytes, &sdev);
+	if (rc)
+		return rc;
+	if (hdev && hdev == sdev)
+		return usage_error("create", "HDD and SSD are the same device");
+	if (nxd_holder(hdev, holder, sizeof(holder)) ||
+	    nxd_holder(sdev, holder, sizeof(holder)))
+		return fail(NXDCTL_EXIT_USAGE, "%s is already in use by the "
+			    "nxd volume %s", nxd_holder(hdev, holder,
+			    sizeof(holder)) ? hdd : ssd, holder);
+	if (ssd_bytes < MIN_SSD_BYTES)
+		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
+			    "SSD log (%" PRIu64 " bytes, needs %llu)",
+			    ssd, ssd_bytes, MIN_SSD_BYTES);
+	len = nxd_hdd_data_sectors(hdd_bytes >> 9);
+	if (!len)
+		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
+			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);
+	if (co->len && co->len < len)
+		len = co->len;
+	rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
+	if (rc)
+		return rc;
+	if (co->nargs)
+		n = snprintf(params, sizeof(params), "%s %s %u%s", hdd, ssd,
+			     co->nargs, co->extra);
+	else
+		n = snprintf(params, sizeof(params), "%s %s", hdd, ssd);
+	if (n < 0 || (size_t)n >= sizeof(params))
+		return usage_error("create", "device paths too long");
+	n = snprintf(table, sizeof(table), "0 %" PRIu64 " %s %s", len,
+		     TARGET_NAME, params);
+	if (n < 0 || (size_t)n >= sizeof(table))
+		return usage_error("create", "device paths too long");
+	if (co->uuid)
+		snprintf(uuid, sizeof(uuid), "%s", co->uuid);
+	else
+		snprintf(uuid, sizeof(uuid), "NXD-%s", name);
+
+	printf("dmsetup create %s --uuid %s --table '%s'\n", name, uuid,
+	       table);
+	fflush(stdout);
+	if (co->dry_run)
+		return 0;
+
+	dmt = dm_task_create(DM_DEVICE_CREATE);
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, name) || !dm_task_set_uuid(dmt, uuid) ||
+	    !dm_task_add_target(dmt, 0, len, TARGET_NAME, params) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
+		rc = dm_fail("creating", name);
+		if (rc == NXDCTL_EXIT_KERNEL)
+			fprintf(stderr, "nxdctl: the kernel log (dmesg) says "
+				"why dm-nxd refused the table\n");
+		if (cookie)
+			dm_udev_wait(cookie);
+		dm_task_destroy(dmt);
+		return rc;
+	}
+	dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	/* The kernel may have written a label and a superblock: re-probe. */
+	udev_change(hdd);
+	udev_change(ssd);
+	return 0;
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxdctl stats --prometheus: the Prometheus text exposition format
+ * (version 0.0.4), for node_exporter's textfile collector.  Every metric
+ * family is written once, with one sample per volume:
+ *
+ *   nxd_<counter>_total   the event counters of struct nxd_ioc_counters
+ *   nxd_<gauge>           its gauges (log_blocks, index_entries, ...)
+ *   nxd_state{state=...}  1 for the volume's state, 0 for the others
+ *   nxd_request_size_bytes histogram per op (read, write): the size
+ *                         buckets of dm-nxd (le = each bucket's upper
+ *                         bound), _sum in bytes, _count in requests
+ *   nxd_requests_total, nxd_request_bytes_total, nxd_request_seconds_total
+ *                         per op, route (ssd, hdd) and alignment
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "view.h"
+
+static const char *const states[] = { "ok", "suspended", "degraded",
+				      "inactive" };
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample_start(FILE *f, const char *name,
+			 const struct nxdctl_status *s)
+{
+	fprintf(f, "%s{volume=\"", name);
+	label(f, s->name);
+	fputc('"', f);
+}
+
+static void histogram(FILE *f, const struct nxdctl_status *s, int d)
+{
+	struct nxd_hist_cell c;
+	uint64_t lo, hi, n = 0, bytes = 0;
+	unsigned int b;
+
+	for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+		nxdctl_bucket_range(b, &lo, &hi);
+		nxdctl_cell_sum(&s->st, d, b, -1, -1, &c);
+		n += c.count;
+		bytes += c.bytes;
+		sample_start(f, "nxd_request_size_bytes_bucket", s);
+		if (hi == UINT64_MAX)
+			fprintf(f, ",op=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+				nxdctl_dir_key[d], n);
+		else
+			fprintf(f, ",op=\"%s\",le=\"%" PRIu64 "\"} %" PRIu64
+				"\n", nxdctl_dir_key[d], hi, n);
+	}
+	sample_start(f, "nxd_request_size_bytes_sum", s);
+	fprintf(f, ",op=\"%s\"} %" PRIu64 "\n", nxdctl_dir_key[d], bytes);
+	sample_start(f, "nxd_request_size_bytes_count", s);
+	fprintf(f, ",op=\"%s\"} %" PRIu64 "\n", nxdctl_dir_key[d], n);
+}
+
+/* Requests, bytes or seconds per op, route and alignment. */
+static void routes(FILE *f, const struct nxdctl_status *s, const char *name,
+		   int what)
+{
+	struct nxd_hist_cell t, c;
+	unsigned int b;
+	int d, r, a;
+
+	for (d = 0; d < NXD_H_NDIR; d++) {
+		for (r = 0; r < NXD_H_NROUTE; r++) {
+			for (a = 0; a < NXD_H_NALIGN; a++) {
+				memset(&t, 0, sizeof(t));
+				for (b = 0; b < NXD_HIST_NBUCKETS; b++) {
+					nxdctl_cell_sum(&s->st, d, b, r, a, &c);
+					t.count += c.count;
+					t.bytes += c.bytes;
+					t.time_ns += c.time_ns;
+				}
+				sample_start(f, name, s);
+				fprintf(f, ",op=\"%s\",route=\"%s\",align=\"%s\"} ",
+					nxdctl_dir_key[d], nxdctl_route_key[r],
+					nxdctl_align_key[a]);
+				if (what == 0)
+					fprintf(f, "%" PRIu64 "\n",
+						(uint64_t)t.count);
+				else if (what == 1)
+					fprintf(f, "%" PRIu64 "\n",
+						(uint64_t)t.bytes);
+				else
+					fprintf(f, "%.9f\n", t.time_ns / 1e9);
+			}
+		}
+	}
+}
+
+void nxdctl_prometheus(FILE *f, const struct nxdctl_status *s,
+		       unsigned int n)
+{
+	char name[80];
+	unsigned int i, k, m;
+
+	family(f, "nxd_state", "gauge", "State of the dm-nxd volume: 1 for "
+	       "the current one (ok, suspended, degraded, inactive).");
+	for (i = 0; i < n; i++) {
+		for (m = 0; m < ARRAY_SIZE_NXDCTL(states); m++) {
+			sample_start(f, "nxd_state", &s[i]);
+			fprintf(f, ",state=\"%s\"} %d\n", states[m],
+				!strcmp(nxdctl_status_state(&s[i]), states[m]));
+		}
+	}
+	for (k = 0; k < nxdctl_nr_counters; k++) {
+		const struct nxdctl_counter *c = &nxdctl_counters[k];
+
+		snprintf(name, sizeof(name), "nxd_%s%s", c->name,
+			 c->gauge ? "" : "_total");
+		family(f, name, c->gauge ? "gauge" : "counter", c->help);
+		for (i = 0; i < n; i++) {
+			if (!s[i].have_stats)
+				continue;
+			sample_start(f, name, &s[i]);
+			fprintf(f, "} %" PRIu64 "\n",
+				nxdctl_counter_get(&s[i].st.c, k));
+		}
+	}
+	family(f, "nxd_request_size_bytes", "histogram", "Request sizes "
+	       "in the dm-nxd size buckets, per operation.");
+	for (i = 0; i < n; i++) {
+		if (!s[i].have_stats)
+			continue;
+		for (m = 0; m < NXD_H_NDIR; m++)
+			histogram(f, &s[i], m);
+	}
+	family(f, "nxd_requests_total", "counter", "Requests per operation, "
+	       "route (ssd: the log) and 4 KiB alignment.");
+	for (i = 0; i < n; i++)
+		if (s[i].have_stats)
+			routes(f, &s[i], "nxd_requests_total", 0);
+	family(f, "nxd_request_bytes_total", "counter", "Bytes per operation, "
+	       "route and alignment.");
+	for (i = 0; i < n; i++)
+		if (s[i].have_stats)
+			routes(f, &s[i], "nxd_request_bytes_total", 1);
+	family(f, "nxd_request_seconds_total", "counter", "Service time, "
+	       "submission to completion, per operation, route and "
+	       "alignment.");
+	for (i = 0; i < n; i++)
+		if (s[i].have_stats)
+			routes(f, &s[i], "nxd_request_seconds_total", 2);
+}
