@@ -199,7 +199,7 @@ int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 {
 	struct nxd_fseg *f = pb->fseg;
 	unsigned long flags;
-	int r = DM_ENDIO_DONE;
+	int r = DM_ENDIO_DONE, kept;
 	u32 i;
 
 	if (*error || pb->fua) {
@@ -217,9 +217,11 @@ int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 	}
 	/*
 	 * Last thing we touch: at 0 the writer may commit and reuse @f.  A
-	 * FUA write also wants its open segment closed now, not at a tick.
+	 * FUA or failed write also wants its open segment closed now (at 1,
+	 * the open reference), not at the writer's next tick.
 	 */
-	if (atomic_dec_return(&f->pending) <= (r == DM_ENDIO_INCOMPLETE))
+	kept = r == DM_ENDIO_INCOMPLETE;
+	if (atomic_dec_return(&f->pending) <= kept)
 		wake_up(&nc->wq);
 	return r;
 }
