@@ -141,6 +141,9 @@ static void fuzz_seg(const u8 *in, u8 ctl, u64 ring, u64 max_block)
 	u32 i, ndata = 0;
 	int ret;
 
+	/* the struct has tail padding that memcmp below must see as equal */
+	memset(&si, 0, sizeof(si));
+	memset(&si2, 0, sizeof(si2));
 	memcpy(b, in, BS);
 	if (ctl & 4)
 		set_crc(b);
@@ -177,6 +180,8 @@ static void fuzz_seg(const u8 *in, u8 ctl, u64 ring, u64 max_block)
 		}
 	}
 	ASSERT(ndata == si.nr_data);
+	ASSERT(!(si.flags & ~NXD_SEG_FLAGS_KNOWN));
+	nxd_seg_set_flags(b2, si.flags);
 	nxd_seg_seal(b2);
 	ASSERT(nxd_seg_decode(b2, uuid, ring, max_block, &si2) == 0);
 	ASSERT(!memcmp(&si, &si2, sizeof(si)));

@@ -92,6 +92,13 @@ int main(int argc, char **argv)
 	nxd_seg_init(blk, uuid, 1, 1, 0);
 	nxd_seg_seal(blk);
 	err |= put(argv[1], 8, 4096, maxb, blk, BS);
+	/* a direct (ORDERED) segment: data records without crc */
+	nxd_seg_init(blk, uuid, 5, 3, 640);
+	for (i = 0; i < 4; i++)
+		nxd_seg_add_data(blk, 200 + i, 0xff, 0);
+	nxd_seg_set_flags(blk, NXD_SEG_ORDERED);
+	nxd_seg_seal(blk);
+	err |= put(argv[1], 8, 4096, maxb, blk, BS);
 	nxd_seg_init(blk, uuid, 9, 9, 3968);
 	for (i = 0; i < NXD_SEG_MAX_DATA; i++)
 		nxd_seg_add_data(blk, i, 0xff, i);
