@@ -23,7 +23,8 @@
 # BENCH_STEADY_S, BENCH_STEADY_WINDOW_S, BENCH_DRAIN_FILL_PCT, SSD_MB,
 # HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, HDDSIM_OPTS,
 # BENCH_APPEND (extra guest kernel command line, e.g. "clocksource=tsc
-# tsc=reliable": the emulated HPET costs every system alike), BENCH_TIMEOUT
+# tsc=reliable": the emulated HPET costs every system alike), BENCH_CPUS
+# (guest vCPUs, default VM_CPUS or 2), BENCH_MEMORY (default 3G), BENCH_TIMEOUT
 # (seconds a boot, default 2400), BENCH_NO_DOCS=1 (leave
 # docs/ alone), BENCH_OUT (results directory).
 set -euo pipefail
@@ -55,6 +56,7 @@ make -s --no-print-directory module KVER="$KVER" >/dev/null
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 out=${BENCH_OUT:-results/$ts}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 vars=""
 for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_SYSTEMS BENCH_JOBS BENCH_PREFILL BENCH_BURST_PCT \
 	BENCH_STEADY_S BENCH_STEADY_NOCACHE_S BENCH_STEADY_WINDOW_S BENCH_DRAIN_FILL_PCT BENCH_FILL_LIMIT \
@@ -62,20 +64,35 @@ for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_SYSTEMS BENCH_JOBS BENCH_PRE
 	[ -n "${!v:-}" ] && vars+="$v='${!v}' "
 done
 limit=${BENCH_TIMEOUT:-2400}
+cpus=${BENCH_CPUS:-${VM_CPUS:-2}}
+mem=${BENCH_MEMORY:-3G}
+# The host is shared (other guests, builds): its load around each boot goes
+# into the results, since it changes every number.
+hostload() {
+	printf '{"when": "%s", "uptime": "%s", "loadavg": "%s", "qemu": %d}' "$1" \
+		"$(uptime | sed 's/^ *//')" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+		"$(pgrep -c qemu-system || true)"
+}
 fail=0
 for c in $chunks; do
 	cdir=$out/$c
 	mkdir -p "$cdir"
 	say "chunk $c: guest $KVER, results in $cdir${SMOKE:+ (smoke)}"
 	c0=$(date +%s)
+	before=$(hostload before)
+	l0=$(cut -d' ' -f1-3 /proc/loadavg)
 	set +e
 	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
-		--disable-kvm --cpus 2 --memory 3G --rwdir="$here/$out" \
+		--disable-kvm --cpus "$cpus" --memory "$mem" --rwdir="$out" \
 		${BENCH_APPEND:+--append "$BENCH_APPEND"} \
-		--exec "cd $here && env $vars python3 scripts/bench_guest.py run --chunk $c --out $here/$cdir" \
+		--exec "cd $here && env $vars python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
 		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e
+	printf '{"nproc": %d, "vcpus": %d, "memory": "%s", "append": "%s", "seconds": %d, "guest_status": %d, "load": [%s, %s]}\n' \
+		"$(nproc)" "$cpus" "$mem" "${BENCH_APPEND:-}" "$(( $(date +%s) - c0 ))" "$rc" \
+		"$before" "$(hostload after)" > "$cdir/host.json"
+	say "chunk $c: host load average before: $l0; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	say "chunk $c: $(( $(date +%s) - c0 )) s, guest status $rc"
 	if [ "$rc" != 0 ] || [ ! -s "$cdir/summary.json" ]; then
 		say "chunk $c FAILED (guest status $rc; see $cdir/console.log)"

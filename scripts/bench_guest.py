@@ -367,6 +367,9 @@ class System:
     def counters(self):
         return None
 
+    def message(self, msg):
+        raise SetupError("%s takes no message %s" % (self.name, msg))
+
 
 class MdOnly(System):
     name, desc = "md", "md RAID6 of emulated HDDs, no cache"
@@ -640,6 +643,9 @@ class Nxd(System):
         sh("dmsetup remove --retry bench_nxd", check=False, timeout=900)
         settle()
 
+    def message(self, msg):
+        sh("dmsetup message bench_nxd 0 %s" % msg)
+
     def counters(self):
         w = sh("dmsetup status bench_nxd", check=False, quiet=True).split()
         if len(w) < 4 + len(NXD_COUNTERS):
@@ -716,6 +722,16 @@ def chunks(smoke):
                       fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
                       var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
                                TIME_BASED=1, REGION="readback")))
+    # dm-nxd's destager also runs whenever the HDD is idle, so by the time
+    # the job above reads, the log may already be empty (its counters say
+    # where the reads went).  This one keeps the data in the log.
+    mixed.append(dict(id="read-log", kind="fio", phase="read", fio="rand.fio", systems=["nxd"],
+                      pause_destage=True,
+                      state="filled as read-after-write-cache, with dm-nxd's destage paused "
+                            "(pause_destage) from before the fill: every read is served by the log",
+                      fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
+                      var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
+                               TIME_BASED=1, REGION="readback")))
     mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand.fio",
                       state="clean: reads of a region never written through the cache "
                             "(served by the HDDs)",
@@ -738,7 +754,8 @@ def chunks(smoke):
                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                                TIME_BASED=1, REGION="drain"), trace=True))
     if smoke:
-        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], steady[0], drain[0]])
+        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], mixed[5], steady[0],
+                           drain[0]])
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 
@@ -867,6 +884,8 @@ def run_job(sysobj, j, args, rec):
     vol = sectors(sysobj.dev) * 512
     ssd = sectors(sysobj.ssd) * 512
     rec["occupancy_before"] = sysobj.occupancy()
+    if j.get("pause_destage"):
+        sysobj.message("pause_destage")
     if j.get("fill") and not (j["kind"] == "drain" and not sysobj.cache):
         rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
         rec["occupancy_before"] = rec["fill"]["occupancy"]
@@ -983,7 +1002,8 @@ def cmd_run(args):
                             chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
                             group_threads=os.environ.get("RAID_GROUP_THREADS", ""),
                             hddsim_opts=os.environ.get("HDDSIM_OPTS", "")),
-                   jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"]) for j in jobs],
+                   jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"],
+                              systems=j.get("systems")) for j in jobs],
                    systems={}, results=[])
 
     def save():
@@ -1012,6 +1032,8 @@ def cmd_run(args):
                                             note="")
         for j in jobs:
             for name in wanted:
+                if j.get("systems") and name not in j["systems"]:
+                    continue
                 st = summary["systems"][name]
                 sysobj = SYSTEM_CLASSES[name](md, ssd)
                 rec = dict(system=name, id=j["id"], chunk=args.chunk, phase=j["phase"],
@@ -1129,6 +1151,69 @@ def cmd_calibrate(args):
     return 0
 
 
+# The array alone, to tell md's CPU cost from the drives' time: md over the
+# hddsim drives and over "instant" hddsim drives (no seek, no rotation,
+# 1 TB/s: only md, the guest and the memory copy set the pace), each with
+# md's worker threads and stripe cache as given in ARRAY_SETTINGS.
+INSTANT = "8 settle_us 0 seek_us 0 rot_us 0 rate_mbs 1000000"
+ARRAY_JOBS = [
+    ("1 MiB sequential write QD 4", "streaming.fio", {}),
+    ("4 KiB random write QD 8", "rand.fio",
+     dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, RWMIXREAD=50, TIME_BASED=1)),
+    ("64 KiB random write QD 8", "rand.fio",
+     dict(RW="randwrite", BS=64 * KiB, IODEPTH=8, RWMIXREAD=50, TIME_BASED=1)),
+]
+
+
+def cmd_array(args):
+    os.makedirs(args.out, exist_ok=True)
+    base_setup()
+    settings = [x.split(":") for x in os.environ.get("ARRAY_SETTINGS", "0:1024 1:1024 2:4096").split()]
+    rows = []
+    opts0 = os.environ.get("HDDSIM_OPTS", "")
+    with open("/proc/cmdline") as f:
+        cmdline = f.read().strip()
+    try:
+        for drives, opts in (("hddsim", opts0), ("instant", INSTANT)):
+            env = dict(os.environ, HDDSIM_OPTS=opts, PREFILL="1")
+            md = sh("%s up" % MKRAID, timeout=1200, env=env).splitlines()[-1]
+            settle()
+            mdsys = "/sys/block/%s/md" % os.path.basename(os.path.realpath(md))
+            vol = sectors(md) * 512
+            for gt, scs in settings:
+                sh("echo %s > %s/group_thread_cnt" % (gt, mdsys))
+                sh("echo %s > %s/stripe_cache_size" % (scs, mdsys))
+                for label, fio, var in ARRAY_JOBS:
+                    env = dict(os.environ, TARGET=md, RUNTIME=str(args.runtime), RAMP="1",
+                               IODEPTH=str(var.get("IODEPTH", 4)), OFFSET="0",
+                               SIZE=str(vol // MiB * MiB - MiB), IO_SIZE=str(vol // MiB * MiB - MiB))
+                    env.update({k: str(v) for k, v in var.items()})
+                    m = Meter()
+                    m.start()
+                    out = os.path.join(args.out, "array_%s_%s_%s_%s.json"
+                                       % (drives, gt, scs, re.sub(r"\W+", "_", label)))
+                    g = parse_fio(run_fio(fio, env, out))[-1]
+                    row = dict(drives=drives, group_thread_cnt=int(gt), stripe_cache_size=int(scs),
+                               test=label, iops=g["iops"], mbps=g["mbps"], p99_us=g["p99_us"],
+                               **m.stop())
+                    rows.append(row)
+                    log("%-7s gt %s scs %-5s %-28s %8.1f IOPS %7.1f MB/s cpu %5.1f%% busiest %5.1f%% "
+                        "drive max %s%%" % (drives, gt, scs, label, row["iops"], row["mbps"],
+                                            row["cpu_busy_pct"], row["cpu_max_pct"],
+                                            row["drive_busy_pct_max"]))
+            raid_down()
+    finally:
+        raid_down()
+    with open(os.path.join(args.out, "array.json"), "w") as f:
+        json.dump(dict(kernel=KVER, cmdline=cmdline, runtime=args.runtime,
+                       hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
+                                size_mb=int(os.environ.get("HDD_SIZE_MB", "128")),
+                                chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
+                                hddsim_opts=opts0),
+                       cpus=os.cpu_count(), rows=rows), f, indent=1)
+    return 0
+
+
 def env_int(name, default):
     return int(os.environ.get(name, default))
 
@@ -1146,6 +1231,9 @@ def main():
     c = sub.add_parser("calibrate")
     c.add_argument("--out", required=True)
     c.add_argument("--runtime", type=int, default=env_int("CAL_RUNTIME", 10))
+    a = sub.add_parser("array", help="md alone over hddsim and instant drives, per md setting")
+    a.add_argument("--out", required=True)
+    a.add_argument("--runtime", type=int, default=env_int("CAL_RUNTIME", 15))
     sub.add_parser("chunks", help="print the chunk names of the full matrix")
     args = ap.parse_args()
     if args.cmd == "chunks":
@@ -1153,6 +1241,8 @@ def main():
         return 0
     if args.cmd == "calibrate":
         return cmd_calibrate(args)
+    if args.cmd == "array":
+        return cmd_array(args)
     sm = args.smoke
     args.runtime = env_int("BENCH_RUNTIME", 3 if sm else 10)
     args.ramp = env_int("BENCH_RAMP", 0 if sm else 2)

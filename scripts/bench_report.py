@@ -39,6 +39,10 @@ def load(dirs):
             with open(p) as f:
                 s = json.load(f)
             s["path"] = os.path.relpath(os.path.dirname(p), REPO)
+            h = os.path.join(os.path.dirname(p), "host.json")
+            if os.path.exists(h):
+                with open(h) as f:
+                    s["host"] = json.load(f)
             chunks.append(s)
     if not chunks:
         sys.exit("bench_report: no summary.json under %s" % " ".join(dirs))
@@ -108,6 +112,8 @@ def failures(chunks, results, names):
         ran = {(r["system"], r["id"]) for r in s["results"]}
         for j in s.get("jobs", []):
             for n in s["systems"]:
+                if j.get("systems") and n not in j["systems"]:
+                    continue
                 if (n, j["id"]) not in ran:
                     bad.append("chunk %s: %s never ran %s" % (s["chunk"], n, j["id"]))
     for (n, jid), r in sorted(results.items()):
@@ -201,6 +207,37 @@ def bound(m):
     return "neither"
 
 
+def verdicts(rr, names, jids):
+    """Said plainly: per system, which jobs the CPU bounded and which the
+    drives; md alone first, since every cache but the raw SSD writes
+    through it."""
+    L = []
+    for n in names:
+        by = {}
+        for j in jids:
+            r = rr.get(n, j)
+            if r and r.get("meter"):
+                by.setdefault(bound(r["meter"]), []).append(j)
+        if not by:
+            continue
+        total = sum(len(v) for v in by.values())
+        cpu = by.get("CPU", []) + by.get("one vCPU", [])
+        parts = ["%s in %d of %d jobs%s" % (k, len(v), total, " (%s)" % ", ".join(v) if len(v) <= 8 else "")
+                 for k, v in sorted(by.items(), key=lambda kv: -len(kv[1]))]
+        line = "- **%s**: %s." % (n, "; ".join(parts))
+        if n == "md" and cpu:
+            line += (" **md RAID6 under TCG was CPU-bound in %d of its %d jobs**: there the guest's "
+                     "CPU (md's raid6d and stripe handling, fio, the memory copies), not the emulated "
+                     "drives, set the array's pace, and so the pace of every system that writes "
+                     "through the array." % (len(cpu), total))
+        elif n == "md":
+            line += " md RAID6 was not CPU-bound in any job."
+        L.append(line)
+    if L:
+        L = ["What bounded each system (same thresholds as above):", ""] + L + [""]
+    return L
+
+
 def merge(m):
     """The drives' bios per batch (dm-hddsim's merging) over a job."""
     if not m or not m.get("drive_batches"):
@@ -222,9 +259,23 @@ def markdown(chunks, rr, names, images):
                 s0["ssd_mb"], s0.get("burst_pct"), s0.get("steady_s"), s0.get("steady_window_s"),
                 os.path.dirname(s0["path"])))
     L.append("")
-    L += table(["chunk (one boot each)", "started", "seconds", "jobs"],
-               [[s["chunk"], s["started"][:19], s.get("seconds", "?"), len(s.get("jobs", []))]
+    def host(s, key, i=None):
+        """host.json (bench.sh): key, or key of load sample i (0 before the boot)."""
+        h = s.get("host") or {}
+        try:
+            return h[key] if i is None else h["load"][i][key]
+        except (KeyError, IndexError, TypeError):
+            return "-"
+
+    # Before the boot no guest of ours runs: the QEMU count is other guests.
+    L += table(["chunk (one boot each)", "started", "seconds in the guest", "boot (s)", "jobs",
+                "vCPUs", "host load average before", "after", "other QEMU guests before"],
+               [[s["chunk"], s["started"][:19], s.get("seconds", "?"), host(s, "seconds"),
+                 len(s.get("jobs", [])), host(s, "vcpus"), host(s, "loadavg", 0),
+                 host(s, "loadavg", 1), host(s, "qemu", 0)]
                 for s in chunks])
+    L.append("Guest kernel command line: `%s`." % s0.get("cmdline", "not recorded"))
+    L.append("")
     status = {}
     for s in chunks:
         for n, st in s["systems"].items():
@@ -283,6 +334,8 @@ def markdown(chunks, rr, names, images):
             [fmt(rr.val(n, "interference-solo", "mbps", "stream"), 1) for n in names],
             ["4 KiB reads of data just written (IOPS)"] +
             [fmt(rr.val(n, "read-after-write-cache")) for n in names],
+            ["4 KiB reads of data kept in dm-nxd's log (destage paused) (IOPS)"] +
+            [fmt(rr.val(n, "read-log")) for n in names],
             ["4 KiB reads never written through the cache (IOPS)"] +
             [fmt(rr.val(n, "read-hdd")) for n in names],
             ["70/30 read/write 4 KiB (IOPS)"] + [fmt(rr.val(n, "mix70-4k")) for n in names]]
@@ -290,7 +343,14 @@ def markdown(chunks, rr, names, images):
     c = (rr.get("nxd", "read-after-write-cache") or {}).get("counters") or {}
     if c:
         L.append("dm-nxd's reads of data just written: %d read bios served from the log, %d from "
-                 "the HDD." % (c.get("reads_ssd", 0), c.get("reads_hdd", 0)))
+                 "the HDD (log %s %% used when the reads began)."
+                 % (c.get("reads_ssd", 0), c.get("reads_hdd", 0),
+                    fmt(((rr.get("nxd", "read-after-write-cache") or {}).get("occupancy_before") or {})
+                        .get("used_pct"), 0)))
+        c2 = (rr.get("nxd", "read-log") or {}).get("counters") or {}
+        if c2:
+            L.append(" With destage paused (`read-log`): %d from the log, %d from the HDD."
+                     % (c2.get("reads_ssd", 0), c2.get("reads_hdd", 0)))
         L.append("")
 
     L.append("### Steady state, cold start and drain")
@@ -364,6 +424,7 @@ def markdown(chunks, rr, names, images):
                        if m else "-")
         rows.append(row)
     L += table(["job (CPU % all / busiest vCPU / busiest drive %)"] + names, rows)
+    L += verdicts(rr, names, jids)
     rows = []
     for n in names:
         for j in jids:
