@@ -73,6 +73,19 @@ hostload() {
 		"$(uptime | sed 's/^ *//')" "$(cut -d' ' -f1-3 /proc/loadavg)" \
 		"$(pgrep -c qemu-system || true)"
 }
+# Every 2 s while a guest runs: time, host load, and the CPU time (ticks)
+# of the QEMU process of this run (found by its --rwdir path): under TCG
+# the guest cannot see how much host CPU it was denied, the host can.
+sampler() {
+	local pid="" t
+	while :; do
+		[ -n "$pid" ] && [ -d "/proc/$pid" ] || pid=$(pgrep -f -- "qemu-system.*$out" | head -1)
+		t=0
+		[ -n "$pid" ] && t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+		echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/loadavg) ${pid:-0} $t"
+		sleep 2
+	done
+}
 fail=0
 for c in $chunks; do
 	cdir=$out/$c
@@ -81,6 +94,8 @@ for c in $chunks; do
 	c0=$(date +%s)
 	before=$(hostload before)
 	l0=$(cut -d' ' -f1-3 /proc/loadavg)
+	sampler > "$cdir/host-samples.txt" &
+	spid=$!
 	set +e
 	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
 		--disable-kvm --cpus "$cpus" --memory "$mem" --rwdir="$out" \
@@ -89,6 +104,8 @@ for c in $chunks; do
 		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
 	printf '{"nproc": %d, "vcpus": %d, "memory": "%s", "append": "%s", "seconds": %d, "guest_status": %d, "load": [%s, %s]}\n' \
 		"$(nproc)" "$cpus" "$mem" "${BENCH_APPEND:-}" "$(( $(date +%s) - c0 ))" "$rc" \
 		"$before" "$(hostload after)" > "$cdir/host.json"

@@ -171,7 +171,11 @@ class Meter:
             busy.append(100.0 * (c.get("busy_us", 0) - c0.get("busy_us", 0)) / 1e6 / dt)
             bios += c.get("bios", 0) - c0.get("bios", 0)
             batches += c.get("batches", 0) - c0.get("batches", 0)
-        return dict(seconds=round(dt, 1), cpu_busy_pct=round(cpu, 1), cpu_max_pct=round(cpu_max, 1),
+        # wall: the interval in epoch seconds, for the host's samples of
+        # the CPU it gave this guest (bench.sh, host-samples.txt).
+        return dict(seconds=round(dt, 1), wall=[round(self.t, 1), round(self.t + dt, 1)],
+                    vcpus=len(pct) - 1 if len(pct) > 1 else 1,
+                    cpu_busy_pct=round(cpu, 1), cpu_max_pct=round(cpu_max, 1),
                     drive_busy_pct_mean=round(sum(busy) / len(busy), 1) if busy else None,
                     drive_busy_pct_max=round(max(busy), 1) if busy else None,
                     drive_bios=bios, drive_batches=batches)
@@ -186,6 +190,12 @@ class Blktrace:
 
     def __init__(self, md, members):
         self.md, self.devs, self.proc, self.error = md, [md] + members, None, ""
+        try:    # the array's full stripe (md: chunk x data drives)
+            with open("/sys/block/%s/queue/optimal_io_size"
+                      % os.path.basename(os.path.realpath(md))) as f:
+                self.stripe = int(f.read())
+        except (OSError, ValueError):
+            self.stripe = 0
 
     def _names(self):
         return sorted({f.split(".blktrace.")[0] for f in os.listdir(TRACE_DIR) if ".blktrace." in f})
@@ -242,25 +252,36 @@ class Blktrace:
         for side, sel in (("array", [n for n in names if n == mdname]),
                           ("members", [n for n in names if n != mdname])):
             hist = {"write": {}, "read": {}}
-            args = ["blkparse", "-q", "-D", TRACE_DIR, "-f", "%a %d %n\n"]
+            full = full_bytes = 0
+            args = ["blkparse", "-q", "-D", TRACE_DIR, "-f", "%a %d %S %n\n"]
             for n in sel:
                 args += ["-i", n]
             p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                timeout=600) if sel else None
             for line in (p.stdout.splitlines() if p else []):
                 w = line.split()
-                if len(w) != 3 or w[0] != "Q" or not w[2].isdigit() or w[2] == "0":
+                if len(w) != 4 or w[0] != "Q" or not w[3].isdigit() or w[3] == "0":
                     continue
                 kind = "write" if "W" in w[1] else "read" if "R" in w[1] else None
                 if kind:
-                    b = int(w[2]) * 512
+                    b = int(w[3]) * 512
                     hist[kind][b] = hist[kind].get(b, 0) + 1
+                    # A write of whole stripes, stripe-aligned: RAID6 writes
+                    # it without reading anything back.
+                    if kind == "write" and self.stripe and w[2].isdigit() and \
+                            (int(w[2]) * 512) % self.stripe == 0 and b % self.stripe == 0:
+                        full += 1
+                        full_bytes += b
             o = dict(devices=len(sel))
             for kind, h in hist.items():
                 n = sum(h.values())
                 o[kind + "_count"] = n
                 o[kind + "_mean_bytes"] = round(sum(k * v for k, v in h.items()) / n) if n else 0
             o["write_hist"] = {str(k): v for k, v in sorted(hist["write"].items())}
+            if side == "array":
+                wbytes = sum(k * v for k, v in hist["write"].items())
+                o.update(stripe_bytes=self.stripe, full_stripe_writes=full,
+                         full_stripe_bytes_pct=round(100.0 * full_bytes / wbytes, 1) if wbytes else None)
             out[side] = o
         shutil.rmtree(TRACE_DIR, ignore_errors=True)
         return out
@@ -492,8 +513,28 @@ class Bcache(System):
         t1 = time.time()
         self._register()
         t2 = time.time()
+        at_resume = self.occupancy()
         state = sh("cat %s/state" % self.sysd, check=False, quiet=True)
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), state=state)
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), occupancy_at_resume=at_resume,
+                    state=state)
+
+
+def dm_activate(name, table, probe=None, timeout=1800):
+    """Create a dm device in three timed steps: load the table (the
+    target's constructor: for a cache, reading its metadata or replaying
+    its log), resume it, then let udev probe it.  Seconds of each, and
+    probe() (the occupancy) right after the resume."""
+    t0 = time.time()
+    sh("dmsetup create %s --notable" % name, timeout=timeout)
+    sh("dmsetup load %s --table '%s'" % (name, table), timeout=timeout)
+    t1 = time.time()
+    sh("dmsetup resume --noudevsync %s" % name, timeout=timeout)
+    t2 = time.time()
+    at_resume = probe() if probe else None
+    settle()
+    t3 = time.time()
+    return dict(load_s=round(t1 - t0, 1), resume_s=round(t2 - t1, 1), udev_s=round(t3 - t2, 1),
+                start_s=round(t2 - t0, 1), occupancy_at_resume=at_resume)
 
 
 def parse_human(s):
@@ -544,10 +585,8 @@ class WriteCache(System):
         t0 = time.time()
         sh("dmsetup remove --retry bench_wc", timeout=900)
         t1 = time.time()
-        sh("dmsetup create bench_wc --table '%s'" % self.table(), timeout=900)
-        t2 = time.time()
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
-                    state=sh("dmsetup status bench_wc"))
+        r = dm_activate("bench_wc", self.table(), self.occupancy)
+        return dict(stop_s=round(t1 - t0, 1), **r, state=sh("dmsetup status bench_wc"))
 
 
 class DmCache(System):
@@ -608,10 +647,8 @@ class DmCache(System):
             sh("dmsetup remove --retry %s" % d, timeout=900)
         t1 = time.time()
         self._parts()
-        sh("dmsetup create bench_cache --table '%s'" % self.table(), timeout=900)
-        t2 = time.time()
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
-                    state=sh("dmsetup status bench_cache"))
+        r = dm_activate("bench_cache", self.table(), self.occupancy)
+        return dict(stop_s=round(t1 - t0, 1), **r, state=sh("dmsetup status bench_cache"))
 
 
 class Nxd(System):
@@ -669,10 +706,9 @@ class Nxd(System):
         t0 = time.time()
         sh("dmsetup remove --retry bench_nxd", timeout=900)
         t1 = time.time()
-        sh("dmsetup create bench_nxd --table '%s'" % self.table(False), timeout=1800)
-        t2 = time.time()
+        r = dm_activate("bench_nxd", self.table(False), self.occupancy)
         c = self.counters() or {}
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
+        return dict(stop_s=round(t1 - t0, 1), **r,
                     recovery_us=c.get("recovery_us"), recovered_blocks=c.get("recovered_blocks"),
                     state=sh("dmsetup status bench_nxd").split()[3])
 

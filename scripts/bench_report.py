@@ -28,6 +28,7 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 ORDER = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
 PEERS = ["bcache", "writecache", "dmcache"]
 NYTRO = [5000, 10000, 20000, 40000, 80000, 160000]
+NPROC = os.cpu_count() or 2      # the host's cores (the report runs on the host)
 
 
 def load(dirs):
@@ -43,6 +44,11 @@ def load(dirs):
             if os.path.exists(h):
                 with open(h) as f:
                     s["host"] = json.load(f)
+            s["samples"] = read_samples(os.path.join(os.path.dirname(p), "host-samples.txt"))
+            for r in s["results"]:
+                for m in (r.get("meter"), (r.get("drain") or {}).get("meter")):
+                    if m and m.get("wall"):
+                        m.update(host_share(s["samples"], *m["wall"]))
             chunks.append(s)
     if not chunks:
         sys.exit("bench_report: no summary.json under %s" % " ".join(dirs))
@@ -51,6 +57,30 @@ def load(dirs):
         for r in s["results"]:
             results[(r["system"], r["id"])] = r
     return chunks, results
+
+
+def read_samples(path):
+    """bench.sh's host samples: [(epoch, load1, qemu pid, qemu CPU ticks)]."""
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                try:
+                    out.append((float(w[0]), float(w[1]), int(w[2]), int(float(w[3]))))
+                except (ValueError, IndexError):
+                    pass
+    return out
+
+
+def host_share(samples, t0, t1):
+    """Over [t0, t1]: the host cores the guest's QEMU process used (CPU
+    ticks per second / 100) and the host's mean load average."""
+    sel = [x for x in samples if t0 - 1 <= x[0] <= t1 + 1 and x[2]]
+    if len(sel) < 2 or sel[-1][2] != sel[0][2] or sel[-1][0] - sel[0][0] < 1:
+        return {}
+    cores = (sel[-1][3] - sel[0][3]) / 100.0 / (sel[-1][0] - sel[0][0])
+    return dict(host_cores=round(cores, 2), host_load=round(sum(x[1] for x in sel) / len(sel), 1))
 
 
 def systems_of(chunks):
@@ -182,6 +212,18 @@ def headline(rr, names):
         x = ratio(sv, pv)
         add(17, "steady state: ahead of %s" % peer, "%.2fx" % x if x else "not measured",
             None if x is None else x > 1)
+    bt = ((d or {}).get("drain") or {}).get("blktrace") or {}
+    a = bt.get("array") or {}
+    if a.get("write_count"):
+        big = a["write_mean_bytes"] >= 65536 and (a.get("full_stripe_bytes_pct") or 0) >= 50
+        add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
+            "mean %.1f KiB, %s %% of bytes in full-stripe (%d KiB) writes; drive bios per batch %s"
+            % (a["write_mean_bytes"] / 1024, fmt(a.get("full_stripe_bytes_pct"), 0),
+               (a.get("stripe_bytes") or 0) // 1024, merge(d["drain"].get("meter"))),
+            big, "met: mean >= 64 KiB and >= 50 % of bytes in full stripes (our reading)")
+    else:
+        add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
+            "not measured" if not bt.get("error") else bt["error"][:80], None)
     solo = rr.val("nxd", "interference-solo", "mbps", "stream")
     mixed = rr.val("nxd", "interference", "mbps", "stream")
     x = ratio(mixed, solo)
@@ -193,17 +235,27 @@ def headline(rr, names):
     return table(["issue", "target", "dm-nxd measured", "met", "how"], rows)
 
 
+def starved(m):
+    """The host gave the guest clearly less than its vCPUs while the host
+    was overloaded: the guest's own CPU figures then overstate its work."""
+    c, v = m.get("host_cores"), m.get("vcpus") or 2
+    return c is not None and c < 0.8 * v and (m.get("host_load") or 0) > NPROC
+
+
 def bound(m):
-    """Which resource limited a job: the guest CPU or the drives."""
+    """Which resource limited a job: the drives, the guest CPU (all vCPUs
+    or one), or, when neither, a host that gave the guest too little CPU."""
     if not m or m.get("cpu_busy_pct") is None:
         return "-"
     cpu, one, drv = m["cpu_busy_pct"], m.get("cpu_max_pct") or 0, m.get("drive_busy_pct_max")
     if drv is not None and drv >= 80:
         return "drives"
     if cpu >= 85:
-        return "CPU"
+        return "CPU (host-starved)" if starved(m) else "CPU"
     if one >= 90:
         return "one vCPU"
+    if starved(m):
+        return "host-starved"
     return "neither"
 
 
@@ -221,7 +273,7 @@ def verdicts(rr, names, jids):
         if not by:
             continue
         total = sum(len(v) for v in by.values())
-        cpu = by.get("CPU", []) + by.get("one vCPU", [])
+        cpu = by.get("CPU", []) + by.get("one vCPU", []) + by.get("CPU (host-starved)", [])
         parts = ["%s in %d of %d jobs%s" % (k, len(v), total, " (%s)" % ", ".join(v) if len(v) <= 8 else "")
                  for k, v in sorted(by.items(), key=lambda kv: -len(kv[1]))]
         line = "- **%s**: %s." % (n, "; ".join(parts))
@@ -274,7 +326,9 @@ def markdown(chunks, rr, names, images):
                  len(s.get("jobs", [])), host(s, "vcpus"), host(s, "loadavg", 0),
                  host(s, "loadavg", 1), host(s, "qemu", 0)]
                 for s in chunks])
-    L.append("Guest kernel command line: `%s`." % s0.get("cmdline", "not recorded"))
+    L.append("Guest kernel command line (less virtme-ng's own words): `%s`." % " ".join(
+        w for w in s0.get("cmdline", "not recorded").split()
+        if not w.startswith(("virtme", "nr_open", "init=", "rootfstype", "rootflags", "root=", "console"))))
     L.append("")
     status = {}
     for s in chunks:
@@ -359,19 +413,24 @@ def markdown(chunks, rr, names, images):
     for n in names:
         r = rr.get(n, "steady-4k")
         if not r:
-            rows.append([n] + ["-"] * 7)
+            rows.append([n] + ["-"] * 8)
             continue
         occ = r.get("occupancy_after") or {}
         cold = r.get("cold") or {}
         dr = r.get("drain") or {}
+        at = cold.get("occupancy_at_resume") or {}
         rows.append([n, fmt(r.get("steady_iops")), fmt(r.get("settle_change_pct"), 1),
                      fmt(occ.get("used_pct"), 0), fmt(occ.get("dirty_pct"), 0),
                      "%s / %s" % (cold.get("stop_s", "-"), cold.get("start_s", "-"))
-                     + (" (recovery %.1f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
+                     + (" (load %s, resume %s, udev %s)" % (cold.get("load_s"), cold.get("resume_s"),
+                                                            cold.get("udev_s")) if "load_s" in cold else "")
+                     + (" (replay %.2f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
+                     fmt(at.get("dirty_pct"), 0) if cold else "-",
                      fmt(dr.get("seconds"), 1) + ("" if dr.get("complete", True) else " (not done)"),
                      fmt(r["meter"].get("cpu_busy_pct")) + " / " + fmt(r["meter"].get("drive_busy_pct_max"))])
     L += table(["system", "steady IOPS (settle window)", "change over the window (%)", "cache used at end (%)",
-                "dirty at end (%)", "cold start: stop / activate (s)", "drain after (s)",
+                "dirty at end (%)", "cold start: stop / activate (s)", "dirty after activation (%)",
+                "drain after (s)",
                 "CPU / drives busy (%)"], rows)
     rows = []
     for n in names:
@@ -402,11 +461,14 @@ def markdown(chunks, rr, names, images):
 
     L.append("### Where the time went")
     L.append("")
-    L.append("Guest CPU busy (all vCPUs and the busiest one, /proc/stat) and the busiest hddsim "
-             "drive's busy time, over each job: `drives` when a drive was >= 80 % busy; `CPU` when "
-             "the vCPUs were >= 85 % busy, `one vCPU` when one was >= 90 % (a single thread such as "
-             "md's raid6d); then the emulation, not the disks, set the pace.  Under TCG the guest "
-             "cannot see the host taking its vCPUs away, so `neither` can also mean a loaded host.")
+    L.append("Guest CPU busy (all vCPUs and the busiest one, /proc/stat), the busiest hddsim "
+             "drive's busy time, and the host cores the guest's QEMU process used (its CPU time "
+             "over the job, sampled on the host every 2 s), over each job: `drives` when a drive "
+             "was >= 80 %% busy; `CPU` when the vCPUs were >= 85 %% busy, `one vCPU` when one was "
+             ">= 90 %% (a single thread such as md's raid6d); then the emulation, not the disks, set "
+             "the pace.  Under TCG the guest cannot see the host taking its vCPUs away (its busy "
+             "figures then overstate its work): `host-starved` when the guest got less than 0.8 "
+             "host cores per vCPU while the host's load average exceeded its %d cores." % NPROC)
     L.append("")
     jids = []
     for s in chunks:
@@ -419,11 +481,12 @@ def markdown(chunks, rr, names, images):
         for n in names:
             r = rr.get(n, j)
             m = (r or {}).get("meter")
-            row.append("%s/%s/%s %s" % (fmt(m.get("cpu_busy_pct")), fmt(m.get("cpu_max_pct")),
-                                         fmt(m.get("drive_busy_pct_max")), bound(m))
+            row.append("%s/%s/%s/%s %s" % (fmt(m.get("cpu_busy_pct")), fmt(m.get("cpu_max_pct")),
+                                            fmt(m.get("drive_busy_pct_max")), fmt(m.get("host_cores"), 2),
+                                            bound(m))
                        if m else "-")
         rows.append(row)
-    L += table(["job (CPU % all / busiest vCPU / busiest drive %)"] + names, rows)
+    L += table(["job (CPU % all / busiest vCPU / busiest drive % / host cores)"] + names, rows)
     L += verdicts(rr, names, jids)
     rows = []
     for n in names:
@@ -433,11 +496,11 @@ def markdown(chunks, rr, names, images):
                 continue
             for label, bt, m in (("", r.get("blktrace"), r.get("meter")),
                                  (" (drain)", (r.get("drain") or {}).get("blktrace"),
-                                  (r.get("drain") or {}).get("meter"))):
+                                  (r.get("drain") or {}).get("meter") or r.get("meter"))):
                 if not bt:
                     continue
                 if bt.get("error"):
-                    rows.append([n, j + label, bt["error"][:120], "", "", "", ""])
+                    rows.append([n, j + label, bt["error"][:120], "", "", "", "", ""])
                     continue
                 a, mb = bt.get("array") or {}, bt.get("members") or {}
                 top = sorted(a.get("write_hist", {}).items(), key=lambda kv: -kv[1])[:4]
@@ -445,6 +508,7 @@ def markdown(chunks, rr, names, images):
                              "%d / %.1f" % (a.get("write_count", 0), a.get("write_mean_bytes", 0) / 1024),
                              "%d / %.1f" % (a.get("read_count", 0), a.get("read_mean_bytes", 0) / 1024),
                              ", ".join("%.1f KiB x%d" % (int(k) / 1024, v) for k, v in top),
+                             fmt(a.get("full_stripe_bytes_pct"), 0),
                              "%d / %.1f" % (mb.get("write_count", 0), mb.get("write_mean_bytes", 0) / 1024),
                              merge(m)])
     if rows:
@@ -454,7 +518,8 @@ def markdown(chunks, rr, names, images):
                  "service (the elevator's work), hence the drives' bios per batch.")
         L.append("")
         L += table(["system", "job", "array writes / mean KiB", "array reads / mean KiB",
-                    "commonest array write sizes", "member writes / mean KiB", "drive bios per batch"], rows)
+                    "commonest array write sizes", "% of bytes in full-stripe writes",
+                    "member writes / mean KiB", "drive bios per batch"], rows)
     for title, path in images:
         L.append("![%s](%s)" % (title, path))
         L.append("")
@@ -479,8 +544,22 @@ def plots(chunks, rr, names, outdirs):
         plt.close(fig)
         made.append((title, "bench/" + fname))
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
-    for ax, mis in zip(axes[:2], ("aligned", "unaligned")):
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
+    ax = axes[0]
+    for n in names:
+        for q, ls in ((8, "-"), (32, ":")):
+            pts = [(k, rr.val(n, "randwrite-%dk-qd%d" % (k, q))) for k in (4, 8, 16)]
+            pts = [p for p in pts if p[1]]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ls=ls,
+                        label="%s QD %d" % (n, q))
+    ax.set_title("4/8/16 KiB aligned, QD 8 (solid) and 32 (dotted)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([4, 8, 16])
+    ax.set_xticklabels(["4", "8", "16"])
+    ax.minorticks_off()
+    ax.set_xlabel("transfer size (KiB)")
+    for ax, mis in zip(axes[1:3], ("aligned", "unaligned")):
         for n in names:
             pts = [(x, rr.val(n, "nytro-%d-%s" % (x, mis))) for x in NYTRO]
             pts = [p for p in pts if p[1]]
@@ -492,7 +571,7 @@ def plots(chunks, rr, names, outdirs):
         ax.set_xticklabels([str(x) for x in NYTRO], fontsize=7)
         ax.minorticks_off()
         ax.set_xlabel("transfer size (bytes)")
-    ax = axes[2]
+    ax = axes[3]
     for n in names:
         pts = [(q, rr.val(n, "randwrite-4k-qd%d" % q)) for q in (1, 8, 32)]
         pts = [p for p in pts if p[1]]
