@@ -25,7 +25,8 @@
 # BENCH_APPEND (extra guest kernel command line, e.g. "clocksource=tsc
 # tsc=reliable": the emulated HPET costs every system alike), BENCH_CPUS
 # (guest vCPUs, default VM_CPUS or 2), BENCH_MEMORY (default 3G), BENCH_TIMEOUT
-# (seconds a boot, default 2400), BENCH_NO_DOCS=1 (leave
+# (seconds a boot, default 2400; no job starts after BENCH_TIMEOUT less
+# BENCH_MARGIN, default 420 s: the rest is marked not run), BENCH_NO_DOCS=1 (leave
 # docs/ alone), BENCH_OUT (results directory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,7 +101,7 @@ for c in $chunks; do
 	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
 		--disable-kvm --cpus "$cpus" --memory "$mem" --rwdir="$out" \
 		${BENCH_APPEND:+--append "$BENCH_APPEND"} \
-		--exec "cd $here && env $vars python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
+		--exec "cd $here && env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
 		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e

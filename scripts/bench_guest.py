@@ -698,7 +698,10 @@ class Nxd(System):
 
     def clean(self, timeout):
         t0 = time.time()
-        sh("dmsetup message bench_nxd 0 drain", timeout=timeout)
+        try:    # the drain message waits interruptibly: a kill ends it
+            sh("dmsetup message bench_nxd 0 drain", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
         c = self.counters() or {}
         return dict(seconds=round(time.time() - t0, 1), complete=c.get("index_entries") == 0)
 
@@ -913,6 +916,14 @@ def iops_timeline(prefix):
     return out
 
 
+def clean_limit(args):
+    """Seconds a drain may take: BENCH_CLEAN_LIMIT, less if the chunk's
+    time is running out (the drain is then recorded as not complete)."""
+    if not args.deadline:
+        return args.clean_limit
+    return max(30, min(args.clean_limit, int(args.deadline + 300 - time.time())))
+
+
 def run_job(sysobj, j, args, rec):
     """Run one job on a system that is up: fills rec."""
     name = sysobj.name
@@ -972,7 +983,7 @@ def run_job(sysobj, j, args, rec):
             m2 = Meter()
             m2.start()
             with Blktrace(sysobj.md, member_drives()) as tr:
-                rec["drain"] = sysobj.clean(args.clean_limit)
+                rec["drain"] = sysobj.clean(clean_limit(args))
             rec["drain"]["meter"] = m2.stop()
             rec["drain"]["blktrace"] = tr.summary()
             rec["drain"]["counters"] = delta(c1, sysobj.counters())
@@ -981,7 +992,7 @@ def run_job(sysobj, j, args, rec):
         occ0 = sysobj.occupancy() or {}
         meter.start()
         with Blktrace(sysobj.md, member_drives()) as tr:
-            rec["drain"] = sysobj.clean(args.clean_limit)
+            rec["drain"] = sysobj.clean(clean_limit(args))
         rec["meter"] = meter.stop()
         rec["drain"]["blktrace"] = tr.summary()
         # Bytes written back: dm-nxd counts them; for the others, what
@@ -1076,6 +1087,15 @@ def cmd_run(args):
                            state=j["state"], nominal=j.get("nominal"),
                            bs=j.get("var", {}).get("BS"), iodepth=j.get("var", {}).get("IODEPTH"),
                            misalign=j.get("var", {}).get("MISALIGN"), ok=False)
+                if args.deadline and time.time() > args.deadline:
+                    # Past the chunk's time: say what was cut, then power
+                    # off cleanly rather than be killed mid-job.
+                    rec["error"] = "not run: the chunk reached its time limit (BENCH_TIMEOUT)"
+                    st["status"] = "partial"
+                    log("%-10s %-24s %s" % (name, j["id"], rec["error"]))
+                    summary["results"].append(rec)
+                    save()
+                    continue
                 t0 = time.time()
                 try:
                     try:
@@ -1289,6 +1309,10 @@ def main():
     args.steady_window_s = env_int("BENCH_STEADY_WINDOW_S", 6 if sm else 120)
     args.fill_limit = env_int("BENCH_FILL_LIMIT", 60 if sm else 300)
     args.clean_limit = env_int("BENCH_CLEAN_LIMIT", 300 if sm else 900)
+    # BENCH_DEADLINE_S (bench.sh: the boot's limit less a margin): no job
+    # starts after that many seconds.
+    dl = env_int("BENCH_DEADLINE_S", 0)
+    args.deadline = T0 + dl if dl else 0
     if args.chunk not in chunks(sm):
         ap.error("chunk %s: not one of %s" % (args.chunk, " ".join(chunks(sm))))
     return cmd_run(args)
