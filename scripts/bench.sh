@@ -79,6 +79,7 @@ hostload() {
 # the guest cannot see how much host CPU it was denied, the host can.
 sampler() {
 	local pid="" t
+	set +e +o pipefail
 	while :; do
 		[ -n "$pid" ] && [ -d "/proc/$pid" ] || pid=$(pgrep -f -- "qemu-system.*$out" | head -1)
 		t=0

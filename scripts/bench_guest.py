@@ -516,7 +516,7 @@ class Bcache(System):
         at_resume = self.occupancy()
         state = sh("cat %s/state" % self.sysd, check=False, quiet=True)
         return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), occupancy_at_resume=at_resume,
-                    state=state)
+                    resumed_at=t2, state=state)
 
 
 def dm_activate(name, table, probe=None, timeout=1800):
@@ -534,7 +534,7 @@ def dm_activate(name, table, probe=None, timeout=1800):
     settle()
     t3 = time.time()
     return dict(load_s=round(t1 - t0, 1), resume_s=round(t2 - t1, 1), udev_s=round(t3 - t2, 1),
-                start_s=round(t2 - t0, 1), occupancy_at_resume=at_resume)
+                start_s=round(t2 - t0, 1), occupancy_at_resume=at_resume, resumed_at=t2)
 
 
 def parse_human(s):
@@ -976,18 +976,25 @@ def run_job(sysobj, j, args, rec):
                 rec["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
         rec["occupancy_after"] = sysobj.occupancy()
         if sysobj.cache:
-            rec["cold"] = sysobj.restart()
-            rec["occupancy_after_cold"] = sysobj.occupancy()
-            log("%-10s cold start with a full cache: %s" % (name, rec["cold"]))
+            # The cache writes back from the moment it is active again
+            # (during udev's probe too), so the drain is timed from the
+            # resume, and traced and metered from before the stop.
             c1 = sysobj.counters()
             m2 = Meter()
             m2.start()
             with Blktrace(sysobj.md, member_drives()) as tr:
+                rec["cold"] = sysobj.restart()
+                rec["occupancy_after_cold"] = sysobj.occupancy()
+                log("%-10s cold start with a full cache: %s" % (name, rec["cold"]))
                 rec["drain"] = sysobj.clean(clean_limit(args))
+                rec["drain"]["from_resume_s"] = round(time.time() - rec["cold"]["resumed_at"], 1)
             rec["drain"]["meter"] = m2.stop()
             rec["drain"]["blktrace"] = tr.summary()
+            # dm-nxd's counters restart with the table (gauges) but the
+            # event counts are the volume's: a delta across the reload.
             rec["drain"]["counters"] = delta(c1, sysobj.counters())
-            log("%-10s drain after steady state: %s" % (name, rec["drain"]["seconds"]))
+            log("%-10s drain after steady state: %s s from the resume (%s s after udev)"
+                % (name, rec["drain"]["from_resume_s"], rec["drain"]["seconds"]))
     elif j["kind"] == "drain":
         occ0 = sysobj.occupancy() or {}
         meter.start()

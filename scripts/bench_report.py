@@ -219,7 +219,7 @@ def headline(rr, names):
         add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
             "mean %.1f KiB, %s %% of bytes in full-stripe (%d KiB) writes; drive bios per batch %s"
             % (a["write_mean_bytes"] / 1024, fmt(a.get("full_stripe_bytes_pct"), 0),
-               (a.get("stripe_bytes") or 0) // 1024, merge(d["drain"].get("meter"))),
+               (a.get("stripe_bytes") or 0) // 1024, merge(d["drain"].get("meter") or d.get("meter"))),
             big, "met: mean >= 64 KiB and >= 50 % of bytes in full stripes (our reading)")
     else:
         add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
@@ -426,11 +426,12 @@ def markdown(chunks, rr, names, images):
                                                             cold.get("udev_s")) if "load_s" in cold else "")
                      + (" (replay %.2f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
                      fmt(at.get("dirty_pct"), 0) if cold else "-",
-                     fmt(dr.get("seconds"), 1) + ("" if dr.get("complete", True) else " (not done)"),
+                     (fmt(dr.get("from_resume_s"), 1) if "from_resume_s" in dr else fmt(dr.get("seconds"), 1))
+                     + ("" if dr.get("complete", True) else " (not done)"),
                      fmt(r["meter"].get("cpu_busy_pct")) + " / " + fmt(r["meter"].get("drive_busy_pct_max"))])
     L += table(["system", "steady IOPS (settle window)", "change over the window (%)", "cache used at end (%)",
                 "dirty at end (%)", "cold start: stop / activate (s)", "dirty after activation (%)",
-                "drain after (s)",
+                "drain: resume to clean (s)",
                 "CPU / drives busy (%)"], rows)
     rows = []
     for n in names:
