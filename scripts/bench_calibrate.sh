@@ -43,6 +43,30 @@ PATH=$here/.venv/bin:$PATH timeout ${CAL_TIMEOUT:-1200} vng --run "/boot/vmlinuz
 	2>&1 | tee "$out/console.log" | grep -v '^\s*$'
 if [ $mode = array ]; then
 	test -s "$out/array.json"
+	[ "${CAL_UPDATE_DOCS:-0}" = 1 ] || exit 0
+	python3 - "$out/array.json" "$here/docs/performance.md" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+h = c["hdd"]
+rows = ["md RAID6 of %d x %d MiB drives, chunk %d KiB, guest %s, %d vCPUs, %d s per test; "
+        "CPU: all vCPUs / the busiest (guest /proc/stat); drives: the busiest hddsim drive's "
+        "busy time (instant drives: no seek, rotation or transfer time)."
+        % (h["count"], h["size_mb"], h["chunk_kb"], c["kernel"], c["cpus"], c["runtime"]), "",
+        "| drives | group_thread_cnt | stripe_cache_size | test | IOPS | MB/s | CPU % all / busiest | drive busy % |",
+        "|---|---:|---:|---|---:|---:|---|---:|"]
+rows += ["| %s | %d | %d | %s | %.0f | %.1f | %.0f / %.0f | %s |"
+         % (r["drives"], r["group_thread_cnt"], r["stripe_cache_size"], r["test"], r["iops"], r["mbps"],
+            r["cpu_busy_pct"], r["cpu_max_pct"],
+            "-" if r["drive_busy_pct_max"] is None else "%.0f" % r["drive_busy_pct_max"])
+         for r in c["rows"]]
+doc = open(sys.argv[2]).read()
+b, e = "<!-- array:begin -->", "<!-- array:end -->"
+if b not in doc:
+    sys.exit("no array markers in docs/performance.md")
+i, j = doc.index(b) + len(b), doc.index(e)
+open(sys.argv[2], "w").write(doc[:i] + "\n" + "\n".join(rows) + "\n" + doc[j:])
+print("array table written to docs/performance.md")
+PY
 	exit 0
 fi
 test -s "$out/calibration.json"
