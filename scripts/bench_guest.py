@@ -1055,6 +1055,7 @@ def cmd_run(args):
                             size_mb=int(os.environ.get("HDD_SIZE_MB", "256")),
                             chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
                             group_threads=os.environ.get("RAID_GROUP_THREADS", ""),
+                            stripe_cache=os.environ.get("RAID_STRIPE_CACHE", "1024"),
                             hddsim_opts=os.environ.get("HDDSIM_OPTS", "")),
                    jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"],
                               systems=j.get("systems")) for j in jobs],

@@ -307,10 +307,13 @@ def markdown(chunks, rr, names, images):
              "Raw fio JSON and summaries: `%s`."
              % ("SMOKE run (numbers are not meaningful)" if smoke else "Full run",
                 s0["kernel"], s0.get("clocksource", "not recorded"), hdd.get("count"), hdd.get("size_mb"), hdd.get("chunk_kb"),
-                (", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "",
+                ((", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "") +
+                "".join(", md %s %s" % (k.split("/")[-1].split(":")[0], k.split(":")[-1])
+                        for k in s0.get("md_settings", "").split()),
                 s0["ssd_mb"], s0.get("burst_pct"), s0.get("steady_s"), s0.get("steady_window_s"),
                 os.path.dirname(s0["path"])))
     L.append("")
+
     def host(s, key, i=None):
         """host.json (bench.sh): key, or key of load sample i (0 before the boot)."""
         h = s.get("host") or {}
