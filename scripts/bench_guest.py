@@ -815,8 +815,14 @@ def region(name, vol_bytes, ssd_bytes):
     raise ValueError(name)
 
 
-def fio_env(target, var, vol_bytes, ssd_bytes, args):
+def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True):
+    """fio's environment for a job.  cache False (md, the raw SSD): no
+    cache state to keep below a watermark, so a burst job runs its whole
+    RUNTIME (after RAMP) instead of stopping at the budget, which a fast
+    device spends in a fraction of a second: a steadier reference."""
     env = dict(os.environ)
+    if var.get("BUDGET") and not cache:
+        var = dict(var, BUDGET=0, TIME_BASED=1)
     reg = var.get("REGION", "all")
     off, size = region(reg, vol_bytes, ssd_bytes)
     mis = int(var.get("MISALIGN", 0))
@@ -936,7 +942,7 @@ def run_job(sysobj, j, args, rec):
     if j.get("fill") and not (j["kind"] == "drain" and not sysobj.cache):
         rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
         rec["occupancy_before"] = rec["fill"]["occupancy"]
-    env = fio_env(sysobj.dev, j["var"], vol, ssd, args)
+    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache)
     c0 = sysobj.counters()
     meter = Meter()
 

@@ -350,8 +350,11 @@ def markdown(chunks, rr, names, images):
 
     L.append("### Burst: random writes from a clean cache (IOPS)")
     L.append("")
-    L.append("Each job on a system set up from scratch, stopped after the burst budget or the "
-             "runtime; 4 KiB aligned.")
+    L.append("Each job on a system set up from scratch; a cache's writes stop at the burst budget "
+             "(%s %% of the SSD) or after the runtime, whichever comes first, so that it stays below "
+             "its watermarks; md and the raw SSD, which have no cache state, run the whole runtime "
+             "(a fast device spends the budget in a fraction of a second).  4 KiB aligned."
+             % s0.get("burst_pct"))
     L.append("")
     rows = []
     for k in (4, 8, 16):
