@@ -771,11 +771,14 @@ def chunks(smoke):
                       fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
                       var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
                                TIME_BASED=1, REGION="readback")))
-    mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand.fio",
-                      state="clean: reads of a region never written through the cache "
-                            "(served by the HDDs)",
+    # Each block read once (fio's random map): a read cache (bcache,
+    # dm-cache) promotes what it reads, and re-reads of a small region
+    # would then be served by the SSD.
+    mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand-once.fio",
+                      state="clean: reads, each block at most once, of the second half of the "
+                            "volume, never written through the cache (served by the HDDs)",
                       var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
-                               TIME_BASED=1, REGION="cold")))
+                               TIME_BASED=1, REGION="coldhalf")))
     mixed.append(dict(id="mix70-4k", kind="fio", phase="burst", fio="rand.fio", state="clean",
                       var=dict(RW="randrw", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=70,
                                TIME_BASED=1, REGION="all")))
@@ -805,6 +808,8 @@ def region(name, vol_bytes, ssd_bytes):
         return 0, vol_bytes // al * al - al
     if name == "readback":
         return 0, max(ssd_bytes // 8 // al * al, al)
+    if name == "coldhalf":
+        return vol_bytes // 2 // al * al, (vol_bytes // 2 - al) // al * al
     if name == "cold":      # the far end: never written by a clean job
         size = max(ssd_bytes // 8 // al * al, al)
         return (vol_bytes - 2 * size) // al * al, size
