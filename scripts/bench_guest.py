@@ -912,6 +912,26 @@ def delta(a, b):
     return {k: b[k] - a[k] for k in a if b[k] != a[k]}
 
 
+def steady_stats(tl, secs, window):
+    """Steady IOPS over the last `window` of `secs` seconds from fio's IOPS
+    log, one entry per second (the mean over that second).  fio logs
+    nothing for a second in which no I/O completed, so the sum of the
+    entries is divided by the window's length, not by their number (the
+    mean of the logged seconds would hide stalls).  Also the change between
+    the window's halves and the seconds with nothing completed."""
+    w0 = secs - window
+    mid = w0 + window / 2.0
+    win = [(t, v) for t, v in tl if t > w0]
+    a = [v for t, v in win if t <= mid]
+    b = [v for t, v in win if t > mid]
+    out = dict(steady_iops=round(sum(v for _, v in win) / float(window), 1) if window else None,
+               stall_seconds=max(0, int(secs) - len(tl)),
+               stall_seconds_window=max(0, int(window) - len(win)))
+    ma, mb = sum(a) / (window / 2.0), sum(b) / (window / 2.0)
+    out["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
+    return out
+
+
 def iops_timeline(prefix):
     """fio's per-second IOPS log -> [[t_s, iops], ...]."""
     path = prefix + "_iops.1.log"
@@ -977,14 +997,7 @@ def run_job(sysobj, j, args, rec):
         rec["groups"] = parse_fio(data)
         tl = iops_timeline(outbase)
         rec["iops_timeline"] = tl
-        win = [v for t, v in tl if t > secs - args.steady_window_s]
-        half = len(win) // 2
-        if win:
-            rec["steady_iops"] = round(sum(win) / len(win), 1)
-            a, b = win[:half], win[half:]
-            if a and b:
-                ma, mb = sum(a) / len(a), sum(b) / len(b)
-                rec["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
+        rec.update(steady_stats(tl, secs, args.steady_window_s))
         rec["occupancy_after"] = sysobj.occupancy()
         if sysobj.cache:
             # The cache writes back from the moment it is active again
@@ -1061,6 +1074,7 @@ def cmd_run(args):
     summary = dict(started=datetime.datetime.utcnow().isoformat() + "Z", kernel=KVER,
                    cmdline=cmdline, clocksource=clocksource, chunk=args.chunk, smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
                    ssd_mb=SSD_MB, burst_pct=args.burst_pct, steady_s=args.steady_s,
+                   steady_nocache_s=args.steady_nocache_s,
                    steady_window_s=args.steady_window_s, drain_fill_pct=args.drain_fill_pct,
                    hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
                             size_mb=int(os.environ.get("HDD_SIZE_MB", "256")),
