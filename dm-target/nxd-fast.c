@@ -148,6 +148,7 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	/* nxd_fast_fail() relies on this check under the lock. */
 	if (atomic_read(&nc->degraded) || nc->frozen_end ||
 	    nxd_inval_overlap_locked(nc, first, first + k - 1) ||
+	    nxd_lazy_overlap_locked(nc, first, first + k - 1) ||
 	    nxd_merging_locked(nc, first, first + k - 1))
 		goto slow;
 	f = nc->fopen;

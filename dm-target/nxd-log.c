@@ -7,10 +7,19 @@
  * Ordering rules (docs/design.md):
  * - A logged write is acknowledged after its segment is written and its
  *   blocks are in the index; FUA writes make the segment PREFLUSH|FUA.
- * - A write to the HDD over logged blocks is written with FUA first; then
- *   an INVAL record is logged (PREFLUSH|FUA); only then are the index
- *   entries dropped and the write acknowledged.  Until then reads still
- *   see the logged copy, which was the newest acknowledged data.
+ * - A FUA write or a discard to the HDD over logged blocks is written
+ *   (FUA, or flushed) first; then an INVAL record is logged
+ *   (PREFLUSH|FUA); only then are the index entries dropped and the write
+ *   acknowledged.  Until then reads still see the logged copy, which was
+ *   the newest acknowledged data.
+ * - A plain write to the HDD over logged blocks (no FUA) is acknowledged
+ *   when it lands: the index entries are dropped then, and its INVAL is
+ *   kept in nc->lazy.  A crash before that INVAL is logged may bring the
+ *   logged copy back, which a write not yet flushed allows.  The INVAL is
+ *   logged after an HDD flush (never before the data it vouches for is
+ *   durable), and before: the next flush completes; any newer copy of
+ *   those blocks is logged (a later INVAL would kill it at replay; in the
+ *   same segment INVALs come first); a clean stop.
  * - Small writes overlapping such an in-flight HDD write are held until it
  *   is acknowledged, so an INVAL never kills a newer logged copy.
  * - A partial write merged with a logged copy (RMW) counts in nc->merging
@@ -100,6 +109,16 @@ static void nxd_batch_unmerge(struct nxd_c *nc, struct nxd_batch *b)
 
 static void nxd_batch_reset(struct nxd_c *nc, struct nxd_batch *b)
 {
+	struct nxd_lazy *lz;
+
+	if (b->lazy_recs) {
+		/* Not logged: flushed again when they are next logged. */
+		spin_lock(&nc->lock);
+		list_for_each_entry(lz, &nc->lazy, node)
+			lz->covered = false;
+		spin_unlock(&nc->lock);
+		b->lazy_recs = 0;
+	}
 	nxd_batch_unmerge(nc, b);
 	b->nr_data = 0;
 	b->nr_inval = 0;
@@ -360,10 +379,11 @@ static bool nxd_batch_reserve(struct nxd_c *nc, u32 nr_data, u64 *pos, u64 *seq)
 	return ok;
 }
 
-void nxd_batch_commit(struct nxd_c *nc)
+int nxd_batch_commit(struct nxd_c *nc)
 {
 	struct nxd_batch *bt = &nc->batch;
 	struct nxd_inval *op, *tmp;
+	struct nxd_lazy *lz, *ltmp;
 	void *hdr = bt->buf;
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	struct nxd_ient old;
@@ -382,20 +402,20 @@ void nxd_batch_commit(struct nxd_c *nc)
 		list_for_each_entry_safe(op, tmp, &bt->invals, bnode)
 			nxd_inval_ack(nc, op);
 		INIT_LIST_HEAD(&bt->invals);
-		return;
+		return 0;
 	}
 	/* Segments are committed in seq order: the direct ones first. */
 	nxd_fast_sync(nc, U64_MAX);
 	while (!nxd_batch_reserve(nc, bt->nr_data, &pos, &seq)) {
 		if (atomic_read(&nc->degraded)) {
 			nxd_batch_fail(nc, 0);
-			return;
+			return -EIO;
 		}
 		r = atomic_read(&nc->stuck_err);
 		if (r) {
 			/* No room and the destager cannot make any. */
 			nxd_batch_abort(nc, r);
-			return;
+			return r;
 		}
 		/* INVAL-only segments, or a bio bigger than a segment. */
 		nc->log_full = true;
@@ -407,7 +427,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	nxd_fast_sync(nc, seq);
 	if (atomic_read(&nc->degraded)) {
 		nxd_batch_fail(nc, 0);
-		return;
+		return -EIO;
 	}
 
 	nxd_seg_init(hdr, nc->sb.vol_uuid, seq, nc->sb.gen, pos);
@@ -426,10 +446,21 @@ void nxd_batch_commit(struct nxd_c *nc)
 			b += n;
 		}
 	}
+	/* Writer only changes nc->lazy: no lock to read it here. */
+	list_for_each_entry(lz, &nc->lazy, node) {
+		u64 b = lz->first;
+
+		while (lz->covered && b <= lz->last && r >= 0) {
+			u32 n = min_t(u64, lz->last - b + 1, U32_MAX);
+
+			r = nxd_seg_add_inval(hdr, b, n);
+			b += n;
+		}
+	}
 	/* The accounting (nxd_batch_fits) never lets this happen. */
 	if (WARN_ON_ONCE(r < 0)) {
 		nxd_batch_fail(nc, -EINVAL);
-		return;
+		return -EINVAL;
 	}
 	nxd_seg_seal(hdr);
 	if (bt->fua || bt->nr_inval)
@@ -437,7 +468,7 @@ void nxd_batch_commit(struct nxd_c *nc)
 	r = nxd_ssd_io(nc, opf, nc->sb.ring_start + pos, 1 + bt->nr_data, bt->buf);
 	if (r) {
 		nxd_batch_fail(nc, r);
-		return;
+		return r;
 	}
 
 	spin_lock(&nc->lock);
@@ -445,8 +476,17 @@ void nxd_batch_commit(struct nxd_c *nc)
 		/* Frozen while it was in flight: it is past the log's end. */
 		spin_unlock(&nc->lock);
 		nxd_batch_fail(nc, 0);
-		return;
+		return -EIO;
 	}
+	/* Their copies left the index when their writes landed. */
+	list_for_each_entry_safe(lz, ltmp, &nc->lazy, node) {
+		if (!lz->covered)
+			continue;
+		list_del(&lz->node);
+		nc->nr_lazy--;
+		kfree(lz);
+	}
+	bt->lazy_recs = 0;
 	/* Same order as recovery: INVALs kill older copies, then new data. */
 	list_for_each_entry(op, &bt->invals, bnode)
 		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
@@ -476,6 +516,141 @@ void nxd_batch_commit(struct nxd_c *nc)
 	nxd_batch_reset(nc, bt);
 	if (nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.low_wm))
 		nxd_destager_wake(nc);
+	return 0;
+}
+
+/* ---- lazy INVALs (see the ordering rules at the top) ---- */
+
+bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_lazy *lz;
+
+	list_for_each_entry(lz, &nc->lazy, node)
+		if (lz->first <= last && first <= lz->last)
+			return true;
+	return false;
+}
+
+static u32 nxd_lazy_nr_recs(struct nxd_lazy *lz)
+{
+	return DIV_ROUND_UP_ULL(lz->last - lz->first + 1, U32_MAX);
+}
+
+/*
+ * Put every lazy INVAL into the open batch, after an HDD flush: their
+ * writes landed before it started, so the flush makes them durable
+ * before the INVAL that kills the logged copies can be.  Writer only.
+ */
+static int nxd_lazy_log(struct nxd_c *nc)
+{
+	struct nxd_batch *bt = &nc->batch;
+	struct nxd_lazy *lz;
+	u32 recs = 0;
+	int r;
+
+	list_for_each_entry(lz, &nc->lazy, node)
+		if (!lz->covered)
+			recs += nxd_lazy_nr_recs(lz);
+	if (!recs)
+		return 0;
+	if (!nxd_batch_fits(bt, 0, recs)) {
+		r = nxd_batch_commit(nc);
+		if (r)
+			return r;
+		recs = 0;
+		list_for_each_entry(lz, &nc->lazy, node)
+			recs += nxd_lazy_nr_recs(lz);
+	}
+	r = nxd_hdd_flush(nc);
+	if (r)
+		return r;
+	spin_lock(&nc->lock);
+	list_for_each_entry(lz, &nc->lazy, node)
+		lz->covered = true;
+	spin_unlock(&nc->lock);
+	bt->nr_inval += recs;
+	bt->lazy_recs += recs;
+	return 0;
+}
+
+/* Log the lazy INVALs now and commit them.  Writer only. */
+static int nxd_lazy_commit(struct nxd_c *nc)
+{
+	int r;
+
+	if (!nc->nr_lazy)
+		return 0;
+	r = nxd_lazy_log(nc);
+	return r ? r : nxd_batch_commit(nc);
+}
+
+/*
+ * @op's plain HDD write landed: drop the logged copies, keep the INVAL
+ * for later, acknowledge.  Writer only.
+ */
+static void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op)
+{
+	struct nxd_lazy *lz = NULL, *tail;
+	u64 dropped = 0;
+	int r;
+
+	if (nc->nr_lazy >= NXD_LAZY_MAX) {
+		r = nxd_lazy_commit(nc);
+		if (r) {
+			/* The logged copies stay indexed, the newest we vouch for. */
+			op->error = r;
+			nxd_inval_ack(nc, op);
+			return;
+		}
+	}
+	if (op->full_first <= op->full_last)
+		lz = kmalloc(sizeof(*lz), GFP_NOIO | __GFP_NOFAIL);
+	spin_lock(&nc->lock);
+	if (lz) {
+		dropped = nxd_inval_range_locked(nc, op->full_first, op->full_last);
+		tail = list_empty(&nc->lazy) ? NULL :
+		       list_last_entry(&nc->lazy, struct nxd_lazy, node);
+		if (tail && !tail->covered && tail->last + 1 == op->full_first) {
+			/* A stream over logged blocks: one record. */
+			tail->last = op->full_last;
+		} else {
+			lz->first = op->full_first;
+			lz->last = op->full_last;
+			lz->covered = false;
+			list_add_tail(&lz->node, &nc->lazy);
+			nc->nr_lazy++;
+			lz = NULL;
+		}
+	}
+	list_del(&op->node);
+	spin_unlock(&nc->lock);
+	kfree(lz);
+	if (dropped)
+		nxd_count(nc, NXD_CTR(invalidations), dropped);
+	bio_endio(op->bio);
+	kfree(op);
+	atomic_set(&nc->kick, 1);
+	wake_up_all(&nc->ewq);
+}
+
+/* postsuspend: the lazy INVALs are logged (or cannot be) on return. */
+void nxd_lazy_sync(struct nxd_c *nc)
+{
+	atomic_set(&nc->lazy_want, 1);
+	wake_up(&nc->wq);
+	wait_event(nc->ewq, !atomic_read(&nc->lazy_want));
+}
+
+/* dtr */
+void nxd_lazy_free(struct nxd_c *nc)
+{
+	struct nxd_lazy *lz, *tmp;
+
+	list_for_each_entry_safe(lz, tmp, &nc->lazy, node) {
+		list_del(&lz->node);
+		kfree(lz);
+	}
+	nc->nr_lazy = 0;
 }
 
 /* ---- logging writes ---- */
@@ -639,13 +814,19 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	u64 first = s >> 3, last = (e - 1) >> 3, b, k;
 	struct bvec_iter iter;
-	bool busy, logged;
+	bool busy, lazy, logged;
 
 	spin_lock(&nc->lock);
 	busy = nxd_inval_overlap_locked(nc, first, last);
+	lazy = nxd_lazy_overlap_locked(nc, first, last);
 	spin_unlock(&nc->lock);
 	if (busy) {
 		bio_list_add(&nc->held, bio);
+		return;
+	}
+	/* A newer copy of blocks with a lazy INVAL: the INVAL goes first. */
+	if (lazy && nxd_lazy_log(nc)) {
+		bio_io_error(bio);
 		return;
 	}
 	/*
@@ -821,8 +1002,11 @@ static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 		spin_unlock_irqrestore(&nc->qlock, flags);
 		return;
 	}
+	/* A plain write needs no FUA: its INVAL is logged lazily. */
+	op->lazy = !discard && !(bio->bi_opf & REQ_FUA) &&
+		   !atomic_read(&nc->degraded);
 	clone = bio_alloc_clone(nc->hdd->bdev, bio, GFP_NOIO, &nc->bs);
-	if (!discard)
+	if (!discard && !op->lazy)
 		clone->bi_opf |= REQ_FUA;
 	clone->bi_end_io = nxd_inval_endio;
 	clone->bi_private = op;
@@ -852,7 +1036,17 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 		}
 	}
 	if (atomic_read(&nc->degraded)) {
-		nxd_inval_park(nc, op);
+		/* Parked ops must be durable on the HDD: see nxd_inval_park(). */
+		if (op->lazy)
+			op->error = nxd_hdd_flush(nc);
+		if (op->error)
+			nxd_inval_ack(nc, op);
+		else
+			nxd_inval_park(nc, op);
+		return;
+	}
+	if (op->lazy) {
+		nxd_lazy_add(nc, op);
 		return;
 	}
 	recs = op->full_first <= op->full_last ?
@@ -890,7 +1084,7 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	spin_lock_irq(&nc->qlock);
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
-	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
+	return r || atomic_read(&nc->lazy_want) || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
 		      !list_empty(&nc->fenced)) && atomic_read(&nc->kick)) ||
 	       nxd_fast_has_work(nc);
 }
@@ -899,7 +1093,7 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 {
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
-	bool logged;
+	bool logged, lazy;
 
 	/*
 	 * Until the label says the log is frozen, a failed segment that landed
@@ -918,8 +1112,20 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		 */
 		spin_lock(&nc->lock);
 		logged = nc->ring.count;
+		lazy = nc->nr_lazy;
 		spin_unlock(&nc->lock);
-		if (nxd_fast_void_left(nc) || (logged && nxd_ssd_flush(nc)))
+		/*
+		 * Lazy INVALs cannot be logged now: their logged copies must
+		 * leave the log first, or a replay would bring them back.
+		 */
+		if (lazy && !logged) {
+			spin_lock(&nc->lock);
+			nxd_lazy_free(nc);
+			spin_unlock(&nc->lock);
+			lazy = false;
+		}
+		if (nxd_fast_void_left(nc) ||
+		    (logged && (lazy || nxd_ssd_flush(nc))))
 			bio_list_add(&nc->held, bio);
 		else
 			bio_endio(bio);
@@ -978,9 +1184,16 @@ static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 	if (busy)
 		nxd_fast_sync(nc, U64_MAX);
 	if ((bio->bi_opf & REQ_PREFLUSH) && !atomic_read(&nc->degraded)) {
-		bio_set_dev(bio, nc->ssd->bdev);
-		submit_bio_noacct(bio);
-		return;
+		/* Writes acknowledged before this flush: their INVALs first. */
+		if (nxd_lazy_commit(nc) && !atomic_read(&nc->degraded)) {
+			bio_io_error(bio);
+			return;
+		}
+		if (!atomic_read(&nc->degraded)) {
+			bio_set_dev(bio, nc->ssd->bdev);
+			submit_bio_noacct(bio);
+			return;
+		}
 	}
 	if (atomic_read(&nc->degraded))
 		nxd_degraded_bio(nc, bio);
@@ -1036,6 +1249,13 @@ static int nxd_writer_fn(void *data)
 		while ((bio = bio_list_pop(&bios)))
 			nxd_writer_bio(nc, bio);
 		nxd_batch_commit(nc);
+		if (atomic_read(&nc->lazy_want)) {
+			/* Degraded, they wait for the log to empty (held flush). */
+			if (!atomic_read(&nc->degraded))
+				nxd_lazy_commit(nc);
+			atomic_set(&nc->lazy_want, 0);
+			wake_up_all(&nc->ewq);
+		}
 		cond_resched();
 	}
 	return 0;

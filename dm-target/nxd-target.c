@@ -341,6 +341,7 @@ static void nxd_dtr(struct dm_target *ti)
 	nxd_index_free(&nc->ix);
 	nxd_ring_free(&nc->ring);
 	nxd_batch_free(&nc->batch);
+	nxd_lazy_free(nc);
 	nxd_fast_free(nc);
 	nxd_destage_free(nc);
 	vfree(nc->dbuf);
@@ -391,6 +392,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	spin_lock_init(&nc->lock);
 	spin_lock_init(&nc->qlock);
 	INIT_LIST_HEAD(&nc->invals);
+	INIT_LIST_HEAD(&nc->lazy);
 	INIT_LIST_HEAD(&nc->done_invals);
 	bio_list_init(&nc->queue);
 	bio_list_init(&nc->held);
@@ -718,6 +720,7 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 {
 	struct nxd_c *nc = ti->private;
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+	bool lazy;
 
 	nxd_pb_init(pb, bio, op_is_write(bio_op(bio)) ? NXD_H_WRITE : NXD_H_READ);
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
@@ -733,9 +736,13 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 		 * Degraded: the writer holds it until the HDD has every logged
 		 * write.  Direct log writes not committed yet: the writer
 		 * commits them first (they are acknowledged, so they must be
-		 * durable after this flush).
+		 * durable after this flush).  Lazy INVALs: the writer logs
+		 * them, after an HDD flush, first.
 		 */
-		if (atomic_read(&nc->degraded) || READ_ONCE(nc->fs_count)) {
+		spin_lock(&nc->lock);
+		lazy = nc->nr_lazy || nc->fs_count;
+		spin_unlock(&nc->lock);
+		if (atomic_read(&nc->degraded) || lazy) {
 			nxd_writer_queue(nc, bio);
 			return DM_MAPIO_SUBMITTED;
 		}
@@ -798,6 +805,8 @@ static void nxd_postsuspend(struct dm_target *ti)
 		return;
 	/* Direct log writes are acknowledged before their segment's header. */
 	nxd_fast_wait_committed(nc);
+	/* So are plain HDD writes over logged blocks before their INVAL. */
+	nxd_lazy_sync(nc);
 	/*
 	 * dm core waited for our bios: the writer holds nothing now, and the
 	 * file system, if any, is frozen.  The destager writes to the HDD

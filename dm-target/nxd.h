@@ -73,7 +73,24 @@ struct nxd_inval {
 	u64 full_first, full_last;	/* wholly covered; full_first > full_last if none */
 	int error;
 	int hdd_state;			/* NXD_HDD_*, set at HDD completion */
+	bool lazy;			/* sent without FUA: INVAL logged lazily */
 };
+
+/*
+ * A plain HDD write over logged blocks that landed and was acknowledged,
+ * its INVAL not logged yet (nxd-log.c, "lazy INVAL").  The index dropped
+ * the logged copies at once; the INVAL goes to the log, after an HDD
+ * flush, before the next flush completes, before any newer copy of these
+ * blocks is logged, and before a clean stop.
+ */
+struct nxd_lazy {
+	struct list_head node;		/* nc->lazy, under nc->lock */
+	u64 first, last;		/* whole blocks */
+	bool covered;			/* HDD flushed, accounted in the open batch */
+};
+
+/* Lazy INVALs kept at most: beyond, they are logged (one HDD flush). */
+#define NXD_LAZY_MAX		32
 
 #define NXD_HDD_INFLIGHT	0
 #define NXD_HDD_OK		1	/* HDD copy durable: logged copy stale */
@@ -167,6 +184,7 @@ struct nxd_batch {
 	struct bio_list bios;		/* complete when committed */
 	struct bio *last_bio;
 	struct list_head invals;	/* nxd_inval to finish when committed */
+	u32 lazy_recs;			/* of nc->lazy's covered entries */
 };
 
 struct nxd_c {
@@ -206,6 +224,9 @@ struct nxd_c {
 	struct nxd_index ix;
 	struct nxd_ring ring;
 	struct list_head invals;	/* in-flight nxd_inval */
+	struct list_head lazy;		/* nxd_lazy; changed by the writer only */
+	u32 nr_lazy;
+	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
 	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
 	u64 frozen_end_pos;		/* where segment @frozen_end lies */
 
@@ -297,7 +318,10 @@ int nxd_writer_start(struct nxd_c *nc);
 void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 void nxd_writer_wake(struct nxd_c *nc);
-void nxd_batch_commit(struct nxd_c *nc);
+int nxd_batch_commit(struct nxd_c *nc);
+bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+void nxd_lazy_sync(struct nxd_c *nc);
+void nxd_lazy_free(struct nxd_c *nc);
 void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
