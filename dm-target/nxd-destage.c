@@ -482,7 +482,7 @@ static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
 /* One destage round.  Returns segments reclaimed or -errno. */
 static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 {
-	u64 first_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
+	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
 	u32 i, blocks = 0;
 	int kept, r;
 
@@ -495,9 +495,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	/*
 	 * Committed segments only: the newest may still be filling.
 	 * Degraded, also the void ones (acknowledged direct writes whose
-	 * header was never written), which only the HDD can keep now.
+	 * header was never written), which only the HDD can keep now, once
+	 * nxd_fast_fail() has indexed them (taken before, their live count
+	 * of 0 would let the round reclaim them: the acknowledged blocks lost
+	 * and the ring descriptor gone under nxd_fast_fail(), an oops seen
+	 * on 6.12 in test_pcut_crash_slice).
 	 */
+	last_seq = nxd_fast_first_seq_locked(nc);
 	for (i = 0; i < nc->ring.count && i < NXD_ROUND_SEGS &&
+	     first_seq + i < last_seq &&
 	     (first_seq + i < nc->commit_seq || nc->frozen_end); i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 

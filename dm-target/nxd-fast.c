@@ -89,6 +89,16 @@ static struct nxd_fseg *nxd_fseg_at(struct nxd_c *nc, u32 i)
 	return &nc->fsegs[(nc->fs_first + i) % NXD_FSEG_MAX];
 }
 
+/*
+ * The oldest direct segment not committed nor failed, or U64_MAX: the
+ * destager stops before it even when the log is frozen, since until
+ * nxd_fast_fail() indexes what it acknowledged its live count says 0.
+ */
+u64 nxd_fast_first_seq_locked(struct nxd_c *nc)
+{
+	return nc->fs_count ? nxd_fseg_at(nc, 0)->seq : U64_MAX;
+}
+
 /* No more blocks go into the open segment; it is the ring's newest. */
 void nxd_fast_close_locked(struct nxd_c *nc)
 {

@@ -337,6 +337,7 @@ int nxd_fast_alloc(struct nxd_c *nc);
 void nxd_fast_free(struct nxd_c *nc);
 bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb);
 void nxd_fast_close_locked(struct nxd_c *nc);
+u64 nxd_fast_first_seq_locked(struct nxd_c *nc);
 int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 		   blk_status_t *error);
 bool nxd_fast_has_work(struct nxd_c *nc);
