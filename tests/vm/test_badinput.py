@@ -709,7 +709,11 @@ CUT = 6                                               # corrupt segment #6
 
 def _seg_setup(dm, hdd, ssd, name, seed):
     """Volume with a 1 MiB HDD base pattern and the twelve logged writes.
-    Returns (vol, base, writes) with writes[i] = (off, data)."""
+    Returns (vol, base, writes) with writes[i] = (off, data).  Each write
+    ends 512 bytes short of its second block: partial, it goes through the
+    writer's checksummed batches, one segment each (whole blocks would
+    take the direct path: ORDERED segments, no data checksum, several
+    writes a segment)."""
     rng = random.Random(seed)
     v = Vol(dm, name, hdd, ssd)
     v.pause()
@@ -720,7 +724,7 @@ def _seg_setup(dm, hdd, ssd, name, seed):
         f.fsync()
         assert v.status()["index_entries"] == 0
         for blk in SEG_WRITES:
-            d = rng.randbytes(2 * BLOCK)
+            d = rng.randbytes(2 * BLOCK - 512)
             f.pwrite(blk * BLOCK, d)
             writes.append((blk * BLOCK, d))
         f.fsync()
@@ -736,13 +740,14 @@ def _expect(base, writes):
 
 def _check_log_matches_writes(ssd, sb, writes):
     """The on-disk log as the format says it is: one segment per write,
-    two full DATA records each, data blocks equal to what was written."""
+    a full and a 7-sector DATA record each, data equal to what was
+    written."""
     segs = X.walk_log(ssd, sb)
     assert len(segs) == len(writes), [X.data_recs(s) for s in segs]
     for s, (off, d) in zip(segs, writes):
         b = off // BLOCK
-        assert X.data_recs(s) == [(b, 0xFF), (b + 1, 0xFF)], (s["seq"], X.data_recs(s))
-        assert X.pread_dev(ssd, s["ssd_off"] + BLOCK, 2 * BLOCK) == d
+        assert X.data_recs(s) == [(b, 0xFF), (b + 1, 0x7F)], (s["seq"], X.data_recs(s))
+        assert X.pread_dev(ssd, s["ssd_off"] + BLOCK, len(d)) == d
     return segs
 
 

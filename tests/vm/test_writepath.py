@@ -18,6 +18,12 @@ wrote, never against the volume.
    logged blocks is in flight; a whole-block write of one of its blocks
    sent meanwhile may win or lose, but the replay agrees with the live
    volume and the old logged copy never comes back.
+ - test_direct_write_after_partial_in_open_batch: a partial write of a
+   block sits in the writer's open batch (the writer is held up by an RMW
+   read of another block) when a whole-block write of the same block
+   comes: the block's other sectors must read as the whole-block write's
+   (the partial record, committed after a direct segment, replaced it:
+   2 sectors lost in a pcut slice).
  - test_plain_hdd_write_over_logged_blocks: a 1 MiB write over logged
    blocks goes to the HDD without FUA and is acknowledged when it lands
    (its INVAL is logged lazily); after a power cut of both devices'
@@ -358,3 +364,65 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         f.pwrite(R4 * BLOCK, big[R4])
     v.recreate()
     check("after a clean stop", {R4: big[R4]})
+
+
+def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
+    nxdvm.modprobe("dm-delay")
+    hdd = loopdev(64)
+    ssd_base = nullb(16)
+    ssd = dm.create("nxpb-ssd", _delay_line(ssd_base, 0, 0))
+    v = Vol(dm, "nxpb", hdd, ssd)
+    v.pause()
+    # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
+    X_, Y_, B = 3000, 3008, 100
+    with X.Fd(v.dev) as f:
+        f.pwrite(X_ * BLOCK, _pattern("x", 0, BLOCK))
+        f.pwrite(Y_ * BLOCK, _pattern("y", 0, BLOCK))
+        f.fsync()
+    st = v.status()
+    assert st["index_entries"] == 2, st
+    # Every SSD read now takes 2 s: an RMW read holds the writer up.
+    dm.reload("nxpb-ssd", _delay_line(ssd_base, 2000, 0))
+    errors = []
+
+    def writer(off, data):
+        try:
+            with X.Fd(v.dev) as g:
+                g.pwrite(off, data)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    a = _pattern("a", 0, 512)
+    whole = _pattern("w", 0, BLOCK)
+    # W0: RMW of X, the writer waits 2 s.  Meanwhile A (partial, B not
+    # logged: no RMW) and C (RMW of Y) queue up and are taken in one pass:
+    # A goes into the batch, then C's read holds the pass for 2 s, during
+    # which the whole-block write of B comes.
+    t = [threading.Thread(target=writer, args=(X_ * BLOCK, _pattern("w0", 0, 512)))]
+    t[0].start()
+    time.sleep(0.7)
+    t.append(threading.Thread(target=writer, args=(B * BLOCK, a)))
+    t[1].start()
+    time.sleep(0.2)
+    t.append(threading.Thread(target=writer, args=(Y_ * BLOCK, _pattern("c", 0, 512))))
+    t[2].start()
+    time.sleep(2.0)
+    t.append(threading.Thread(target=writer, args=(B * BLOCK, whole)))
+    t[3].start()
+    for th in t:
+        th.join(timeout=120)
+        assert not th.is_alive(), "a write hung"
+    assert not errors, errors
+    dm.reload("nxpb-ssd", _delay_line(ssd_base, 0, 0))
+
+    def check(where):
+        with X.Fd(v.dev, write=False) as g:
+            got = g.pread(B * BLOCK, BLOCK)
+        # Sector 0: A and the whole write overlapped in time, either wins.
+        assert got[:512] in (a, whole[:512]), f"{where}: sector 0"
+        assert got[512:] == whole[512:], \
+            f"{where}: sectors 1-7 of block {B} are not the whole-block write's"
+
+    check("live")
+    v.recreate()
+    check("after a reload")
