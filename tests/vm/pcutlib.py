@@ -51,6 +51,8 @@ def unload_module():
 def parse_status(line):
     """"live group_ops=3 writes=1 ..." -> {"state": "live", "group_ops": 3, ...}"""
     f = line.split()
+    if len(f) > 3 and f[0].isdigit() and f[2] == "pcut":
+        f = f[3:]           # a whole `dmsetup status` line: start length type
     d = {"state": f[0]}
     for kv in f[1:]:
         k, _, v = kv.partition("=")
