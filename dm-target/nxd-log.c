@@ -636,6 +636,48 @@ static void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op)
 	wake_up_all(&nc->ewq);
 }
 
+/*
+ * A FUA write to the HDD over blocks with a lazy INVAL is durable at once,
+ * so the INVAL must be durable first: a replay would bring the older
+ * logged copy back over it (74 sectors lost in a pcut slice, 6.1).  Log
+ * them; degraded they cannot be, so hold the write until the log is empty
+ * (nxd_lazy_drop_if_empty).  True if @bio was taken care of.  Writer only.
+ */
+static bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio)
+{
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	bool lazy;
+	int r;
+
+	if (!(bio->bi_opf & REQ_FUA))
+		return false;
+	spin_lock(&nc->lock);
+	lazy = nxd_lazy_overlap_locked(nc, s >> 3, (e - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (!lazy)
+		return false;
+	if (!atomic_read(&nc->degraded)) {
+		r = nxd_lazy_commit(nc);
+		if (!r)
+			return false;
+		if (!atomic_read(&nc->degraded)) {
+			bio_io_error(bio);
+			return true;
+		}
+	}
+	bio_list_add(&nc->held, bio);
+	return true;
+}
+
+/* Degraded: once the log is empty no lazy INVAL is needed any more. */
+static void nxd_lazy_drop_if_empty(struct nxd_c *nc)
+{
+	spin_lock(&nc->lock);
+	if (nc->nr_lazy && !nc->ring.count)
+		nxd_lazy_free(nc);
+	spin_unlock(&nc->lock);
+}
+
 /* postsuspend: the lazy INVALs are logged (or cannot be) on return. */
 void nxd_lazy_sync(struct nxd_c *nc)
 {
@@ -1135,9 +1177,7 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		 * leave the log first, or a replay would bring them back.
 		 */
 		if (lazy && !logged) {
-			spin_lock(&nc->lock);
-			nxd_lazy_free(nc);
-			spin_unlock(&nc->lock);
+			nxd_lazy_drop_if_empty(nc);
 			lazy = false;
 		}
 		if (nxd_fast_void_left(nc) ||
@@ -1158,6 +1198,9 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		bio_endio(bio);
 		return;
 	}
+	nxd_lazy_drop_if_empty(nc);
+	if (nxd_lazy_fua_blocked(nc, bio))
+		return;
 	nxd_count(nc, NXD_CTR(writes_direct), 1);
 	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
 }
@@ -1177,6 +1220,8 @@ static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
 	spin_unlock(&nc->lock);
 	if (logged)
 		return false;
+	if (nxd_lazy_fua_blocked(nc, bio))
+		return true;
 	nxd_count(nc, NXD_CTR(writes_direct), 1);
 	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
 	return true;

@@ -680,6 +680,10 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
 			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
 			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
+		/* Durable at once: no lazy INVAL may bring older data back. */
+		if (bio->bi_opf & REQ_FUA)
+			logged = logged ||
+				 nxd_lazy_overlap_locked(nc, s >> 3, (s + nr - 1) >> 3);
 		spin_unlock(&nc->lock);
 		if (!logged) {
 			nxd_count(nc, NXD_CTR(writes_direct), 1);

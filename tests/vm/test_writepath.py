@@ -299,26 +299,28 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     v = Vol(dm, "nxlz", hdd.path, ssd.path, opts=opts)
     v.pause()
     n = MiB // BLOCK
-    R1, R2, R3, R4 = 256, 1024, 2048, 4096
-    old = {r: [_pattern(f"a{r}", i, BLOCK) for i in range(n)] for r in (R1, R2, R3, R4)}
-    big = {r: b"".join(_pattern(f"w{r}", i, BLOCK) for i in range(n)) for r in (R1, R2, R3, R4)}
+    R1, R2, R3, R4, R5 = 256, 1024, 2048, 4096, 6144
+    regions = (R1, R2, R3, R4, R5)
+    old = {r: [_pattern(f"a{r}", i, BLOCK) for i in range(n)] for r in regions}
+    big = {r: b"".join(_pattern(f"w{r}", i, BLOCK) for i in range(n)) for r in regions}
+    fua5 = b"".join(_pattern("fua5", i, BLOCK) for i in range(n))
 
     def log_region(f, r):
         for i in range(n):
             f.pwrite((r + i) * BLOCK, old[r][i])
 
     with X.Fd(v.dev) as f:
-        for r in (R1, R2, R3):
+        for r in (R1, R2, R3, R5):
             log_region(f, r)
         f.fsync()
         st = v.status()
-        assert st["index_entries"] == 3 * n, st
+        assert st["index_entries"] == 4 * n, st
         fua0 = hdd.status()["fua"]
         f.pwrite(R1 * BLOCK, big[R1])
         f.pwrite(R2 * BLOCK, big[R2])
         assert hdd.status()["fua"] == fua0, "the HDD write over logged blocks had FUA"
         st = v.status()
-        assert st["index_entries"] == n, f"logged copies not dropped when the writes landed: {st}"
+        assert st["index_entries"] == 2 * n, f"logged copies not dropped when the writes landed: {st}"
         assert f.pread(R1 * BLOCK, MiB) == big[R1], "R1 live"
         # Newer copies of blocks whose INVAL is not logged yet: a partial
         # one (the writer merges it) and a whole one (direct path).
@@ -327,12 +329,20 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         f.pwrite((R2 + 6) * BLOCK, w4)
         f.pwrite((R2 + 16) * BLOCK, w5)
         f.fsync()
+        # A FUA write over blocks whose INVAL is still lazy: durable at
+        # once, so the older logged copy must never come back over it.
+        f.pwrite(R5 * BLOCK, big[R5])
+        # FUA and nothing else (Linux AIO: no generic_write_sync flush).
+        aio = pcutlib.AIO(1, MiB)
+        aio.submit_write(f.fd, R5 * BLOCK, fua5, True, "fua5")
+        assert [res for _, res in aio.reap(1, 60)] == [MiB], "the FUA write failed"
+        assert hdd.status()["fua"] > fua0, "no FUA reached the HDD"
         # Not covered by any flush: may read as either version.
         f.pwrite(R3 * BLOCK, big[R3])
     r2 = bytearray(big[R2])
     r2[6 * BLOCK:6 * BLOCK + 512] = w4
     r2[16 * BLOCK:17 * BLOCK] = w5
-    want = {R1: big[R1], R2: bytes(r2)}
+    want = {R1: big[R1], R2: bytes(r2), R5: fua5}
 
     def check(where, regions):
         with X.Fd(v.dev, write=False) as g:
