@@ -1142,8 +1142,9 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	spin_lock_irq(&nc->qlock);
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
-	return r || atomic_read(&nc->lazy_want) || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
-		      !list_empty(&nc->fenced)) && atomic_read(&nc->kick)) ||
+	return r || atomic_read(&nc->lazy_want) ||
+	       ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
+		 !list_empty(&nc->fenced)) && atomic_read(&nc->kick)) ||
 	       nxd_fast_has_work(nc);
 }
 
