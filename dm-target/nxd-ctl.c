@@ -9,10 +9,15 @@
 #include <linux/capability.h>
 #include <linux/slab.h>
 #include <linux/kdev_t.h>
+#include <linux/build_bug.h>
 
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd ctl"
+
+/* ABI: fixed sizes; read_threshold became reserved0 in place. */
+static_assert(sizeof(struct nxd_ioc_vol) == 192);
+static_assert(offsetof(struct nxd_ioc_vol, reserved0) == 164);
 
 static int nxd_hdr_check(const struct nxd_ioc_hdr *h, size_t min_size)
 {
@@ -134,7 +139,7 @@ static long nxd_ioc_list(void __user *arg)
 		memcpy(v->vol_uuid, vol->vol_uuid, sizeof(v->vol_uuid));
 		v->sectors = get_capacity(dm_disk(vol->md));
 		v->write_threshold = READ_ONCE(vol->tun.write_threshold);
-		v->read_threshold = READ_ONCE(vol->tun.read_threshold);
+		v->reserved0 = 0;	/* was read_threshold */
 		v->mode = READ_ONCE(vol->tun.mode);
 	}
 	mutex_unlock(&nxd_vols_lock);

@@ -29,7 +29,6 @@ static ssize_t nxd_show_##field(struct nxd_vol *vol, char *buf)	\
 }
 
 NXD_TUN_SHOW(write_threshold)
-NXD_TUN_SHOW(read_threshold)
 NXD_TUN_SHOW(low_wm)
 NXD_TUN_SHOW(high_wm)
 NXD_TUN_SHOW(destage_rate)
@@ -77,7 +76,6 @@ static ssize_t nxd_show_state(struct nxd_vol *vol, char *buf)
 		.show = nxd_show_##_n }
 
 NXD_RW(write_threshold, write_threshold);
-NXD_RW(read_threshold, read_threshold);
 NXD_RW(mode, mode);
 NXD_RW(low_watermark, low_wm);
 NXD_RW(high_watermark, high_wm);
@@ -89,7 +87,6 @@ NXD_RO(state);
 
 static struct attribute *nxd_attrs[] = {
 	&nxd_attr_write_threshold.attr,
-	&nxd_attr_read_threshold.attr,
 	&nxd_attr_mode.attr,
 	&nxd_attr_low_watermark.attr,
 	&nxd_attr_high_watermark.attr,
@@ -130,7 +127,6 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 	if (!r) {
 		/* Each field is read with READ_ONCE on the I/O path. */
 		WRITE_ONCE(vol->tun.write_threshold, t.write_threshold);
-		WRITE_ONCE(vol->tun.read_threshold, t.read_threshold);
 		WRITE_ONCE(vol->tun.mode, t.mode);
 		WRITE_ONCE(vol->tun.low_wm, t.low_wm);
 		WRITE_ONCE(vol->tun.high_wm, t.high_wm);

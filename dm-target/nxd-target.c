@@ -27,7 +27,6 @@ static LIST_HEAD(nxd_targets);	/* every constructed table, for exclusivity */
 
 static const struct nxd_tun nxd_default_tun = {
 	.write_threshold = 64 * 1024,
-	.read_threshold = 0,
 	.mode = NXD_MODE_AUTO,
 	.low_wm = 25,
 	.high_wm = 75,
@@ -229,8 +228,6 @@ int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
 
 	if (!strcasecmp(key, "write_threshold"))
 		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
-	if (!strcasecmp(key, "read_threshold"))
-		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->read_threshold);
 	if (!strcasecmp(key, "mode")) {
 		r = nxd_mode_parse(val, &m);
 		if (!r)
@@ -249,6 +246,13 @@ int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
 		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
 	return -ENOENT;
 }
+
+/*
+ * read_threshold (until target 2.0.0) was stored and shown but routed
+ * nothing: a line that still names it is refused, not silently accepted.
+ */
+#define NXD_ERR_RT_REMOVED \
+	"read_threshold was removed: small reads are served from the log only when logged"
 
 static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 {
@@ -274,6 +278,10 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 		if (!strcasecmp(key, "accept_log_loss")) {
 			nc->opt_accept_loss = true;
 			continue;
+		}
+		if (!strcasecmp(key, "read_threshold")) {
+			*error = NXD_ERR_RT_REMOVED;
+			return -EINVAL;
 		}
 		if (!argc) {
 			*error = "Option is missing its value";
@@ -921,9 +929,9 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		kfree(st);
 		break;
 	case STATUSTYPE_TABLE:
-		DMEMIT("%s %s 16 write_threshold %u read_threshold %u mode %s",
+		DMEMIT("%s %s 14 write_threshold %u mode %s",
 		       nc->hdd->name, nc->ssd->name,
-		       READ_ONCE(t->write_threshold), READ_ONCE(t->read_threshold),
+		       READ_ONCE(t->write_threshold),
 		       nxd_mode_name(READ_ONCE(t->mode)));
 		DMEMIT(" low_watermark %u high_watermark %u destage_rate %u",
 		       READ_ONCE(t->low_wm), READ_ONCE(t->high_wm),
@@ -987,7 +995,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {1, 0, 0},
+	.version = {2, 0, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

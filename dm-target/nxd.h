@@ -27,7 +27,6 @@
 /* Tunables, shared by every table of one dm device (they survive reloads). */
 struct nxd_tun {
 	u32 write_threshold;	/* bytes */
-	u32 read_threshold;	/* bytes; reads are never cached today */
 	u32 mode;		/* enum nxd_mode */
 	u32 low_wm;		/* % log occupancy */
 	u32 high_wm;

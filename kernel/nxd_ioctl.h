@@ -92,7 +92,7 @@ struct nxd_ioc_vol {
 	__u8 vol_uuid[16];
 	__u64 sectors;
 	__u32 write_threshold;
-	__u32 read_threshold;
+	__u32 reserved0;		/* was read_threshold, always 0, ignored */
 	__u32 mode;
 	__u32 reserved[5];
 };

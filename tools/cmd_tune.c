@@ -30,21 +30,17 @@ static int print_size_attr(const struct vol *v, const char *attr)
 static int do_threshold(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "read", required_argument, NULL, 'r' },
 		{ "write", required_argument, NULL, 'w' },
 		HELP_OPT, { 0 }
 	};
-	const char *rd = NULL, *wr = NULL;
-	uint64_t rdv = 0, wrv = 0;
+	const char *wr = NULL;
+	uint64_t wrv = 0;
 	char buf[32];
 	struct vol v;
 	int o, rc;
 
-	while ((o = getopt_long(argc, argv, "r:w:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "w:h", opts, NULL)) != -1) {
 		switch (o) {
-		case 'r':
-			rd = optarg;
-			break;
 		case 'w':
 			wr = optarg;
 			break;
@@ -53,8 +49,6 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc && rd)
-		rc = parse_size_opt(c->name, "--read", rd, UINT32_MAX, &rdv);
 	if (!rc && wr)
 		rc = parse_size_opt(c->name, "--write", wr, UINT32_MAX, &wrv);
 	if (!rc)
@@ -67,21 +61,12 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	if (rd) {
-		snprintf(buf, sizeof(buf), "%" PRIu64, rdv);
-		rc = attr_set(&v, "read_threshold", buf);
-		if (rc)
-			return rc;
-	}
-	rc = print_size_attr(&v, "write_threshold");
-	if (!rc)
-		rc = print_size_attr(&v, "read_threshold");
-	return rc;
+	return print_size_attr(&v, "write_threshold");
 }
 
 static const char *const rw_attrs[] = {
-	"write_threshold", "read_threshold", "mode", "low_watermark",
-	"high_watermark", "destage_rate", "ssd_discard", "drain_on_suspend",
+	"write_threshold", "mode", "low_watermark", "high_watermark",
+	"destage_rate", "ssd_discard", "drain_on_suspend",
 };
 static const char *const ro_attrs[] = { "log_used_pct", "state" };
 
@@ -172,22 +157,21 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 }
 
 const struct cmd cmd_threshold = {
-	"threshold", do_threshold, "VOL [--read N] [--write N]",
-	"Show or set the size thresholds of VOL.  Writes up to the write\n"
+	"threshold", do_threshold, "VOL [--write N]",
+	"Show or set the write threshold of VOL.  Writes up to the write\n"
 	"threshold (and unaligned writes) go to the SSD log, larger ones to "
 	"the HDD.",
 	"Options:\n"
 	"  --write N   set the write threshold, bytes or with a K/M/G "
 	"suffix (64K)\n"
-	"  --read N    set the read threshold\n"
-	"Without options, print both.\n" VOL_HELP,
+	"Without options, print it.\n" VOL_HELP,
 };
 
 const struct cmd cmd_config = {
 	"config", do_config, "VOL [KEY[=VALUE]...]",
 	"Show all sysfs tunables of VOL, or show or set some.",
-	"KEY is one of write_threshold, read_threshold, mode, "
-	"low_watermark,\nhigh_watermark, destage_rate, ssd_discard, "
-	"drain_on_suspend, or the\nread-only log_used_pct and state.\n"
+	"KEY is one of write_threshold, mode, low_watermark, "
+	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, or "
+	"the read-only\nlog_used_pct and state.\n"
 	VOL_HELP,
 };

@@ -203,8 +203,7 @@ const struct cmd cmd_create = {
 	"down to\n1 MiB, less 1 MiB for the label.  Prints the dmsetup "
 	"command it is\nequivalent to.",
 	"Options (table options of dm-nxd(4)):\n"
-	"  --write-threshold N   --read-threshold N   (bytes, K/M/G "
-	"suffixes)\n"
+	"  --write-threshold N   (bytes, K/M/G suffixes)\n"
 	"  --mode auto|passthrough|log_all\n"
 	"  --low-watermark PCT   --high-watermark PCT\n"
 	"  --destage-rate MiB/s  (0: unlimited)\n"

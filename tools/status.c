@@ -15,7 +15,6 @@ void nxdctl_status_from_vol(struct nxdctl_status *s,
 	memcpy(s->uuid, v->vol_uuid, 16);
 	s->size_bytes = v->sectors << 9;
 	s->write_threshold = v->write_threshold;
-	s->read_threshold = v->read_threshold;
 	s->mode = v->mode;
 	s->destage_limit = -1;
 }

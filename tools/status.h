@@ -19,7 +19,6 @@ struct nxdctl_status {
 	uint8_t uuid[16];
 	uint64_t size_bytes;
 	uint32_t write_threshold;
-	uint32_t read_threshold;
 	uint32_t mode;
 	char state[16];		/* ok, suspended, degraded, inactive; "": ? */
 	char hdd[256], ssd[256];	/* device nodes, "": unknown */

@@ -38,7 +38,6 @@ int add_opt(struct create_opts *co, const char *key, const char *val)
 
 const struct option table_opts[] = {
 	{ "write-threshold", required_argument, NULL, O_WTHR },
-	{ "read-threshold", required_argument, NULL, O_RTHR },
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "low-watermark", required_argument, NULL, O_LOWWM },
 	{ "high-watermark", required_argument, NULL, O_HIGHWM },
@@ -66,14 +65,12 @@ int table_opt(const char *cmd, int o, const char *arg,
 
 	switch (o) {
 	case O_WTHR:
-	case O_RTHR:
-		rc = parse_size_opt(cmd, o == O_WTHR ? "--write-threshold" :
-				    "--read-threshold", arg, UINT32_MAX, &sz);
+		rc = parse_size_opt(cmd, "--write-threshold", arg, UINT32_MAX,
+				    &sz);
 		if (rc)
 			return rc;
 		snprintf(buf, sizeof(buf), "%" PRIu64, sz);
-		return add_opt(co, o == O_WTHR ? "write_threshold" :
-			       "read_threshold", buf);
+		return add_opt(co, "write_threshold", buf);
 	case O_MODE:
 		if (nxd_mode_parse(arg, &m))
 			return usage_error(cmd, "--mode: expected auto, "

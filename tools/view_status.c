@@ -92,7 +92,6 @@ static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 	jw_u64(j, "sectors", s->size_bytes >> 9);
 	jw_u64(j, "size_bytes", s->size_bytes);
 	jw_u64(j, "write_threshold", s->write_threshold);
-	jw_u64(j, "read_threshold", s->read_threshold);
 	jw_str(j, "mode", nxd_mode_name(s->mode));
 	jw_str(j, "uuid", u);
 	if (full) {

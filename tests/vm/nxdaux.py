@@ -221,8 +221,8 @@ class Vol:
         return os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
-TUNABLES = ["write_threshold", "read_threshold", "mode", "low_watermark",
-            "high_watermark", "destage_rate", "ssd_discard", "drain_on_suspend"]
+TUNABLES = ["write_threshold", "mode", "low_watermark", "high_watermark",
+            "destage_rate", "ssd_discard", "drain_on_suspend"]
 
 STATUS_FIELDS = [
     "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
@@ -610,11 +610,12 @@ def list_vols(fd=None):
         count, total = struct.unpack_from("<II", buf, HDR_SIZE)
         vols = []
         for i in range(min(count, MAX_VOLS)):
-            dev, name, vu, sectors, wt, rt, mode, *_ = struct.unpack_from(
+            # reserved0 was read_threshold: the kernel writes 0 there.
+            dev, name, vu, sectors, wt, rsv0, mode, *rsv = struct.unpack_from(
                 VOL_FMT, buf, LIST_VOLS_OFF + i * VOL_SIZE)
             vols.append(dict(dev=dev, name=name.rstrip(b"\0").decode(), uuid=vu,
                              sectors=sectors, write_threshold=wt,
-                             read_threshold=rt, mode=mode))
+                             reserved0=rsv0, mode=mode, reserved=rsv))
         return count, total, vols
     finally:
         if own:

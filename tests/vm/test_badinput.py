@@ -23,6 +23,9 @@ from nxdaux import BLOCK, KiB, MiB, SECTOR, Vol
 
 HDD_MB = 64
 SSD_MB = 8
+# ti->error for the removed option (kept verbatim: scripts may match it).
+RT_REMOVED = ("read_threshold was removed: small reads are served from the "
+              "log only when logged")
 
 
 # ------------------------------------------------------------ helpers ---
@@ -144,7 +147,11 @@ def _bad_lines(hdd, ssd, L):
         (f"{base} 2 write_threshold 17179869184G", "Invalid option value"),
         (f"{base} 2 write_threshold 1073741825", "Invalid option value"),
         (f"{base} 2 write_threshold 2G", "Invalid option value"),
-        (f"{base} 2 read_threshold 1073741825", "Invalid option value"),
+        (f"{base} 2 read_threshold 0", RT_REMOVED),
+        (f"{base} 2 READ_THRESHOLD 4096", RT_REMOVED),
+        (f"{base} 4 write_threshold 4096 read_threshold 1M", RT_REMOVED),
+        (f"{base} 3 format read_threshold 0", RT_REMOVED),
+        (f"{base} 1 read_threshold", RT_REMOVED),
         (f"{base} 2 mode bogus", "Invalid option value"),
         (f"{base} 2 low_watermark 101", "Invalid option value"),
         (f"{base} 2 high_watermark 101", "Invalid option value"),
@@ -181,8 +188,8 @@ def test_table_boundaries_accepted(dm, pair):
     hdd, ssd = pair
     L = X.data_sectors(nxdvm.dev_sectors(hdd))
     for opts, want in [
-        (["write_threshold", "64K", "read_threshold", "1M"],
-         {"write_threshold": "65536", "read_threshold": "1048576"}),
+        (["write_threshold", "64K", "mode", "auto"],
+         {"write_threshold": "65536", "mode": "auto"}),
         (["write_threshold", "1073741824", "destage_rate", "1000000"],
          {"write_threshold": "1073741824", "destage_rate": "1000000"}),
         (["WRITE_THRESHOLD", "0", "mode", "passthrough", "low_watermark", "0",
@@ -362,6 +369,46 @@ def test_refused_reload_changes_nothing(dm, pair):
     check(a, model)
 
 
+def test_read_threshold_refused(dm, pair):
+    """read_threshold was removed: a table line naming it (as printed by
+    versions that had it) is refused with its own message, as a reload of
+    a live volume, which keeps its table, tunables, counters and data, and
+    for a new device; the option shows nowhere (table, sysfs, list)."""
+    hdd, ssd = pair
+    a = Vol(dm, "nxdrt", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
+    a.pause()
+    model = fill(a, 43)
+    table0, tun0 = a.table(), a.tunables()
+    w = table0.split()
+    assert w[5] == "14" and "read_threshold" not in w, table0
+    assert X.table_opts(table0) == tun0, (table0, tun0)
+    assert not os.path.exists(a.sysfs("read_threshold"))
+    st0 = a.status()
+    # The 16-argument line of the old TABLE format, as a saved
+    # `dmsetup table` would have it.
+    old = w[:5] + ["16"] + w[6:8] + ["read_threshold", "0"] + w[8:]
+    refuse(dm, " ".join(old), RT_REMOVED, load=a.name)
+    refuse(dm, a.line(["write_threshold", "4096", "read_threshold", "1M",
+                       "mode", "log_all"]), RT_REMOVED, load=a.name)
+    # A new device over the same pair: refused for the option first.
+    refuse(dm, a.line(["read_threshold", "0"]), RT_REMOVED)
+    assert a.table() == table0, "refused reload changed the live table line"
+    assert a.tunables() == tun0, "refused reload changed the live tunables"
+    st = a.status()
+    # Counters only foreground I/O or a new table would move (the
+    # destager may still cover unheaded direct segments while paused).
+    for k in ("state", "log_blocks", "writes_logged", "writes_direct",
+              "ssd_errors", "hdd_errors", "recovered_segments", "degraded"):
+        assert st[k] == st0[k], (k, st0, st)
+    lv = next(x for x in X.list_vols()[2] if x["name"] == a.name)
+    assert lv["reserved0"] == 0 and lv["write_threshold"] == 32768, lv
+    check(a, model)
+    # The same line without read_threshold loads.
+    a.dm.reload(a.name, " ".join(w))
+    assert a.table() == table0 and a.tunables() == tun0
+    check(a, model)
+
+
 # ------------------------------------------------------------ messages ---
 
 def test_messages_refused(dm, pair):
@@ -396,7 +443,6 @@ def test_messages_refused(dm, pair):
 SYSFS_BAD = [
     ("write_threshold", ["abc", "-1", "99999999999999999999", "1073741825", "2G",
                          "12abc", "64KB", "0x10", "1.5", "\n", " ", "1" * 40]),
-    ("read_threshold", ["1073741825", "junk", "-4096"]),
     ("mode", ["bogus", "auto2", "\n"]),
     ("low_watermark", ["101", "-1", "76", "18446744073709551617"]),  # 76 > high (75)
     ("high_watermark", ["24", "101", "abc"]),                       # 24 < low (25)
@@ -422,6 +468,8 @@ def test_sysfs_bad_values(dm, pair):
     for key in ("state", "log_used_pct"):
         e = v.sset(key, "ok")
         assert e in (errno.EACCES, errno.EPERM), (key, e)
+    assert not os.path.exists(v.sysfs("read_threshold"))
+    assert v.sset("read_threshold", "0") == errno.ENOENT
     assert v.sget("state") == "ok"
     # Good values still work (also with a suffix or a newline).
     assert v.sset("write_threshold", "128K\n") == 0

@@ -374,6 +374,14 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     assert jv["state"] == "ok" and jv["dirty_blocks"] == c["index_entries"] > 0, (jv, c)
     assert jv["log_used_bytes"] == c["log_used_blocks"] * 4096, (jv, c)
     assert j["total"] == X.list_vols()[1]
+    # read_threshold was removed: shown nowhere, its list slot reads 0.
+    sj = json.loads(nxdctl("status", v.name, "--json", "--interval", "0").stdout)
+    st_text = nxdctl("status", v.name, "--interval", "0").stdout
+    assert "read_threshold" not in jv and "read_threshold" not in sj["volumes"][0], (jv, sj)
+    assert "read threshold" not in st_text.lower(), st_text
+    assert "write threshold 64K, mode auto" in st_text, st_text
+    lv = next(x for x in X.list_vols()[2] if x["name"] == v.name)
+    assert lv["reserved0"] == 0 and lv["reserved"] == [0] * 5, lv
 
     # --reset clears (root), and a second read shows zeros.
     nxdctl("histogram", v.name, "--reset")
@@ -394,7 +402,12 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
         return nxdvm.io_sectors(hdd)[1] - h0, nxdvm.io_sectors(ssd)[1] - s0
 
     out = nxdctl("threshold", v.name, "--write", "64K").stdout
-    assert "write_threshold 65536 (64K)" in out, out
+    assert out == "write_threshold 65536 (64K)\n", out
+    # --read went with read_threshold: refused, nothing set.
+    p = nxdctl("threshold", v.name, "--write", "8K", "--read", "8K", check=False)
+    assert p.returncode == 1 and "'--read'" in p.stderr, (p.returncode, p.stderr)
+    assert v.sget("write_threshold") == "65536"
+    assert not os.path.exists(v.sysfs("read_threshold"))
     assert v.sget("write_threshold") == "65536"
     dh, ds = write_and_count(16 * MiB, 128 * KiB)
     assert dh == 256 and ds == 0, (dh, ds)
@@ -423,15 +436,16 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
 
 def test_sysfs_values_survive_reload(dm, loopdev, nullb):
     v = Vol(dm, "nxdtun", loopdev(64), nullb(8))
-    want = {"write_threshold": "12288", "read_threshold": "8192", "mode": "log_all",
+    want = {"write_threshold": "12288", "mode": "log_all",
             "low_watermark": "10", "high_watermark": "90", "destage_rate": "50",
             "ssd_discard": "0", "drain_on_suspend": "1"}
-    for k in ("high_watermark", "low_watermark", "write_threshold", "read_threshold",
+    for k in ("high_watermark", "low_watermark", "write_threshold",
               "mode", "destage_rate", "ssd_discard", "drain_on_suspend"):
         assert v.sset(k, want[k]) == 0, k
     assert v.tunables() == want
     assert X.table_opts(v.table()) == want
     before = v.table()
+    assert before.split()[5] == "14" and "read_threshold" not in before, before
     # The documented round trip, literally.
     p = run(f"dmsetup table {v.name} | dmsetup load {v.name}", check=False)
     assert p.returncode == 0, p.stderr
@@ -445,7 +459,7 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
     assert v.status()["writes_logged"] >= 1
     # A table line without options sets the defaults again.
     v.dm.reload(v.name, v.line([]))
-    assert v.tunables() == {"write_threshold": "65536", "read_threshold": "0", "mode": "auto",
+    assert v.tunables() == {"write_threshold": "65536", "mode": "auto",
                             "low_watermark": "25", "high_watermark": "75",
                             "destage_rate": "0", "ssd_discard": "1", "drain_on_suspend": "0"}
 

@@ -75,7 +75,8 @@ v = d["volumes"]
 assert d["total"] == 2 and v[0]["name"] == "fast0"
 assert (v[0]["major"], v[0]["minor"]) == (253, 0)
 assert v[1]["mode"] == "passthrough"
-assert v[0]["uuid"].startswith("ab000000-")' "$OUT/list.json"
+assert v[0]["uuid"].startswith("ab000000-")
+assert not any("read_threshold" in x for x in v)' "$OUT/list.json"
 
 # ---- the binary, statistics from a file ----
 export NXDCTL_TEST_STATS="$OUT/fig6.stats"
@@ -165,7 +166,6 @@ echo 253:0 >"$SYS/block/dm-0/dev"
 echo lin1 >"$SYS/block/dm-1/dm/name"
 echo 253:1 >"$SYS/block/dm-1/dev"
 echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
-echo 131072 >"$SYS/block/dm-0/nxd/read_threshold"
 for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
 	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:ok; do
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
@@ -173,15 +173,22 @@ done
 export NXDCTL_SYSFS="$SYS"
 t "threshold by name" 0 $NXDCTL threshold vol0
 has "threshold prints write" "^write_threshold 65536 (64K)$"
-has "threshold prints read" "^read_threshold 131072 (128K)$"
+grep -q read_threshold "$OUT/last.out" &&
+	ko "threshold prints no read threshold" ||
+	ok "threshold prints no read threshold"
 t "threshold by dm-0" 0 $NXDCTL threshold dm-0
 t "threshold by /dev/dm-0" 0 $NXDCTL threshold /dev/dm-0
 t "threshold by /dev/mapper/vol0" 0 $NXDCTL threshold /dev/mapper/vol0
 t "threshold by /dev/nxd/vol0" 0 $NXDCTL threshold /dev/nxd/vol0
-t "threshold --write 1M --read 256K" 0 $NXDCTL threshold vol0 --write 1M \
+t "threshold --read (removed)" 1 $NXDCTL threshold vol0 --write 1M \
 	--read 256K
+err_has "threshold --read message" "bad option or missing value: '--read'"
+[ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 65536 ] &&
+	[ ! -e "$SYS/block/dm-0/nxd/read_threshold" ] &&
+	ok "threshold --read changes nothing" ||
+	ko "threshold --read changes nothing"
+t "threshold --write 1M" 0 $NXDCTL threshold vol0 --write 1M
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 1048576 ] &&
-	[ "$(cat "$SYS/block/dm-0/nxd/read_threshold")" = 262144 ] &&
 	ok "threshold writes bytes to sysfs" ||
 	ko "threshold writes bytes to sysfs"
 t "threshold --write junk" 1 $NXDCTL threshold vol0 --write 12Q
@@ -191,6 +198,14 @@ err_has "unknown volume message" "volume 'nosuch' not found"
 t "config lists all" 0 $NXDCTL config vol0
 has "config mode" "^mode=auto$"
 has "config state" "^state=ok$"
+[ "$(grep -c = "$OUT/last.out")" = 9 ] &&
+	! grep -q read_threshold "$OUT/last.out" &&
+	ok "config lists 7 tunables and 2 read-only, no read_threshold" ||
+	ko "config lists 7 tunables and 2 read-only, no read_threshold"
+t "config read_threshold (removed)" 1 $NXDCTL config vol0 \
+	read_threshold=0
+err_has "config read_threshold message" \
+	"unknown writable attribute 'read_threshold'"
 t "config set" 0 $NXDCTL config vol0 high_watermark=90 write_threshold=32K
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 32768 ] &&
 	[ "$(cat "$SYS/block/dm-0/nxd/high_watermark")" = 90 ] &&
@@ -217,7 +232,8 @@ assert d["time"] > 0 and v["name"] == "vol0" and v["state"] == "ok"
 assert v["log_bytes"] == 262144 * 4096 and v["log_used_bytes"] == 1000 * 4096
 assert abs(v["log_used_pct"] - 100 * 1000 / 262144) < 1e-3
 assert v["destage_bytes_per_s"] is None and v["destage_rate_limit_mib_s"] == 0
-assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234' \
+assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234
+assert "read_threshold" not in v' \
 	"$OUT/status.json"
 t "status: bad interval" 1 $NXDCTL status vol0 --interval x
 t "stats --prometheus" 0 $NXDCTL stats vol0 --prometheus
@@ -271,10 +287,14 @@ truncate -s 10G "$OUT/hdd.img"
 truncate -s 1G "$OUT/ssd.img"
 truncate -s 1M "$OUT/tiny.img"
 t "create --dry-run" 0 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
-	--dry-run --write-threshold 64K --read-threshold 1M --mode log_all \
+	--dry-run --write-threshold 64K --mode log_all \
 	--low-watermark 20 --high-watermark 70 --destage-rate 100 \
 	--ssd-discard 1 --drain-on-suspend 0 --format
-has "create table line" "^dmsetup create v0 --uuid NXD-v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 17 write_threshold 65536 read_threshold 1048576 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+has "create table line" "^dmsetup create v0 --uuid NXD-v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+t "create --read-threshold (removed)" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img" --dry-run --read-threshold 1M
+err_has "create --read-threshold message" \
+	"bad option or missing value: '--read-threshold'"
 t "create --dry-run, no options" 0 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --uuid MY-UUID
 has "create table line, no options" "^dmsetup create v0 --uuid MY-UUID --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img'$"

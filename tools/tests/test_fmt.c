@@ -429,7 +429,7 @@ static void test_list(const char *out)
 	strcpy(l.vols[0].name, "fast0");
 	l.vols[0].sectors = 20969472;
 	l.vols[0].write_threshold = 65536;
-	l.vols[0].read_threshold = 131072;
+	l.vols[0].reserved0 = 131072;	/* was read_threshold: ignored */
 	l.vols[0].mode = 0;
 	l.vols[0].vol_uuid[0] = 0xab;
 	l.vols[1].dev = nxdctl_encode_dev(253, 1);
