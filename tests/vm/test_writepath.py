@@ -52,6 +52,22 @@ def _delay_line(base, read_ms, write_ms):
     return f"0 {n} delay {base} 0 {read_ms} {base} 0 {write_ms}"
 
 
+def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
+    """A paused volume with one device behind dm-delay (no delay yet).
+    Returns (vol, the delay device's name, its backing device)."""
+    nxdvm.modprobe("dm-delay")
+    hdd, ssd = loopdev(64), nullb(16)
+    base = ssd if slow == "ssd" else hdd
+    dev = dm.create(f"{name}-{slow}", _delay_line(base, 0, 0))
+    if slow == "ssd":
+        ssd = dev
+    else:
+        hdd = dev
+    v = Vol(dm, name, hdd, ssd, opts=opts)
+    v.pause()
+    return v, f"{name}-{slow}", base
+
+
 def _log_segments(ssd):
     return X.walk_log(ssd, X.newest_sb(ssd)[1])
 
@@ -105,12 +121,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
 
 
 def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
-    nxdvm.modprobe("dm-delay")
-    hdd = loopdev(64)
-    ssd_base = nullb(16)
-    ssd = dm.create("nxwm-ssd", _delay_line(ssd_base, 0, 0))
-    v = Vol(dm, "nxwm", hdd, ssd)
-    v.pause()
+    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxwm")
     B = 512
     old = _pattern("old", B, BLOCK)
     new = _pattern("new", B, BLOCK)
@@ -120,9 +131,9 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
         f.fsync()
     # SSD writes take 700 ms from now: the direct write's data, its header
     # and the partial write's batch are each that slow.
-    dm.suspend("nxwm-ssd")
-    dm.load("nxwm-ssd", _delay_line(ssd_base, 0, 700))
-    dm.resume("nxwm-ssd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(ssd_base, 0, 700))
+    dm.resume(slow)
     errors = []
 
     def writer(off, data):
@@ -141,9 +152,9 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     t1.join(60)
     t2.join(60)
     assert not errors, errors
-    dm.suspend("nxwm-ssd")
-    dm.load("nxwm-ssd", _delay_line(ssd_base, 0, 0))
-    dm.resume("nxwm-ssd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(ssd_base, 0, 0))
+    dm.resume(slow)
     # The partial write came after the whole one was submitted and before
     # it completed: sector 3 may hold either, every other sector is new's.
     want_other = new[:3 * 512] + new[4 * 512:]
@@ -158,7 +169,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
 
     check("live")
     v.remove()
-    X.clear_sb_clean(ssd)
+    X.clear_sb_clean(v.ssd)
     v.recreate()
     check("after a replay")
 
@@ -169,20 +180,16 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     that HDD write is in flight is concurrent with it: block 5 may read
     either, never the old logged copy, and the replay must agree with the
     live volume."""
-    nxdvm.modprobe("dm-delay")
-    hdd_base = loopdev(64)
-    hdd = dm.create("nxwi-hdd", _delay_line(hdd_base, 0, 0))
-    ssd = nullb(16)
-    v = Vol(dm, "nxwi", hdd, ssd, opts=["write_threshold", "65536"])
-    v.pause()
+    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwi", "hdd",
+                                     opts=["write_threshold", "65536"])
     with X.Fd(v.dev) as f:
         for b in range(32):
             f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
         f.fsync()
     assert v.status()["index_entries"] == 32
-    dm.suspend("nxwi-hdd")
-    dm.load("nxwi-hdd", _delay_line(hdd_base, 0, 1000))
-    dm.resume("nxwi-hdd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(hdd_base, 0, 1000))
+    dm.resume(slow)
     big = b"".join(_pattern("big", b, BLOCK) for b in range(32))
     small = _pattern("small", 5, BLOCK)
     errors = []
@@ -203,9 +210,9 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     t1.join(60)
     t2.join(60)
     assert not errors, errors
-    dm.suspend("nxwi-hdd")
-    dm.load("nxwi-hdd", _delay_line(hdd_base, 0, 0))
-    dm.resume("nxwi-hdd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(hdd_base, 0, 0))
+    dm.resume(slow)
 
     def check(where):
         with X.Fd(v.dev, write=False) as f:
@@ -221,7 +228,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
 
     live = check("live")
     v.remove()
-    X.clear_sb_clean(ssd)
+    X.clear_sb_clean(v.ssd)
     v.recreate()
     assert check("after a replay") == live, "the replay disagrees with the live volume"
 
@@ -233,19 +240,14 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     the writer thread logs, completes while the round's copies are still
     on their way (the loop device under the delay has completed none of
     them).  The writer once waited for the round itself."""
-    nxdvm.modprobe("dm-delay")
-    hdd_base = loopdev(64)
-    hdd = dm.create("nxwf-hdd", _delay_line(hdd_base, 0, 0))
-    ssd = nullb(16)
-    v = Vol(dm, "nxwf", hdd, ssd)
-    v.pause()
+    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwf", "hdd")
     with X.Fd(v.dev) as f:
         for b in range(32):
             f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
         f.fsync()
-    dm.suspend("nxwf-hdd")
-    dm.load("nxwf-hdd", _delay_line(hdd_base, 0, 5000))
-    dm.resume("nxwf-hdd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(hdd_base, 0, 5000))
+    dm.resume(slow)
     kname = nxdvm.blk_name(hdd_base)
 
     def loop_writes_done():
@@ -280,9 +282,9 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
         "the writer waited for the destage round"
     t1.join(60)
     assert not errors, errors
-    dm.suspend("nxwf-hdd")
-    dm.load("nxwf-hdd", _delay_line(hdd_base, 0, 0))
-    dm.resume("nxwf-hdd")
+    dm.suspend(slow)
+    dm.load(slow, _delay_line(hdd_base, 0, 0))
+    dm.resume(slow)
     with X.Fd(v.dev, write=False) as f:
         assert f.pread(0, 32 * BLOCK) == big
         assert f.pread(3000 * BLOCK + 512, 512) == small
@@ -377,12 +379,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
 
 
 def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
-    nxdvm.modprobe("dm-delay")
-    hdd = loopdev(64)
-    ssd_base = nullb(16)
-    ssd = dm.create("nxpb-ssd", _delay_line(ssd_base, 0, 0))
-    v = Vol(dm, "nxpb", hdd, ssd)
-    v.pause()
+    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpb")
     # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
     X_, Y_, B = 3000, 3008, 100
     with X.Fd(v.dev) as f:
@@ -392,7 +389,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     st = v.status()
     assert st["index_entries"] == 2, st
     # Every SSD read now takes 2 s: an RMW read holds the writer up.
-    dm.reload("nxpb-ssd", _delay_line(ssd_base, 2000, 0))
+    dm.reload(slow, _delay_line(ssd_base, 2000, 0))
     errors = []
 
     def writer(off, data):
@@ -423,7 +420,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
         th.join(timeout=120)
         assert not th.is_alive(), "a write hung"
     assert not errors, errors
-    dm.reload("nxpb-ssd", _delay_line(ssd_base, 0, 0))
+    dm.reload(slow, _delay_line(ssd_base, 0, 0))
 
     def check(where):
         with X.Fd(v.dev, write=False) as g:
