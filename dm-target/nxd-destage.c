@@ -636,6 +636,26 @@ void nxd_destage_free(struct nxd_c *nc)
 	nc->drd = NULL;
 }
 
+/*
+ * After a round that freed space: re-arm the log_full event once the log
+ * is below high_watermark, and raise drain_done when a degraded volume's
+ * frozen log has all gone to the HDD (once per table).
+ */
+static void nxd_destage_events(struct nxd_c *nc)
+{
+	bool empty;
+
+	spin_lock(&nc->lock);
+	empty = !nc->ring.count;
+	spin_unlock(&nc->lock);
+	if (empty && atomic_read(&nc->degraded) &&
+	    atomic_xchg(&nc->empty_armed, 0))
+		nxd_event(nc, NXD_EV_DRAIN_DONE);
+	if (!READ_ONCE(nc->log_full) &&
+	    nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.high_wm))
+		atomic_set(&nc->full_armed, 1);
+}
+
 static int nxd_destager_fn(void *data)
 {
 	struct nxd_c *nc = data;
@@ -678,6 +698,7 @@ static int nxd_destager_fn(void *data)
 			nxd_destage_sleep(nc, 5);
 			continue;
 		}
+		nxd_destage_events(nc);
 		if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full) ||
 		    atomic_read(&nc->degraded))
 			continue;
@@ -724,7 +745,8 @@ void nxd_destager_stop(struct nxd_c *nc)
 /*
  * Destage everything logged before the call and wait; for detaching the
  * SSD or maintenance.  Newer writes may stay in the log, so that a drain
- * under a continuous write load still ends.
+ * under a continuous write load still ends.  A drain that gets there
+ * raises the drain_done event.
  */
 int nxd_drain(struct nxd_c *nc)
 {
@@ -755,5 +777,7 @@ int nxd_drain(struct nxd_c *nc)
 		}
 	}
 	atomic_dec(&nc->drain_req);
+	if (!r)
+		nxd_event(nc, NXD_EV_DRAIN_DONE);
 	return r;
 }

@@ -421,7 +421,7 @@ int nxd_batch_commit(struct nxd_c *nc)
 			return r;
 		}
 		/* INVAL-only segments, or a bio bigger than a segment. */
-		nc->log_full = true;
+		nxd_log_full_set(nc, true);
 		nxd_destager_wake(nc);
 		wait_event_timeout(nc->ewq, false, HZ / 20);
 		nxd_fast_sync(nc, U64_MAX);
@@ -862,6 +862,26 @@ struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
 	return bio;
 }
 
+/*
+ * Writer only.  Writes start (or stop) going round a full log.  The
+ * log_full event is raised once per episode, not each time a destage
+ * round makes a little room under a steady overload: it is re-armed once
+ * the log is below high_watermark again (here, when the flag clears, or
+ * by the destager after a round).
+ */
+void nxd_log_full_set(struct nxd_c *nc, bool full)
+{
+	if (full == nc->log_full)
+		return;
+	WRITE_ONCE(nc->log_full, full);
+	if (full) {
+		if (atomic_xchg(&nc->full_armed, 0))
+			nxd_event(nc, NXD_EV_LOG_FULL);
+	} else if (nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.high_wm)) {
+		atomic_set(&nc->full_armed, 1);
+	}
+}
+
 static void nxd_inval_start(struct nxd_c *nc, struct bio *bio);
 static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op);
 
@@ -895,7 +915,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	if (!nxd_log_room(nc, k)) {
 		nxd_batch_commit(nc);
 		if (!nxd_log_room(nc, k)) {
-			nc->log_full = true;
+			nxd_log_full_set(nc, true);
 			nxd_destager_wake(nc);
 			spin_lock(&nc->lock);
 			logged = nxd_range_logged(nc, first, last);
@@ -924,7 +944,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	 * a paused destager would never run for it, and nothing would kick it.
 	 */
 	if (!nc->room_wait)
-		nc->log_full = false;
+		nxd_log_full_set(nc, false);
 
 	atomic_set(&pb->pending, 1);
 	iter = bio->bi_iter;

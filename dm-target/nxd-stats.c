@@ -41,7 +41,21 @@ static u64 nxd_take(atomic64_t *a, bool reset)
 	return reset ? atomic64_xchg(a, 0) : atomic64_read(a);
 }
 
-/* Sum the per-CPU cells into @st; with @reset, clear what was read. */
+/*
+ * Counters a reset leaves alone: the error counts are the volume's
+ * health, not its workload, and an alert must not lose them to a reset
+ * of the histogram.
+ */
+static bool nxd_ctr_kept(unsigned int i)
+{
+	return i == NXD_CTR(ssd_errors) || i == NXD_CTR(hdd_errors);
+}
+
+/*
+ * Sum the per-CPU cells into @st; with @reset, clear what was read: the
+ * histogram and the request counters, never the error counters.  The
+ * event counters are the volume's, outside the per-CPU cells.
+ */
 void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset)
 {
 	const unsigned int ncell = sizeof(st->hist) / sizeof(__u64);
@@ -58,8 +72,15 @@ void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset)
 		for (i = 0; i < ncell; i++)
 			h[i] += nxd_take(&ph[i], reset);
 		for (i = 0; i < NXD_NCTR; i++)
-			c[i] += nxd_take(&p->ctr[i], reset);
+			c[i] += nxd_take(&p->ctr[i], reset && !nxd_ctr_kept(i));
 	}
+	st->c.events = 0;
+	for (i = 1; i < NXD_EV_NR; i++)
+		st->c.events += atomic64_read(&vol->ev_count[i]);
+	st->c.last_event = atomic_read(&vol->ev_last);
+	st->c.events_degraded = atomic64_read(&vol->ev_count[NXD_EV_DEGRADED]);
+	st->c.events_log_full = atomic64_read(&vol->ev_count[NXD_EV_LOG_FULL]);
+	st->c.events_drain_done = atomic64_read(&vol->ev_count[NXD_EV_DRAIN_DONE]);
 }
 
 /* Values that are state, not counts: never reset. */
@@ -76,4 +97,5 @@ void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c)
 	c->recovered_blocks = nc->rec_blocks;
 	c->recovery_us = nc->rec_us;
 	c->degraded = atomic_read(&nc->degraded);
+	c->log_full = READ_ONCE(nc->log_full);
 }

@@ -66,6 +66,21 @@ static ssize_t nxd_show_state(struct nxd_vol *vol, char *buf)
 	return r;
 }
 
+static ssize_t nxd_show_events(struct nxd_vol *vol, char *buf)
+{
+	u64 n = 0;
+	int i;
+
+	for (i = 1; i < NXD_EV_NR; i++)
+		n += atomic64_read(&vol->ev_count[i]);
+	return sysfs_emit(buf, "%llu\n", n);
+}
+
+static ssize_t nxd_show_last_event(struct nxd_vol *vol, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", nxd_event_name(atomic_read(&vol->ev_last)));
+}
+
 #define NXD_RW(_n, field)						\
 	static struct nxd_attr nxd_attr_##_n = {			\
 		.attr = { .name = #_n, .mode = 0644 },			\
@@ -84,6 +99,8 @@ NXD_RW(ssd_discard, ssd_discard);
 NXD_RW(drain_on_suspend, drain_on_suspend);
 NXD_RO(log_used_pct);
 NXD_RO(state);
+NXD_RO(events);
+NXD_RO(last_event);
 
 static struct attribute *nxd_attrs[] = {
 	&nxd_attr_write_threshold.attr,
@@ -95,6 +112,8 @@ static struct attribute *nxd_attrs[] = {
 	&nxd_attr_drain_on_suspend.attr,
 	&nxd_attr_log_used_pct.attr,
 	&nxd_attr_state.attr,
+	&nxd_attr_events.attr,
+	&nxd_attr_last_event.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(nxd);
@@ -167,6 +186,22 @@ int nxd_sysfs_add(struct nxd_vol *vol)
 {
 	return kobject_add(&vol->kobj, &disk_to_dev(dm_disk(vol->md))->kobj,
 			   "nxd");
+}
+
+/*
+ * From the event work (process context): wake poll(2)ers of events, and
+ * of state when the volume degraded.  The directory goes away only when
+ * the last table of the volume is destroyed, after its event work was
+ * cancelled; it may not exist yet (added at the first resume).
+ */
+void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending)
+{
+	/* Pairs with the release in nxd_resume(): the kobject is added. */
+	if (!smp_load_acquire(&vol->kobj_added))
+		return;
+	sysfs_notify(&vol->kobj, NULL, "events");
+	if (pending & BIT(NXD_EV_DEGRADED))
+		sysfs_notify(&vol->kobj, NULL, "state");
 }
 
 void nxd_sysfs_del(struct nxd_vol *vol)

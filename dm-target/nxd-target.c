@@ -111,10 +111,60 @@ int nxd_ssd_flush(struct nxd_c *nc)
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
 {
 	nxd_count(nc, NXD_CTR(ssd_errors), 1);
-	atomic_set(&nc->degraded, 1);
+	if (!atomic_xchg(&nc->degraded, 1))
+		nxd_event(nc, NXD_EV_DEGRADED);
 	if (!atomic_xchg(&nc->ssd_fail_reported, 1))
 		DMERR("%s: SSD %s failed (%d): volume degraded, writes bypass the log",
 		      dm_table_device_name(nc->ti->table), what, err);
+}
+
+/*
+ * Process context, never under a lock of ours: dm_table_event() takes a
+ * mutex, and sysfs_notify() kernfs locks.  A table that is not (or no
+ * longer) bound to its device has no event callback: dm_table_event()
+ * does nothing then.
+ */
+static void nxd_event_work(struct work_struct *w)
+{
+	struct nxd_c *nc = container_of(w, struct nxd_c, ev_work);
+	unsigned int pending = atomic_xchg(&nc->ev_pending, 0);
+
+	if (!pending)
+		return;
+	dm_table_event(nc->ti->table);
+	nxd_sysfs_notify(nc->vol, pending);
+}
+
+/*
+ * Record an event of @kind (NXD_EV_*) and have it raised.  Callable from
+ * any context, IRQ included: atomics and schedule_work() only.  The
+ * counters are updated before the work is queued, so a waiter woken by
+ * the dm event reads them already counted.
+ */
+void nxd_event(struct nxd_c *nc, unsigned int kind)
+{
+	struct nxd_vol *vol = nc->vol;
+
+	if (WARN_ON_ONCE(!kind || kind >= NXD_EV_NR))
+		return;
+	atomic64_inc(&vol->ev_count[kind]);
+	atomic_set(&vol->ev_last, kind);
+	atomic_or(BIT(kind), &nc->ev_pending);
+	schedule_work(&nc->ev_work);
+}
+
+const char *nxd_event_name(unsigned int kind)
+{
+	switch (kind) {
+	case NXD_EV_DEGRADED:
+		return "degraded";
+	case NXD_EV_LOG_FULL:
+		return "log_full";
+	case NXD_EV_DRAIN_DONE:
+		return "drain_done";
+	default:
+		return "none";
+	}
 }
 
 int nxd_read_epoch_get(struct nxd_c *nc)
@@ -344,6 +394,8 @@ static void nxd_dtr(struct dm_target *ti)
 	mutex_unlock(&nxd_vols_lock);
 	nxd_destager_stop(nc);
 	nxd_writer_stop(nc);
+	/* Nothing raises events any more; the table is unbound already. */
+	cancel_work_sync(&nc->ev_work);
 	if (nc->vol)
 		nxd_vol_put(nc);
 	nxd_index_free(&nc->ix);
@@ -391,6 +443,9 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = nc;
 	nc->ti = ti;
+	INIT_WORK(&nc->ev_work, nxd_event_work);
+	atomic_set(&nc->full_armed, 1);
+	atomic_set(&nc->empty_armed, 1);
 	INIT_LIST_HEAD(&nc->node);
 	nc->opt = nxd_default_tun;
 	mutex_init(&nc->sb_lock);
@@ -888,7 +943,8 @@ static void nxd_resume(struct dm_target *ti)
 			DMWARN("%s: no sysfs nxd/ until the next resume: %d",
 			       dm_table_device_name(ti->table), r);
 		else
-			vol->kobj_added = true;
+			/* Pairs with the acquire in nxd_sysfs_notify(). */
+			smp_store_release(&vol->kobj_added, true);
 	}
 	WRITE_ONCE(nc->running, true);
 	nxd_writer_wake(nc);
@@ -924,7 +980,7 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		nxd_gauges_fill(nc, &st->c);
 		c = (const __u64 *)&st->c;
 		DMEMIT("%s", nxd_state(nc));
-		for (i = 0; i <= NXD_CTR(degraded); i++)
+		for (i = 0; i <= NXD_CTR(log_full); i++)
 			DMEMIT(" %llu", (unsigned long long)c[i]);
 		kfree(st);
 		break;
@@ -995,7 +1051,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 0, 0},
+	.version = {2, 1, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

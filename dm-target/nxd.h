@@ -17,6 +17,7 @@
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
+#include <linux/workqueue.h>
 
 #include "nxd_core.h"
 #include "nxd_ioctl.h"
@@ -45,6 +46,9 @@ struct nxd_pcpu {
 
 struct nxd_c;
 
+/* Event kinds are NXD_EV_* (nxd_ioctl.h), 1..3; index 0 is unused. */
+#define NXD_EV_NR	(NXD_EV_DRAIN_DONE + 1)
+
 /* One per dm device; outlives table reloads. */
 struct nxd_vol {
 	struct list_head node;		/* nxd_vols, under nxd_vols_lock */
@@ -57,6 +61,9 @@ struct nxd_vol {
 	struct nxd_c *active;		/* resumed table, under nxd_vols_lock */
 	int ntables;			/* tables holding it, under nxd_vols_lock */
 	u8 vol_uuid[16];
+	/* Events raised, by NXD_EV_* kind, and the latest; never reset. */
+	atomic64_t ev_count[NXD_EV_NR];
+	atomic_t ev_last;
 };
 
 extern struct mutex nxd_vols_lock;
@@ -219,6 +226,15 @@ struct nxd_c {
 	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
 	atomic_t ssd_fail_reported;
 
+	/*
+	 * Events: nxd_event() records them and queues @ev_work, which raises
+	 * dm_table_event() and sysfs_notify() in process context.
+	 */
+	struct work_struct ev_work;
+	atomic_t ev_pending;		/* BIT(NXD_EV_*) not yet raised */
+	atomic_t full_armed;		/* next log-full transition raises one */
+	atomic_t empty_armed;		/* degraded: raise drain_done when empty */
+
 	spinlock_t lock;		/* index, ring, invals, frozen_end */
 	struct nxd_index ix;
 	struct nxd_ring ring;
@@ -308,6 +324,8 @@ int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 int nxd_hdd_flush(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
+void nxd_event(struct nxd_c *nc, unsigned int kind);
+void nxd_log_full_set(struct nxd_c *nc, bool full);
 int nxd_read_epoch_get(struct nxd_c *nc);
 void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
 void nxd_read_epoch_sync(struct nxd_c *nc);
@@ -375,6 +393,7 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_sysfs_del(struct nxd_vol *vol);
 void nxd_vol_release_kobj(struct nxd_vol *vol);
+void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending);
 extern const struct kobj_type nxd_vol_ktype;
 
 /* nxd-stats.c */
@@ -383,6 +402,7 @@ void nxd_stats_free(struct nxd_vol *vol);
 void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
 void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
 void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
+const char *nxd_event_name(unsigned int kind);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);

@@ -77,8 +77,20 @@ struct nxd_ioc_counters {
 	__u64 recovered_blocks;
 	__u64 recovery_us;
 	__u64 degraded;			/* 1 if the SSD failed and writes bypass it */
-	__u64 reserved[38];
+	/* Events (dm_table_event): never reset, they survive table reloads. */
+	__u64 events;			/* raised, all kinds */
+	__u64 last_event;		/* NXD_EV_* of the latest, 0 if none */
+	__u64 events_degraded;		/* the volume degraded (SSD write failed) */
+	__u64 events_log_full;		/* writes began going round a full log */
+	__u64 events_drain_done;	/* a drain finished, or a degraded log emptied */
+	__u64 log_full;			/* 1 while writes go round a full log */
+	__u64 reserved[32];
 };
+
+/* Event kinds, as in last_event and the events_* counters. */
+#define NXD_EV_DEGRADED		1
+#define NXD_EV_LOG_FULL		2
+#define NXD_EV_DRAIN_DONE	3
 
 struct nxd_ioc_stats {
 	struct nxd_ioc_hdr hdr;

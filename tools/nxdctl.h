@@ -26,6 +26,7 @@
 #include "suggest.h"
 #include "status.h"
 #include "view.h"
+#include "events.h"
 
 /* Exit codes, documented in nxdctl(8). */
 #define NXDCTL_EXIT_OK		0
@@ -240,5 +241,6 @@ extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */
 extern const struct cmd cmd_show_super;				/* cmd_super.c */
+extern const struct cmd cmd_monitor;				/* cmd_monitor.c */
 
 #endif /* NXDCTL_H */

@@ -232,6 +232,9 @@ STATUS_FIELDS = [
     "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
     "flushes", "discards", "recovered_segments", "recovered_blocks",
     "recovery_us", "degraded",
+    # appended in target 2.1.0: events (never reset) and the log-full flag
+    "events", "last_event", "events_degraded", "events_log_full",
+    "events_drain_done", "log_full",
 ]
 
 
@@ -476,7 +479,7 @@ IOC_VERSION = 1
 NAME_LEN = 128
 HDR_FMT = "<IIIIQ128s"
 HDR_SIZE = struct.calcsize(HDR_FMT)            # 152
-NCTR_SLOTS = 64                                # 26 counters + 38 reserved
+NCTR_SLOTS = 64                                # 32 counters + 32 reserved
 NBUCKETS = 16
 HIST_CELLS = 2 * NBUCKETS * 2 * 2
 STATS_SIZE = HDR_SIZE + 8 * NCTR_SLOTS + 8 * 3 * HIST_CELLS   # 3736

@@ -138,6 +138,9 @@ STATUS_FIELDS = [
     "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
     "flushes", "discards", "recovered_segments", "recovered_blocks",
     "recovery_us", "degraded",
+    # appended in target 2.1.0: events (never reset) and the log-full flag
+    "events", "last_event", "events_degraded", "events_log_full",
+    "events_drain_done", "log_full",
 ]
 
 

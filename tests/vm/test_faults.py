@@ -37,18 +37,24 @@ class Rig:
         self.models = []
 
 
-@pytest.fixture
-def rig(dm, loopdev, nullb):
-    """HDD and SSD behind fault injectors.  Torn down before the dm devices
-    (it depends on `dm`): closes the models' fds and heals the injectors,
-    so that a failed test does not leave the volume busy or failing."""
-    r = Rig(dm, loopdev, nullb)
+def rig_setup(dm, loopdev, nullb, **sizes):
+    """The body of the fixture `rig` (a generator, for fixtures of other
+    sizes: test_events.py)."""
+    r = Rig(dm, loopdev, nullb, **sizes)
     yield r
     for m in r.models:
         m.close()
     for inj in (r.hddi, r.ssdi):
         if inj.mode != "ok" and dm.exists(inj.name):
             inj.set("ok")
+
+
+@pytest.fixture
+def rig(dm, loopdev, nullb):
+    """HDD and SSD behind fault injectors.  Torn down before the dm devices
+    (it depends on `dm`): closes the models' fds and heals the injectors,
+    so that a failed test does not leave the volume busy or failing."""
+    yield from rig_setup(dm, loopdev, nullb)
 
 
 class Model:

@@ -67,8 +67,10 @@ assert d["buckets"][15]["max_bytes"] is None
 assert d["buckets"][15]["label"] == "> 32M"' "$OUT/hist.json"
 py "stats.json has every counter" '
 c = d["counters"]
-assert len(c) == 26 and c["writes_logged"] == 545386
-assert list(c)[0] == "log_blocks" and list(c)[-1] == "degraded"' \
+assert len(c) == 32 and c["writes_logged"] == 545386
+assert list(c)[0] == "log_blocks" and list(c)[25] == "degraded"
+assert list(c)[26:] == ["events", "last_event", "events_degraded",
+                        "events_log_full", "events_drain_done", "log_full"]' \
 	"$OUT/stats.json"
 py "list.json" '
 v = d["volumes"]
@@ -104,12 +106,65 @@ NXDCTL_TEST_THRESHOLD=64K NXDCTL_TEST_MODE=passthrough t \
 has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mode 166440$"
 t "stats" 0 $NXDCTL stats vol0
 has "stats by name" "^writes_logged  *545386$"
-[ "$(wc -l <"$OUT/last.out")" = 26 ] && ok "stats prints 26 counters" ||
-	ko "stats prints 26 counters"
+[ "$(wc -l <"$OUT/last.out")" = 32 ] && ok "stats prints 32 counters" ||
+	ko "stats prints 32 counters"
 t "stats --json" 0 $NXDCTL stats vol0 --json
 cp "$OUT/last.out" "$OUT/cli-stats.json"
 py "stats --json parses" 'assert d["counters"]["recovery_us"] == 1234' \
 	"$OUT/cli-stats.json"
+
+# ---- monitor, on readings from a file (NXDCTL_TEST_EVENTS) ----
+py "event.json: one event, every field" '
+assert d["events"] == ["degraded", "log_full", "drain_done"]
+assert d["new"] == {"degraded": 1, "log_full": 1, "drain_done": 2}
+assert d["event_nr"] == 7 and d["state"] == "ok" and d["device"] == "253:4"
+assert d["counters"]["events_drain_done"] == 2 and len(d["counters"]) == 32' \
+	"$OUT/event.json"
+NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json" 0 \
+	$NXDCTL monitor ev0 --json
+cp "$OUT/last.out" "$OUT/monitor.ndjson"
+if python3 -c '
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["events"] for l in ls] == [["log_full"], ["degraded", "drain_done"],
+                                     ["removed"]], ls
+assert [l["event_nr"] for l in ls] == [1, 3, 4]
+assert ls[0]["counters"]["log_full"] == 1 and ls[0]["new"]["log_full"] == 1
+assert ls[1]["state"] == "degraded" and ls[1]["counters"]["ssd_errors"] == 2
+assert ls[1]["counters"]["last_event"] == 3
+assert all(l["volume"] == "ev0" and l["time"] > 1.7e9 for l in ls)' \
+	"$OUT/monitor.ndjson" 2>"$OUT/py.err"; then
+	ok "monitor --json: one line per event, none for a wake-up without"
+else
+	ko "monitor --json: one line per event, none for a wake-up without"
+	cat "$OUT/py.err" "$OUT/monitor.ndjson"
+fi
+NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --count 1" 0 \
+	$NXDCTL monitor ev0 --count 1
+[ "$(wc -l <"$OUT/last.out")" = 1 ] && ok "monitor --count 1: one line" ||
+	ko "monitor --count 1: one line"
+has "monitor text line" "^20[0-9-]*T[0-9:.]*Z ev0 log_full state unknown, log used 0%, dirty blocks 0, ssd_errors 0, hdd_errors 0 (event 1)$"
+EXEC_OUT="$OUT/exec.out" NXDCTL_TEST_EVENTS="$OUT/events.stats" \
+	t "monitor --exec" 0 \
+	$NXDCTL monitor ev0 --exec 'echo "$NXD_VOLUME $NXD_EVENTS $NXD_STATE $NXD_NEW_DRAIN_DONE $NXD_SSD_ERRORS" >>"$EXEC_OUT"; exit 3'
+[ ! -s "$OUT/last.out" ] && ok "monitor --exec alone prints nothing" ||
+	ko "monitor --exec alone prints nothing"
+if [ "$(cat "$OUT/exec.out")" = "ev0 log_full unknown 0 0
+ev0 degraded,drain_done degraded 1 2
+ev0 removed removed  " ]; then
+	ok "monitor --exec: the event in the environment"
+else
+	ko "monitor --exec: the event in the environment"; cat "$OUT/exec.out"
+fi
+err_has "monitor --exec: a failing program is reported" "exited 3"
+NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json --exec" 0 \
+	$NXDCTL monitor ev0 --json --exec true
+[ "$(wc -l <"$OUT/last.out")" = 3 ] && ok "monitor --json --exec prints" ||
+	ko "monitor --json --exec prints"
+t "monitor: --count needs a number" 1 $NXDCTL monitor ev0 --count 0
+t "monitor: two volumes" 1 $NXDCTL monitor a b
+NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor: hook needs a VOL" 1 \
+	$NXDCTL monitor --json
 
 # --watch: deltas of an unchanging file are zero; SIGINT ends it with 0.
 timeout --preserve-status -s INT 2.6 $NXDCTL histogram vol0 --watch 1 --json \

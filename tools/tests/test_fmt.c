@@ -20,6 +20,7 @@
 #include "suggest.h"
 #include "status.h"
 #include "view.h"
+#include "events.h"
 
 static int failed;
 
@@ -473,6 +474,128 @@ static void test_status(const struct nxd_ioc_stats *st)
 	      "status: degraded from the counters");
 }
 
+static void event_json_fn(FILE *f, const void *e)
+{
+	nxdctl_event_json(f, e);
+}
+
+static void event_text_fn(FILE *f, const void *e)
+{
+	nxdctl_event_text(f, e);
+}
+
+/* Records for NXDCTL_TEST_EVENTS: readings, one per "wait". */
+static void events_seq_fn(FILE *f, const void *arg)
+{
+	static struct nxd_ioc_stats r;
+	unsigned int i;
+
+	r = *(const struct nxd_ioc_stats *)arg;
+	for (i = 0; i < 4; i++) {
+		if (i == 1) {		/* the log filled */
+			r.c.events_log_full++;
+			r.c.log_full = 1;
+			r.c.last_event = NXD_EV_LOG_FULL;
+		} else if (i == 3) {	/* degraded, then its log emptied */
+			r.c.events_degraded++;
+			r.c.events_drain_done++;
+			r.c.degraded = 1;
+			r.c.ssd_errors = 2;
+			r.c.last_event = NXD_EV_DRAIN_DONE;
+		}
+		/* i == 2: a wake-up with nothing new (a rename) */
+		r.c.events = r.c.events_degraded + r.c.events_log_full +
+			     r.c.events_drain_done;
+		fwrite(&r, sizeof(r), 1, f);
+	}
+}
+
+static bool env_has(char **env, const char *kv)
+{
+	for (; env && *env; env++)
+		if (!strcmp(*env, kv))
+			return true;
+	return false;
+}
+
+static void test_events(const struct nxd_ioc_stats *st, const char *out)
+{
+	static struct nxdctl_event e;
+	struct nxd_ioc_counters prev = st->c, now = st->c;
+	char kinds[64], **env;
+	size_t len;
+	char *txt;
+
+	memset(&e, 0, sizeof(e));
+	e.volume = "ev\"0";
+	e.major = 253;
+	e.minor = 4;
+	e.event_nr = 7;
+	e.time_ms = 1764145801123ULL;	/* 2025-11-26T08:30:01.123Z */
+	check(nxdctl_event_diff(&e, &now, &prev) == 0, "events: none");
+	nxdctl_event_kinds(&e, kinds, sizeof(kinds));
+	check(!kinds[0], "events: no kinds");
+	now.events_log_full = 1;
+	now.events_drain_done = 2;
+	check(nxdctl_event_diff(&e, &now, &prev) == 3 &&
+	      e.count[NXD_EV_LOG_FULL] == 1 &&
+	      e.count[NXD_EV_DRAIN_DONE] == 2 && !e.count[NXD_EV_DEGRADED],
+	      "events: counted per kind");
+	nxdctl_event_kinds(&e, kinds, sizeof(kinds));
+	check(!strcmp(kinds, "log_full,drain_done"), "events: kinds '%s'",
+	      kinds);
+	check(nxdctl_event_diff(&e, &prev, &now) == 0 &&
+	      !strcmp(nxdctl_event_kind_name(NXD_EV_DEGRADED), "degraded") &&
+	      !nxdctl_event_kind_name(0) && !nxdctl_event_kind_name(4),
+	      "events: a counter going back counts from zero; names");
+	prev.events_degraded = 5;
+	now.events_degraded = 1;
+	check(nxdctl_event_diff(&e, &now, &prev) == 4 &&
+	      e.count[NXD_EV_DEGRADED] == 1, "events: new volume, same name");
+	check(!strcmp(nxdctl_event_state(&e), "unknown"),
+	      "events: state unknown without sysfs or degraded");
+	strcpy(e.state, "ok");
+	check(!strcmp(nxdctl_event_state(&e), "ok"), "events: state");
+	txt = capture(event_json_fn, &e, &len);
+	check(txt && len && txt[len - 1] == '\n' &&
+	      !memchr(txt, '\n', len - 1), "events: JSON on one line");
+	check(txt && strstr(txt, "\"volume\":\"ev\\\"0\"") &&
+	      strstr(txt, "\"timestamp\":\"2025-11-26T08:30:01.123Z\"") &&
+	      strstr(txt, "\"events\":[\"degraded\",\"log_full\","
+		     "\"drain_done\"]") &&
+	      strstr(txt, "\"device\":\"253:4\""),
+	      "events: JSON fields");
+	free(txt);
+	check(!write_file(out, "event.json", event_json_fn, &e),
+	      "write event.json");
+	txt = capture(event_text_fn, &e, &len);
+	check(txt && !strncmp(txt, "2025-11-26T08:30:01.123Z ev\"0 "
+			      "degraded,log_full,drain_done state ok", 60),
+	      "events: text line");
+	free(txt);
+	env = nxdctl_event_env(&e);
+	check(env && env_has(env, "NXD_VOLUME=ev\"0") &&
+	      env_has(env, "NXD_EVENTS=degraded,log_full,drain_done") &&
+	      env_has(env, "NXD_NEW_DRAIN_DONE=2") &&
+	      env_has(env, "NXD_EVENT_NR=7") &&
+	      env_has(env, "NXD_LOG_BLOCKS=262144") &&
+	      env_has(env, "NXD_DEVICE=253:4") &&
+	      env_has(env, "NXD_TIME=1764145801") &&
+	      env_has(env, "NXD_EVENTS_TOTAL=0") &&
+	      !env_has(env, "NXD_EVENTS=0"),
+	      "events: environment for --exec");
+	nxdctl_env_free(env);
+	e.removed = true;
+	nxdctl_event_kinds(&e, kinds, sizeof(kinds));
+	txt = capture(event_json_fn, &e, &len);
+	check(!strcmp(kinds, "removed") && txt &&
+	      strstr(txt, "\"events\":[\"removed\"]") &&
+	      !strstr(txt, "counters"), "events: removed");
+	free(txt);
+	check(!write_file(out, "events.stats", events_seq_fn, st),
+	      "write events.stats");
+}
+
 int main(int argc, char **argv)
 {
 	static struct nxd_ioc_stats st;
@@ -493,6 +616,7 @@ int main(int argc, char **argv)
 	test_route_share(&st);
 	test_list(argv[2]);
 	test_status(&st);
+	test_events(&st, argv[2]);
 	check(!write_file(argv[2], "fig6.stats", raw_fn, &st),
 	      "write fig6.stats");
 	check(!write_file(argv[2], "hist.json", json_hist_fn, &st),

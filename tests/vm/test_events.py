@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: GPL-2.0
+"""dm-nxd's events (issue 19): dm_table_event() and a sysfs notification
+when the volume degrades, when its log fills, and when a drain completes,
+seen the way an admin's alerting sees them: `nxdctl monitor --json` (every
+volume, DM_DEVICE_WAITEVENT per volume) and `nxdctl monitor VOL --exec`,
+`dmsetup wait`, the device's event number, poll(2) on nxd/events; and the
+error counters surviving `nxdctl histogram --reset`.
+
+The HDD and the SSD are test_faults.py's fault injectors (dm-flakey
+switched live), the volume is made and degraded with its helpers.
+"""
+import json
+import os
+import select
+import subprocess
+import threading
+import time
+
+import pytest
+
+import nxdvm
+import nxdaux as X
+from nxdaux import BLOCK, MiB
+from test_faults import rig, rig_setup, _setup, _degrade  # noqa: F401 (rig: fixture)
+
+NXDCTL = os.path.join(nxdvm.REPO, "tools", "nxdctl")
+
+
+class Monitor:
+    """`nxdctl monitor ARGS` in the background, its stdout lines kept."""
+
+    def __init__(self, *args):
+        self.p = subprocess.Popen([NXDCTL, "monitor", *args], text=True,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.append(line)
+
+    def waiting(self, n=1):
+        """Block until @n of its processes sleep in DM_DEVICE_WAITEVENT (the
+        monitor itself, or its children without a VOL): an event before that
+        would only move its baseline."""
+        def asleep():
+            assert self.p.poll() is None, self.p.stderr.read()
+            pids = [self.p.pid]
+            try:
+                with open(f"/proc/{self.p.pid}/task/{self.p.pid}/children") as f:
+                    pids += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+            k = 0
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/wchan") as f:
+                        w = f.read()
+                except OSError:
+                    continue
+                k += w in ("dm_wait_event", "dev_wait")
+            return k >= n
+        nxdvm.wait_for(asleep, timeout=60, interval=0.1,
+                       what="nxdctl monitor waiting in DM_DEVICE_WAITEVENT")
+
+    def events(self, vol):
+        """The event kinds of @vol's lines, in order (a line may list several)."""
+        out = []
+        for line in list(self.lines):
+            d = json.loads(line)
+            if d["volume"] == vol:
+                out += d["events"]
+        return out
+
+    def wait_event(self, vol, kind, n=1, timeout=60):
+        nxdvm.wait_for(lambda: self.events(vol).count(kind) >= n,
+                       timeout=timeout, interval=0.1,
+                       what=f"{n} '{kind}' line(s) of {vol} from nxdctl "
+                            f"monitor (so far: {self.lines})")
+
+    def last(self, vol, kind):
+        for line in reversed(list(self.lines)):
+            d = json.loads(line)
+            if d["volume"] == vol and kind in d["events"]:
+                return d
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.t.join(timeout=10)
+        return self.p.stderr.read()
+
+
+def event_nr(v):
+    return int(v.dm.info(v.name)["events"])
+
+
+def nxdctl(*args):
+    return nxdvm.run([NXDCTL, *map(str, args)])
+
+
+@pytest.fixture
+def big_rig(dm, loopdev, nullb):
+    """test_faults.py's rig with a log four destage rounds long (a round
+    copies at most 16 MiB): refilled under a steady write load, it never
+    empties below the re-arm level of the log_full event in between."""
+    yield from rig_setup(dm, loopdev, nullb, hdd_mb=128, ssd_mb=64)
+
+
+def test_events_degrade_log_full_drain(big_rig, tmp_path):
+    """Each event reaches every listener once per occurrence: the log
+    filling under 64 KiB writes with destage paused (one log_full for a
+    whole burst going round it, though the full log makes the destager
+    run and the flag flap), a drain (drain_done), an SSD write failure
+    (degraded), and the degraded destager emptying the frozen log
+    (drain_done again)."""
+    rig = big_rig
+    # log_full is re-armed below high_watermark: 30 % is three rounds away
+    v, m = _setup(rig, "nxdev", size=4 * MiB, seed=19, nfull=16, npart=4,
+                  opts=["low_watermark", "10", "high_watermark", "30"])
+    assert nxdctl("monitor", "--help").returncode == 0
+    st0 = v.status()
+    assert st0["events"] == 0 and st0["last_event"] == 0 and st0["log_full"] == 0, st0
+    assert v.sget("events") == "0" and v.sget("last_event") == "none"
+    nr0 = event_nr(v)
+    execlog = tmp_path / "exec.log"
+    mon = Monitor("--json")                     # every volume: a child each
+    mon_exec = Monitor(v.name, "--exec",
+                       f'echo "$NXD_VOLUME $NXD_EVENTS $NXD_STATE $NXD_LOG_FULL" >>{execlog}')
+    try:
+        mon.waiting()
+        mon_exec.waiting()
+
+        # -- log full: 96 MiB of 64 KiB writes into a 64 MiB log, paused
+        # (a full log is destaged all the same, so it fills more than once)
+        buf = bytes(range(256)) * 256
+        with X.Fd(v.dev) as f:
+            for rnd in range(3):
+                for off in range(8 * MiB, 40 * MiB, 64 * 1024):
+                    f.pwrite(off, buf)
+        st = v.status()
+        assert st["writes_around_full"] > 0 and st["segments_reclaimed"] > 0, st
+        assert st["events_log_full"] == 1 and st["last_event"] == 2, st
+        mon.wait_event(v.name, "log_full")
+        d = mon.last(v.name, "log_full")
+        assert d["new"]["log_full"] == 1, d
+        assert d["state"] == "ok" and d["device"] == "%s:%s" % v.devnum(), d
+
+        # -- drain: nxdctl drain returns, then the event
+        v.message("resume_destage")
+        nxdctl("drain", v.name)
+        mon.wait_event(v.name, "drain_done")
+        st = v.status()
+        assert st["index_entries"] == 0 and st["events_drain_done"] == 1, st
+        assert v.sget("last_event") == "drain_done"
+
+        # -- degraded: dmsetup wait and poll(2) on nxd/events see it too
+        v.pause()
+        m.log_blocks(m.free_blocks(16))         # something for the frozen log
+        nr1 = event_nr(v)
+        assert nr1 >= nr0 + 2, (nr0, nr1)
+        waiter = subprocess.Popen(["dmsetup", "wait", v.name, str(nr1)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        fd = os.open(v.sysfs("events"), os.O_RDONLY)
+        try:
+            os.read(fd, 64)                     # poll waits for the next change
+            pl = select.poll()
+            pl.register(fd, select.POLLPRI | select.POLLERR)
+            time.sleep(0.5)
+            assert waiter.poll() is None, "dmsetup wait returned before the event"
+            st_deg = _degrade(v, m, rig)
+            assert pl.poll(20000), "no sysfs_notify on nxd/events"
+            os.lseek(fd, 0, os.SEEK_SET)
+            assert int(os.read(fd, 64)) == 3
+        finally:
+            os.close(fd)
+        assert waiter.wait(timeout=30) == 0, waiter.stderr.read()
+        assert event_nr(v) > nr1
+        mon.wait_event(v.name, "degraded")
+        d = mon.last(v.name, "degraded")
+        assert d["state"] == "degraded" and d["counters"]["degraded"] == 1, d
+        assert d["counters"]["ssd_errors"] >= 1, d
+        assert st_deg["events_degraded"] == 1, st_deg
+
+        # -- the degraded destager empties the frozen log: drain_done
+        v.message("resume_destage")
+        mon.wait_event(v.name, "drain_done", n=2, timeout=120)
+        st = v.status()
+        assert st["index_entries"] == 0 and st["state"] == "degraded", st
+        assert (st["events_degraded"], st["events_log_full"],
+                st["events_drain_done"], st["events"]) == (1, 1, 2, 4), st
+        assert st["last_event"] == 3 and v.sget("events") == "4"
+        m.verify()
+    finally:
+        err = mon.stop()
+        err_exec = mon_exec.stop()
+    assert mon.events(v.name) == ["log_full", "drain_done", "degraded",
+                                  "drain_done"], (mon.lines, err)
+    assert not any(json.loads(x)["volume"] != v.name for x in mon.lines), mon.lines
+    got = execlog.read_text().splitlines()
+    assert got[0].split()[:3] == [v.name, "log_full", "ok"], (got, err_exec)
+    assert [x.split()[1] for x in got] == ["log_full", "drain_done", "degraded",
+                                           "drain_done"], (got, err_exec)
+    assert got[2].split()[2] == "degraded", got
+    rig.ssdi.set("ok")
+    m.close()
+
+
+def test_error_counters_survive_histogram_reset(rig):
+    """`nxdctl histogram --reset` (and the ioctl's reset) clears the
+    histogram and the request counters, never ssd_errors, hdd_errors or
+    the event counters; the status line keeps its first 27 words."""
+    v, m = _setup(rig, "nxdrst", size=4 * MiB, seed=20, nfull=8, npart=2)
+    rig.ssdi.set("error")
+    for b in sorted(m.logged)[:4]:
+        m.read_eio(b * BLOCK, BLOCK)            # failed SSD reads: ssd_errors
+    rig.ssdi.set("ok")
+    rig.hddi.set("error")
+    with X.Fd(v.dev) as f:
+        for b in m.free_blocks(3):              # HDD reads fail: hdd_errors
+            assert f.pread_try(b * BLOCK, BLOCK)[1] == X.EIO
+    rig.hddi.set("ok")
+    v.drain()
+    before = X.get_stats(v.name)["counters"]
+    assert before["ssd_errors"] >= 4 and before["hdd_errors"] >= 3, before
+    assert before["writes_logged"] > 0 and before["events_drain_done"] == 1, before
+    nxdctl("histogram", v.name, "--reset")
+    after = X.get_stats(v.name)
+    c = after["counters"]
+    assert X.hist_sum(after["hist"]) == 0
+    assert c["writes_logged"] == 0 and c["reads_ssd"] == 0, c
+    for k in ("ssd_errors", "hdd_errors", "events", "events_drain_done",
+              "last_event"):
+        assert c[k] == before[k], (k, before, c)
+    st = v.status()
+    assert st["ssd_errors"] == before["ssd_errors"], st
+    assert st["hdd_errors"] == before["hdd_errors"], st
+    # stats --reset is the same reset
+    s = json.loads(nxdctl("stats", v.name, "--reset", "--json").stdout)["counters"]
+    assert s["ssd_errors"] == before["ssd_errors"], s
+    c = X.get_stats(v.name)["counters"]
+    assert c["ssd_errors"] == before["ssd_errors"], c
+    assert c["hdd_errors"] == before["hdd_errors"], c
+    m.close()
