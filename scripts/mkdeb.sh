@@ -17,12 +17,15 @@
 #
 # VERSION is dkms.conf's PACKAGE_VERSION (the module's, which the DKMS
 # package must use), plus +gHASH when the tree is a git checkout;
-# DEB_VERSION overrides it.  Prints the paths of the two packages.
+# DEB_VERSION overrides it; DEB_OUT overrides the output folder (the
+# guests of make test build their own at once, one per kernel, so a shared
+# folder would be removed under the other's feet).  Prints the paths of
+# the two packages.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-out=$here/build/deb
+out=${DEB_OUT:-$here/build/deb}
 name=dm-nxd
 modver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' dkms.conf)
 [ -n "$modver" ] || { echo "mkdeb: no PACKAGE_VERSION in dkms.conf" >&2; exit 1; }

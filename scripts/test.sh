@@ -61,6 +61,13 @@ export TEST_KVERS="${kvers[*]}"
 say "building dm-nxd.ko for: ${kvers[*]}"
 $MAKE --no-print-directory modules-all TEST_KVERS="${kvers[*]}" || { say "module build FAILED"; exit 1; }
 $MAKE --no-print-directory tools || { say "tools build FAILED"; exit 1; }
+# The Debian packages test_admin.py installs, built here once: dpkg-deb's
+# xz takes minutes under TCG, and both guests would build them at once.
+debs=$logs/deb
+mkdir -p "$logs"
+rm -rf "$debs"
+DEB_OUT=$debs scripts/mkdeb.sh >"$logs/mkdeb.log" 2>&1 ||
+	{ cat "$logs/mkdeb.log"; say "make deb FAILED"; exit 1; }
 
 # 3. unit tests, and the nxdctl tests (tools/tests/run.sh: C unit tests of
 # the formatting code, the binary on fixtures and loop devices; seconds).
@@ -155,7 +162,7 @@ run_kernel() {
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
-	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0}"
+	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs"
 	# The slowest tests run on one kernel each (tests/vm/conftest.py HEAVY).
 	if [ "${NXD_FULL:-0}" != 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 		penv+=" NXD_SHARD=$kidx/${#kvers[@]}"

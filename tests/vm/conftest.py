@@ -67,6 +67,7 @@ HEAVY = {
     "test_crash_pcut.py::test_pcut_crash_slice[log_all]": 58,
     "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]": 55,
     "test_noloss.py::test_tail_passes_superseded_copy_only_when_newer_is_durable": 50,
+    "test_admin.py::test_install_uninstall_and_runtime_deps": 97,
     # DKMS builds the module and runs depmod in the guest: 556 s in a 6.1
     # guest with one vCPU on a loaded host (tests/vm/test_admin.py).
 }

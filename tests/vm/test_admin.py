@@ -18,6 +18,7 @@ lsblk and the links under /dev/disk.
 import json
 import os
 import shutil
+import tempfile
 import time
 
 import pytest
@@ -362,7 +363,17 @@ def debs():
     man-db's trigger (a whole mandb run after dpkg installs a man page,
     minutes under TCG) is off meanwhile, as debconf's man-db/auto-update
     false does it."""
-    out = run([os.path.join(REPO, "scripts", "mkdeb.sh")]).stdout.split()
+    # make test builds them on the host (NXD_DEBS); else here, in a folder
+    # of our own (another guest may be building in build/deb).
+    where = None
+    if os.environ.get("NXD_DEBS"):
+        out = [os.path.join(os.environ["NXD_DEBS"], f)
+               for f in sorted(os.listdir(os.environ["NXD_DEBS"]))
+               if f.endswith(".deb")]
+    else:
+        where = tempfile.mkdtemp(prefix="nxd-deb-")
+        out = run(["env", f"DEB_OUT={where}",
+                   os.path.join(REPO, "scripts", "mkdeb.sh")]).stdout.split()
     assert len(out) == 2, out
     flag = "/var/lib/man-db/auto-update"
     had = os.path.exists(flag)
@@ -371,6 +382,8 @@ def debs():
     yield {("dkms" if "dkms" in os.path.basename(d) else "nxdctl"): d for d in out}
     if had:
         os.rename(flag + ".nxd-test", flag)
+    if where:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def test_package_nxdctl(dm, loopdev, nullb, debs):
