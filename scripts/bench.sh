@@ -21,10 +21,13 @@
 # BENCH_KVER (guest kernel, default 6.1.0-56-amd64), BENCH_SYSTEMS,
 # BENCH_JOBS (job-id prefixes), BENCH_RUNTIME, BENCH_RAMP, BENCH_BURST_PCT,
 # BENCH_STEADY_S, BENCH_STEADY_WINDOW_S, BENCH_DRAIN_FILL_PCT, SSD_MB,
-# HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, HDDSIM_OPTS,
+# HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, RAID_STRIPE_CACHE,
+# HDDSIM_OPTS,
 # BENCH_APPEND (extra guest kernel command line, e.g. "clocksource=tsc
-# tsc=reliable": the emulated HPET costs every system alike), BENCH_TIMEOUT
-# (seconds a boot, default 2400), BENCH_NO_DOCS=1 (leave
+# tsc=reliable": the emulated HPET costs every system alike), BENCH_CPUS
+# (guest vCPUs, default VM_CPUS or 2), BENCH_MEMORY (default 3G), BENCH_TIMEOUT
+# (seconds a boot, default 2400; no job starts after BENCH_TIMEOUT less
+# BENCH_MARGIN, default 420 s: the rest is marked not run), BENCH_NO_DOCS=1 (leave
 # docs/ alone), BENCH_OUT (results directory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,27 +58,61 @@ make -s --no-print-directory module KVER="$KVER" >/dev/null
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 out=${BENCH_OUT:-results/$ts}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 vars=""
 for v in BENCH_SMOKE BENCH_RUNTIME BENCH_RAMP BENCH_SYSTEMS BENCH_JOBS BENCH_PREFILL BENCH_BURST_PCT \
 	BENCH_STEADY_S BENCH_STEADY_NOCACHE_S BENCH_STEADY_WINDOW_S BENCH_DRAIN_FILL_PCT BENCH_FILL_LIMIT \
-	BENCH_CLEAN_LIMIT HDDSIM_OPTS HDD_SIZE_MB HDD_COUNT RAID_CHUNK_KB RAID_GROUP_THREADS SSD_MB; do
+	BENCH_CLEAN_LIMIT HDDSIM_OPTS HDD_SIZE_MB HDD_COUNT RAID_CHUNK_KB RAID_GROUP_THREADS RAID_STRIPE_CACHE SSD_MB; do
 	[ -n "${!v:-}" ] && vars+="$v='${!v}' "
 done
 limit=${BENCH_TIMEOUT:-2400}
+cpus=${BENCH_CPUS:-${VM_CPUS:-2}}
+mem=${BENCH_MEMORY:-3G}
+# The host is shared (other guests, builds): its load around each boot goes
+# into the results, since it changes every number.
+hostload() {
+	printf '{"when": "%s", "uptime": "%s", "loadavg": "%s", "qemu": %d}' "$1" \
+		"$(uptime | sed 's/^ *//')" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+		"$(pgrep -c qemu-system || true)"
+}
+# Every 2 s while a guest runs: time, host load, and the CPU time (ticks)
+# of the QEMU process of this run (found by its --rwdir path): under TCG
+# the guest cannot see how much host CPU it was denied, the host can.
+sampler() {
+	local pid="" t
+	set +e +o pipefail
+	while :; do
+		[ -n "$pid" ] && [ -d "/proc/$pid" ] || pid=$(pgrep -f -- "qemu-system.*$out" | head -1)
+		t=0
+		[ -n "$pid" ] && t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+		echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/loadavg) ${pid:-0} $t"
+		sleep 2
+	done
+}
 fail=0
 for c in $chunks; do
 	cdir=$out/$c
 	mkdir -p "$cdir"
 	say "chunk $c: guest $KVER, results in $cdir${SMOKE:+ (smoke)}"
 	c0=$(date +%s)
+	before=$(hostload before)
+	l0=$(cut -d' ' -f1-3 /proc/loadavg)
+	sampler > "$cdir/host-samples.txt" &
+	spid=$!
 	set +e
 	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
-		--disable-kvm --cpus 2 --memory 3G --rwdir="$here/$out" \
+		--disable-kvm --cpus "$cpus" --memory "$mem" --rwdir="$out" \
 		${BENCH_APPEND:+--append "$BENCH_APPEND"} \
-		--exec "cd $here && env $vars python3 scripts/bench_guest.py run --chunk $c --out $here/$cdir" \
+		--exec "cd $here && env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
 		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	printf '{"nproc": %d, "vcpus": %d, "memory": "%s", "append": "%s", "seconds": %d, "guest_status": %d, "load": [%s, %s]}\n' \
+		"$(nproc)" "$cpus" "$mem" "${BENCH_APPEND:-}" "$(( $(date +%s) - c0 ))" "$rc" \
+		"$before" "$(hostload after)" > "$cdir/host.json"
+	say "chunk $c: host load average before: $l0; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	say "chunk $c: $(( $(date +%s) - c0 )) s, guest status $rc"
 	if [ "$rc" != 0 ] || [ ! -s "$cdir/summary.json" ]; then
 		say "chunk $c FAILED (guest status $rc; see $cdir/console.log)"

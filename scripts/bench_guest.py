@@ -171,7 +171,11 @@ class Meter:
             busy.append(100.0 * (c.get("busy_us", 0) - c0.get("busy_us", 0)) / 1e6 / dt)
             bios += c.get("bios", 0) - c0.get("bios", 0)
             batches += c.get("batches", 0) - c0.get("batches", 0)
-        return dict(seconds=round(dt, 1), cpu_busy_pct=round(cpu, 1), cpu_max_pct=round(cpu_max, 1),
+        # wall: the interval in epoch seconds, for the host's samples of
+        # the CPU it gave this guest (bench.sh, host-samples.txt).
+        return dict(seconds=round(dt, 1), wall=[round(self.t, 1), round(self.t + dt, 1)],
+                    vcpus=len(pct) - 1 if len(pct) > 1 else 1,
+                    cpu_busy_pct=round(cpu, 1), cpu_max_pct=round(cpu_max, 1),
                     drive_busy_pct_mean=round(sum(busy) / len(busy), 1) if busy else None,
                     drive_busy_pct_max=round(max(busy), 1) if busy else None,
                     drive_bios=bios, drive_batches=batches)
@@ -186,6 +190,12 @@ class Blktrace:
 
     def __init__(self, md, members):
         self.md, self.devs, self.proc, self.error = md, [md] + members, None, ""
+        try:    # the array's full stripe (md: chunk x data drives)
+            with open("/sys/block/%s/queue/optimal_io_size"
+                      % os.path.basename(os.path.realpath(md))) as f:
+                self.stripe = int(f.read())
+        except (OSError, ValueError):
+            self.stripe = 0
 
     def _names(self):
         return sorted({f.split(".blktrace.")[0] for f in os.listdir(TRACE_DIR) if ".blktrace." in f})
@@ -242,25 +252,36 @@ class Blktrace:
         for side, sel in (("array", [n for n in names if n == mdname]),
                           ("members", [n for n in names if n != mdname])):
             hist = {"write": {}, "read": {}}
-            args = ["blkparse", "-q", "-D", TRACE_DIR, "-f", "%a %d %n\n"]
+            full = full_bytes = 0
+            args = ["blkparse", "-q", "-D", TRACE_DIR, "-f", "%a %d %S %n\n"]
             for n in sel:
                 args += ["-i", n]
             p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                timeout=600) if sel else None
             for line in (p.stdout.splitlines() if p else []):
                 w = line.split()
-                if len(w) != 3 or w[0] != "Q" or not w[2].isdigit() or w[2] == "0":
+                if len(w) != 4 or w[0] != "Q" or not w[3].isdigit() or w[3] == "0":
                     continue
                 kind = "write" if "W" in w[1] else "read" if "R" in w[1] else None
                 if kind:
-                    b = int(w[2]) * 512
+                    b = int(w[3]) * 512
                     hist[kind][b] = hist[kind].get(b, 0) + 1
+                    # A write of whole stripes, stripe-aligned: RAID6 writes
+                    # it without reading anything back.
+                    if kind == "write" and self.stripe and w[2].isdigit() and \
+                            (int(w[2]) * 512) % self.stripe == 0 and b % self.stripe == 0:
+                        full += 1
+                        full_bytes += b
             o = dict(devices=len(sel))
             for kind, h in hist.items():
                 n = sum(h.values())
                 o[kind + "_count"] = n
                 o[kind + "_mean_bytes"] = round(sum(k * v for k, v in h.items()) / n) if n else 0
             o["write_hist"] = {str(k): v for k, v in sorted(hist["write"].items())}
+            if side == "array":
+                wbytes = sum(k * v for k, v in hist["write"].items())
+                o.update(stripe_bytes=self.stripe, full_stripe_writes=full,
+                         full_stripe_bytes_pct=round(100.0 * full_bytes / wbytes, 1) if wbytes else None)
             out[side] = o
         shutil.rmtree(TRACE_DIR, ignore_errors=True)
         return out
@@ -366,6 +387,9 @@ class System:
 
     def counters(self):
         return None
+
+    def message(self, msg):
+        raise SetupError("%s takes no message %s" % (self.name, msg))
 
 
 class MdOnly(System):
@@ -489,8 +513,28 @@ class Bcache(System):
         t1 = time.time()
         self._register()
         t2 = time.time()
+        at_resume = self.occupancy()
         state = sh("cat %s/state" % self.sysd, check=False, quiet=True)
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), state=state)
+        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1), occupancy_at_resume=at_resume,
+                    resumed_at=t2, state=state)
+
+
+def dm_activate(name, table, probe=None, timeout=1800):
+    """Create a dm device in three timed steps: load the table (the
+    target's constructor: for a cache, reading its metadata or replaying
+    its log), resume it, then let udev probe it.  Seconds of each, and
+    probe() (the occupancy) right after the resume."""
+    t0 = time.time()
+    sh("dmsetup create %s --notable" % name, timeout=timeout)
+    sh("dmsetup load %s --table '%s'" % (name, table), timeout=timeout)
+    t1 = time.time()
+    sh("dmsetup resume --noudevsync %s" % name, timeout=timeout)
+    t2 = time.time()
+    at_resume = probe() if probe else None
+    settle()
+    t3 = time.time()
+    return dict(load_s=round(t1 - t0, 1), resume_s=round(t2 - t1, 1), udev_s=round(t3 - t2, 1),
+                start_s=round(t2 - t0, 1), occupancy_at_resume=at_resume, resumed_at=t2)
 
 
 def parse_human(s):
@@ -541,10 +585,8 @@ class WriteCache(System):
         t0 = time.time()
         sh("dmsetup remove --retry bench_wc", timeout=900)
         t1 = time.time()
-        sh("dmsetup create bench_wc --table '%s'" % self.table(), timeout=900)
-        t2 = time.time()
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
-                    state=sh("dmsetup status bench_wc"))
+        r = dm_activate("bench_wc", self.table(), self.occupancy)
+        return dict(stop_s=round(t1 - t0, 1), **r, state=sh("dmsetup status bench_wc"))
 
 
 class DmCache(System):
@@ -605,10 +647,8 @@ class DmCache(System):
             sh("dmsetup remove --retry %s" % d, timeout=900)
         t1 = time.time()
         self._parts()
-        sh("dmsetup create bench_cache --table '%s'" % self.table(), timeout=900)
-        t2 = time.time()
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
-                    state=sh("dmsetup status bench_cache"))
+        r = dm_activate("bench_cache", self.table(), self.occupancy)
+        return dict(stop_s=round(t1 - t0, 1), **r, state=sh("dmsetup status bench_cache"))
 
 
 class Nxd(System):
@@ -640,6 +680,9 @@ class Nxd(System):
         sh("dmsetup remove --retry bench_nxd", check=False, timeout=900)
         settle()
 
+    def message(self, msg):
+        sh("dmsetup message bench_nxd 0 %s" % msg)
+
     def counters(self):
         w = sh("dmsetup status bench_nxd", check=False, quiet=True).split()
         if len(w) < 4 + len(NXD_COUNTERS):
@@ -655,7 +698,10 @@ class Nxd(System):
 
     def clean(self, timeout):
         t0 = time.time()
-        sh("dmsetup message bench_nxd 0 drain", timeout=timeout)
+        try:    # the drain message waits interruptibly: a kill ends it
+            sh("dmsetup message bench_nxd 0 drain", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
         c = self.counters() or {}
         return dict(seconds=round(time.time() - t0, 1), complete=c.get("index_entries") == 0)
 
@@ -663,10 +709,9 @@ class Nxd(System):
         t0 = time.time()
         sh("dmsetup remove --retry bench_nxd", timeout=900)
         t1 = time.time()
-        sh("dmsetup create bench_nxd --table '%s'" % self.table(False), timeout=1800)
-        t2 = time.time()
+        r = dm_activate("bench_nxd", self.table(False), self.occupancy)
         c = self.counters() or {}
-        return dict(stop_s=round(t1 - t0, 1), start_s=round(t2 - t1, 1),
+        return dict(stop_s=round(t1 - t0, 1), **r,
                     recovery_us=c.get("recovery_us"), recovered_blocks=c.get("recovered_blocks"),
                     state=sh("dmsetup status bench_nxd").split()[3])
 
@@ -716,11 +761,24 @@ def chunks(smoke):
                       fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
                       var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
                                TIME_BASED=1, REGION="readback")))
-    mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand.fio",
-                      state="clean: reads of a region never written through the cache "
-                            "(served by the HDDs)",
+    # dm-nxd's destager also runs whenever the HDD is idle, so by the time
+    # the job above reads, the log may already be empty (its counters say
+    # where the reads went).  This one keeps the data in the log.
+    mixed.append(dict(id="read-log", kind="fio", phase="read", fio="rand.fio", systems=["nxd"],
+                      pause_destage=True,
+                      state="filled as read-after-write-cache, with dm-nxd's destage paused "
+                            "(pause_destage) from before the fill: every read is served by the log",
+                      fill=dict(BS=4 * KiB, REGION="readback", FILL="region"),
                       var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
-                               TIME_BASED=1, REGION="cold")))
+                               TIME_BASED=1, REGION="readback")))
+    # Each block read once (fio's random map): a read cache (bcache,
+    # dm-cache) promotes what it reads, and re-reads of a small region
+    # would then be served by the SSD.
+    mixed.append(dict(id="read-hdd", kind="fio", phase="read", fio="rand-once.fio",
+                      state="clean: reads, each block at most once, of the second half of the "
+                            "volume, never written through the cache (served by the HDDs)",
+                      var=dict(RW="randread", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=100,
+                               TIME_BASED=1, REGION="coldhalf")))
     mixed.append(dict(id="mix70-4k", kind="fio", phase="burst", fio="rand.fio", state="clean",
                       var=dict(RW="randrw", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=70,
                                TIME_BASED=1, REGION="all")))
@@ -738,7 +796,8 @@ def chunks(smoke):
                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                                TIME_BASED=1, REGION="drain"), trace=True))
     if smoke:
-        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], steady[0], drain[0]])
+        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], mixed[5], steady[0],
+                           drain[0]])
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 
@@ -749,6 +808,8 @@ def region(name, vol_bytes, ssd_bytes):
         return 0, vol_bytes // al * al - al
     if name == "readback":
         return 0, max(ssd_bytes // 8 // al * al, al)
+    if name == "coldhalf":
+        return vol_bytes // 2 // al * al, (vol_bytes // 2 - al) // al * al
     if name == "cold":      # the far end: never written by a clean job
         size = max(ssd_bytes // 8 // al * al, al)
         return (vol_bytes - 2 * size) // al * al, size
@@ -759,8 +820,14 @@ def region(name, vol_bytes, ssd_bytes):
     raise ValueError(name)
 
 
-def fio_env(target, var, vol_bytes, ssd_bytes, args):
+def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True):
+    """fio's environment for a job.  cache False (md, the raw SSD): no
+    cache state to keep below a watermark, so a burst job runs its whole
+    RUNTIME (after RAMP) instead of stopping at the budget, which a fast
+    device spends in a fraction of a second: a steadier reference."""
     env = dict(os.environ)
+    if var.get("BUDGET") and not cache:
+        var = dict(var, BUDGET=0, TIME_BASED=1)
     reg = var.get("REGION", "all")
     off, size = region(reg, vol_bytes, ssd_bytes)
     mis = int(var.get("MISALIGN", 0))
@@ -845,6 +912,26 @@ def delta(a, b):
     return {k: b[k] - a[k] for k in a if b[k] != a[k]}
 
 
+def steady_stats(tl, secs, window):
+    """Steady IOPS over the last `window` of `secs` seconds from fio's IOPS
+    log, one entry per second (the mean over that second).  fio logs
+    nothing for a second in which no I/O completed, so the sum of the
+    entries is divided by the window's length, not by their number (the
+    mean of the logged seconds would hide stalls).  Also the change between
+    the window's halves and the seconds with nothing completed."""
+    w0 = secs - window
+    mid = w0 + window / 2.0
+    win = [(t, v) for t, v in tl if t > w0]
+    a = [v for t, v in win if t <= mid]
+    b = [v for t, v in win if t > mid]
+    out = dict(steady_iops=round(sum(v for _, v in win) / float(window), 1) if window else None,
+               stall_seconds=max(0, int(secs) - len(tl)),
+               stall_seconds_window=max(0, int(window) - len(win)))
+    ma, mb = sum(a) / (window / 2.0), sum(b) / (window / 2.0)
+    out["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
+    return out
+
+
 def iops_timeline(prefix):
     """fio's per-second IOPS log -> [[t_s, iops], ...]."""
     path = prefix + "_iops.1.log"
@@ -860,6 +947,14 @@ def iops_timeline(prefix):
     return out
 
 
+def clean_limit(args):
+    """Seconds a drain may take: BENCH_CLEAN_LIMIT, less if the chunk's
+    time is running out (the drain is then recorded as not complete)."""
+    if not args.deadline:
+        return args.clean_limit
+    return max(30, min(args.clean_limit, int(args.deadline + 300 - time.time())))
+
+
 def run_job(sysobj, j, args, rec):
     """Run one job on a system that is up: fills rec."""
     name = sysobj.name
@@ -867,10 +962,12 @@ def run_job(sysobj, j, args, rec):
     vol = sectors(sysobj.dev) * 512
     ssd = sectors(sysobj.ssd) * 512
     rec["occupancy_before"] = sysobj.occupancy()
+    if j.get("pause_destage"):
+        sysobj.message("pause_destage")
     if j.get("fill") and not (j["kind"] == "drain" and not sysobj.cache):
         rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
         rec["occupancy_before"] = rec["fill"]["occupancy"]
-    env = fio_env(sysobj.dev, j["var"], vol, ssd, args)
+    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache)
     c0 = sysobj.counters()
     meter = Meter()
 
@@ -900,33 +997,33 @@ def run_job(sysobj, j, args, rec):
         rec["groups"] = parse_fio(data)
         tl = iops_timeline(outbase)
         rec["iops_timeline"] = tl
-        win = [v for t, v in tl if t > secs - args.steady_window_s]
-        half = len(win) // 2
-        if win:
-            rec["steady_iops"] = round(sum(win) / len(win), 1)
-            a, b = win[:half], win[half:]
-            if a and b:
-                ma, mb = sum(a) / len(a), sum(b) / len(b)
-                rec["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
+        rec.update(steady_stats(tl, secs, args.steady_window_s))
         rec["occupancy_after"] = sysobj.occupancy()
         if sysobj.cache:
-            rec["cold"] = sysobj.restart()
-            rec["occupancy_after_cold"] = sysobj.occupancy()
-            log("%-10s cold start with a full cache: %s" % (name, rec["cold"]))
+            # The cache writes back from the moment it is active again
+            # (during udev's probe too), so the drain is timed from the
+            # resume, and traced and metered from before the stop.
             c1 = sysobj.counters()
             m2 = Meter()
             m2.start()
             with Blktrace(sysobj.md, member_drives()) as tr:
-                rec["drain"] = sysobj.clean(args.clean_limit)
+                rec["cold"] = sysobj.restart()
+                rec["occupancy_after_cold"] = sysobj.occupancy()
+                log("%-10s cold start with a full cache: %s" % (name, rec["cold"]))
+                rec["drain"] = sysobj.clean(clean_limit(args))
+                rec["drain"]["from_resume_s"] = round(time.time() - rec["cold"]["resumed_at"], 1)
             rec["drain"]["meter"] = m2.stop()
             rec["drain"]["blktrace"] = tr.summary()
+            # dm-nxd's counters restart with the table (gauges) but the
+            # event counts are the volume's: a delta across the reload.
             rec["drain"]["counters"] = delta(c1, sysobj.counters())
-            log("%-10s drain after steady state: %s" % (name, rec["drain"]["seconds"]))
+            log("%-10s drain after steady state: %s s from the resume (%s s after udev)"
+                % (name, rec["drain"]["from_resume_s"], rec["drain"]["seconds"]))
     elif j["kind"] == "drain":
         occ0 = sysobj.occupancy() or {}
         meter.start()
         with Blktrace(sysobj.md, member_drives()) as tr:
-            rec["drain"] = sysobj.clean(args.clean_limit)
+            rec["drain"] = sysobj.clean(clean_limit(args))
         rec["meter"] = meter.stop()
         rec["drain"]["blktrace"] = tr.summary()
         # Bytes written back: dm-nxd counts them; for the others, what
@@ -977,13 +1074,16 @@ def cmd_run(args):
     summary = dict(started=datetime.datetime.utcnow().isoformat() + "Z", kernel=KVER,
                    cmdline=cmdline, clocksource=clocksource, chunk=args.chunk, smoke=args.smoke, runtime=args.runtime, ramp=args.ramp,
                    ssd_mb=SSD_MB, burst_pct=args.burst_pct, steady_s=args.steady_s,
+                   steady_nocache_s=args.steady_nocache_s,
                    steady_window_s=args.steady_window_s, drain_fill_pct=args.drain_fill_pct,
                    hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
                             size_mb=int(os.environ.get("HDD_SIZE_MB", "256")),
                             chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
                             group_threads=os.environ.get("RAID_GROUP_THREADS", ""),
+                            stripe_cache=os.environ.get("RAID_STRIPE_CACHE", "1024"),
                             hddsim_opts=os.environ.get("HDDSIM_OPTS", "")),
-                   jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"]) for j in jobs],
+                   jobs=[dict(id=j["id"], phase=j["phase"], state=j["state"],
+                              systems=j.get("systems")) for j in jobs],
                    systems={}, results=[])
 
     def save():
@@ -1012,12 +1112,23 @@ def cmd_run(args):
                                             note="")
         for j in jobs:
             for name in wanted:
+                if j.get("systems") and name not in j["systems"]:
+                    continue
                 st = summary["systems"][name]
                 sysobj = SYSTEM_CLASSES[name](md, ssd)
                 rec = dict(system=name, id=j["id"], chunk=args.chunk, phase=j["phase"],
                            state=j["state"], nominal=j.get("nominal"),
                            bs=j.get("var", {}).get("BS"), iodepth=j.get("var", {}).get("IODEPTH"),
                            misalign=j.get("var", {}).get("MISALIGN"), ok=False)
+                if args.deadline and time.time() > args.deadline:
+                    # Past the chunk's time: say what was cut, then power
+                    # off cleanly rather than be killed mid-job.
+                    rec["error"] = "not run: the chunk reached its time limit (BENCH_TIMEOUT)"
+                    st["status"] = "partial"
+                    log("%-10s %-24s %s" % (name, j["id"], rec["error"]))
+                    summary["results"].append(rec)
+                    save()
+                    continue
                 t0 = time.time()
                 try:
                     try:
@@ -1129,6 +1240,69 @@ def cmd_calibrate(args):
     return 0
 
 
+# The array alone, to tell md's CPU cost from the drives' time: md over the
+# hddsim drives and over "instant" hddsim drives (no seek, no rotation,
+# 1 TB/s: only md, the guest and the memory copy set the pace), each with
+# md's worker threads and stripe cache as given in ARRAY_SETTINGS.
+INSTANT = "8 settle_us 0 seek_us 0 rot_us 0 rate_mbs 1000000"
+ARRAY_JOBS = [
+    ("1 MiB sequential write QD 4", "streaming.fio", {}),
+    ("4 KiB random write QD 8", "rand.fio",
+     dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, RWMIXREAD=50, TIME_BASED=1)),
+    ("64 KiB random write QD 8", "rand.fio",
+     dict(RW="randwrite", BS=64 * KiB, IODEPTH=8, RWMIXREAD=50, TIME_BASED=1)),
+]
+
+
+def cmd_array(args):
+    os.makedirs(args.out, exist_ok=True)
+    base_setup()
+    settings = [x.split(":") for x in os.environ.get("ARRAY_SETTINGS", "0:1024 1:1024 2:4096").split()]
+    rows = []
+    opts0 = os.environ.get("HDDSIM_OPTS", "")
+    with open("/proc/cmdline") as f:
+        cmdline = f.read().strip()
+    try:
+        for drives, opts in (("hddsim", opts0), ("instant", INSTANT)):
+            env = dict(os.environ, HDDSIM_OPTS=opts, PREFILL="1")
+            md = sh("%s up" % MKRAID, timeout=1200, env=env).splitlines()[-1]
+            settle()
+            mdsys = "/sys/block/%s/md" % os.path.basename(os.path.realpath(md))
+            vol = sectors(md) * 512
+            for gt, scs in settings:
+                sh("echo %s > %s/group_thread_cnt" % (gt, mdsys))
+                sh("echo %s > %s/stripe_cache_size" % (scs, mdsys))
+                for label, fio, var in ARRAY_JOBS:
+                    env = dict(os.environ, TARGET=md, RUNTIME=str(args.runtime), RAMP="1",
+                               IODEPTH=str(var.get("IODEPTH", 4)), OFFSET="0",
+                               SIZE=str(vol // MiB * MiB - MiB), IO_SIZE=str(vol // MiB * MiB - MiB))
+                    env.update({k: str(v) for k, v in var.items()})
+                    m = Meter()
+                    m.start()
+                    out = os.path.join(args.out, "array_%s_%s_%s_%s.json"
+                                       % (drives, gt, scs, re.sub(r"\W+", "_", label)))
+                    g = parse_fio(run_fio(fio, env, out))[-1]
+                    row = dict(drives=drives, group_thread_cnt=int(gt), stripe_cache_size=int(scs),
+                               test=label, iops=g["iops"], mbps=g["mbps"], p99_us=g["p99_us"],
+                               **m.stop())
+                    rows.append(row)
+                    log("%-7s gt %s scs %-5s %-28s %8.1f IOPS %7.1f MB/s cpu %5.1f%% busiest %5.1f%% "
+                        "drive max %s%%" % (drives, gt, scs, label, row["iops"], row["mbps"],
+                                            row["cpu_busy_pct"], row["cpu_max_pct"],
+                                            row["drive_busy_pct_max"]))
+            raid_down()
+    finally:
+        raid_down()
+    with open(os.path.join(args.out, "array.json"), "w") as f:
+        json.dump(dict(kernel=KVER, cmdline=cmdline, runtime=args.runtime,
+                       hdd=dict(count=int(os.environ.get("HDD_COUNT", "6")),
+                                size_mb=int(os.environ.get("HDD_SIZE_MB", "128")),
+                                chunk_kb=int(os.environ.get("RAID_CHUNK_KB", "64")),
+                                hddsim_opts=opts0),
+                       cpus=os.cpu_count(), rows=rows), f, indent=1)
+    return 0
+
+
 def env_int(name, default):
     return int(os.environ.get(name, default))
 
@@ -1146,6 +1320,9 @@ def main():
     c = sub.add_parser("calibrate")
     c.add_argument("--out", required=True)
     c.add_argument("--runtime", type=int, default=env_int("CAL_RUNTIME", 10))
+    a = sub.add_parser("array", help="md alone over hddsim and instant drives, per md setting")
+    a.add_argument("--out", required=True)
+    a.add_argument("--runtime", type=int, default=env_int("CAL_RUNTIME", 15))
     sub.add_parser("chunks", help="print the chunk names of the full matrix")
     args = ap.parse_args()
     if args.cmd == "chunks":
@@ -1153,6 +1330,8 @@ def main():
         return 0
     if args.cmd == "calibrate":
         return cmd_calibrate(args)
+    if args.cmd == "array":
+        return cmd_array(args)
     sm = args.smoke
     args.runtime = env_int("BENCH_RUNTIME", 3 if sm else 10)
     args.ramp = env_int("BENCH_RAMP", 0 if sm else 2)
@@ -1163,6 +1342,10 @@ def main():
     args.steady_window_s = env_int("BENCH_STEADY_WINDOW_S", 6 if sm else 120)
     args.fill_limit = env_int("BENCH_FILL_LIMIT", 60 if sm else 300)
     args.clean_limit = env_int("BENCH_CLEAN_LIMIT", 300 if sm else 900)
+    # BENCH_DEADLINE_S (bench.sh: the boot's limit less a margin): no job
+    # starts after that many seconds.
+    dl = env_int("BENCH_DEADLINE_S", 0)
+    args.deadline = T0 + dl if dl else 0
     if args.chunk not in chunks(sm):
         ap.error("chunk %s: not one of %s" % (args.chunk, " ".join(chunks(sm))))
     return cmd_run(args)

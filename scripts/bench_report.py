@@ -28,6 +28,7 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 ORDER = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
 PEERS = ["bcache", "writecache", "dmcache"]
 NYTRO = [5000, 10000, 20000, 40000, 80000, 160000]
+NPROC = os.cpu_count() or 2      # the host's cores (the report runs on the host)
 
 
 def load(dirs):
@@ -39,14 +40,48 @@ def load(dirs):
             with open(p) as f:
                 s = json.load(f)
             s["path"] = os.path.relpath(os.path.dirname(p), REPO)
+            h = os.path.join(os.path.dirname(p), "host.json")
+            if os.path.exists(h):
+                with open(h) as f:
+                    s["host"] = json.load(f)
+            s["samples"] = read_samples(os.path.join(os.path.dirname(p), "host-samples.txt"))
+            for r in s["results"]:
+                for m in (r.get("meter"), (r.get("drain") or {}).get("meter")):
+                    if m and m.get("wall"):
+                        m.update(host_share(s["samples"], *m["wall"]))
             chunks.append(s)
     if not chunks:
         sys.exit("bench_report: no summary.json under %s" % " ".join(dirs))
+    chunks.sort(key=lambda s: s.get("started", ""))    # a job run twice: the later run counts
     results = {}
     for s in chunks:
         for r in s["results"]:
             results[(r["system"], r["id"])] = r
     return chunks, results
+
+
+def read_samples(path):
+    """bench.sh's host samples: [(epoch, load1, qemu pid, qemu CPU ticks)]."""
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                try:
+                    out.append((float(w[0]), float(w[1]), int(w[2]), int(float(w[3]))))
+                except (ValueError, IndexError):
+                    pass
+    return out
+
+
+def host_share(samples, t0, t1):
+    """Over [t0, t1]: the host cores the guest's QEMU process used (CPU
+    ticks per second / 100) and the host's mean load average."""
+    sel = [x for x in samples if t0 - 1 <= x[0] <= t1 + 1 and x[2]]
+    if len(sel) < 2 or sel[-1][2] != sel[0][2] or sel[-1][0] - sel[0][0] < 1:
+        return {}
+    cores = (sel[-1][3] - sel[0][3]) / 100.0 / (sel[-1][0] - sel[0][0])
+    return dict(host_cores=round(cores, 2), host_load=round(sum(x[1] for x in sel) / len(sel), 1))
 
 
 def systems_of(chunks):
@@ -97,18 +132,20 @@ def table(header, rows):
 
 
 def failures(chunks, results, names):
+    """What makes the run fail: a system missing from a chunk, a job a
+    system never ran, a failed job (a setup failure fails the system's
+    jobs).  Judged on the merged results: a job re-run later counts as its
+    later run."""
     bad = []
     for s in chunks:
         for n in names:
-            st = s["systems"].get(n)
-            if st is None:
+            if n not in s["systems"]:
                 bad.append("chunk %s: system %s did not run" % (s["chunk"], n))
-            elif st["status"] != "ran":
-                bad.append("chunk %s: %s %s: %s" % (s["chunk"], n, st["status"], st.get("note", "")))
-        ran = {(r["system"], r["id"]) for r in s["results"]}
         for j in s.get("jobs", []):
             for n in s["systems"]:
-                if (n, j["id"]) not in ran:
+                if j.get("systems") and n not in j["systems"]:
+                    continue
+                if (n, j["id"]) not in results:
                     bad.append("chunk %s: %s never ran %s" % (s["chunk"], n, j["id"]))
     for (n, jid), r in sorted(results.items()):
         if not r.get("ok"):
@@ -176,6 +213,18 @@ def headline(rr, names):
         x = ratio(sv, pv)
         add(17, "steady state: ahead of %s" % peer, "%.2fx" % x if x else "not measured",
             None if x is None else x > 1)
+    bt = ((d or {}).get("drain") or {}).get("blktrace") or {}
+    a = bt.get("array") or {}
+    if a.get("write_count"):
+        big = a["write_mean_bytes"] >= 65536 and (a.get("full_stripe_bytes_pct") or 0) >= 50
+        add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
+            "mean %.1f KiB, %s %% of bytes in full-stripe (%d KiB) writes; drive bios per batch %s"
+            % (a["write_mean_bytes"] / 1024, fmt(a.get("full_stripe_bytes_pct"), 0),
+               (a.get("stripe_bytes") or 0) // 1024, merge(d["drain"].get("meter") or d.get("meter"))),
+            big, "met: mean >= 64 KiB and >= 50 % of bytes in full stripes (our reading)")
+    else:
+        add(17, "blktrace during the drain: large, stripe-aligned writes reach the array",
+            "not measured" if not bt.get("error") else bt["error"][:80], None)
     solo = rr.val("nxd", "interference-solo", "mbps", "stream")
     mixed = rr.val("nxd", "interference", "mbps", "stream")
     x = ratio(mixed, solo)
@@ -187,18 +236,59 @@ def headline(rr, names):
     return table(["issue", "target", "dm-nxd measured", "met", "how"], rows)
 
 
+def starved(m):
+    """The host gave the guest clearly less than its vCPUs while the host
+    was overloaded: the guest's own CPU figures then overstate its work."""
+    c, v = m.get("host_cores"), m.get("vcpus") or 2
+    return c is not None and c < 0.8 * v and (m.get("host_load") or 0) > NPROC
+
+
 def bound(m):
-    """Which resource limited a job: the guest CPU or the drives."""
+    """Which resource limited a job: the drives, the guest CPU (all vCPUs
+    or one), or, when neither, a host that gave the guest too little CPU."""
     if not m or m.get("cpu_busy_pct") is None:
         return "-"
     cpu, one, drv = m["cpu_busy_pct"], m.get("cpu_max_pct") or 0, m.get("drive_busy_pct_max")
     if drv is not None and drv >= 80:
         return "drives"
     if cpu >= 85:
-        return "CPU"
+        return "CPU (host-starved)" if starved(m) else "CPU"
     if one >= 90:
         return "one vCPU"
+    if starved(m):
+        return "host-starved"
     return "neither"
+
+
+def verdicts(rr, names, jids):
+    """Said plainly: per system, which jobs the CPU bounded and which the
+    drives; md alone first, since every cache but the raw SSD writes
+    through it."""
+    L = []
+    for n in names:
+        by = {}
+        for j in jids:
+            r = rr.get(n, j)
+            if r and r.get("meter"):
+                by.setdefault(bound(r["meter"]), []).append(j)
+        if not by:
+            continue
+        total = sum(len(v) for v in by.values())
+        cpu = by.get("CPU", []) + by.get("one vCPU", []) + by.get("CPU (host-starved)", [])
+        parts = ["%s in %d of %d jobs%s" % (k, len(v), total, " (%s)" % ", ".join(v) if len(v) <= 8 else "")
+                 for k, v in sorted(by.items(), key=lambda kv: -len(kv[1]))]
+        line = "- **%s**: %s." % (n, "; ".join(parts))
+        if n == "md" and cpu:
+            line += (" **md RAID6 under TCG was CPU-bound in %d of its %d jobs**: there the guest's "
+                     "CPU (md's raid6d and stripe handling, fio, the memory copies), not the emulated "
+                     "drives, set the array's pace, and so the pace of every system that writes "
+                     "through the array." % (len(cpu), total))
+        elif n == "md":
+            line += " md RAID6 was not CPU-bound in any job."
+        L.append(line)
+    if L:
+        L = ["What bounded each system (same thresholds as above):", ""] + L + [""]
+    return L
 
 
 def merge(m):
@@ -218,13 +308,32 @@ def markdown(chunks, rr, names, images):
              "Raw fio JSON and summaries: `%s`."
              % ("SMOKE run (numbers are not meaningful)" if smoke else "Full run",
                 s0["kernel"], s0.get("clocksource", "not recorded"), hdd.get("count"), hdd.get("size_mb"), hdd.get("chunk_kb"),
-                (", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "",
+                ((", hddsim `%s`" % hdd["hddsim_opts"]) if hdd.get("hddsim_opts") else "") +
+                "".join(", md %s %s" % (k.split("/")[-1].split(":")[0], k.split(":")[-1])
+                        for k in s0.get("md_settings", "").split()),
                 s0["ssd_mb"], s0.get("burst_pct"), s0.get("steady_s"), s0.get("steady_window_s"),
                 os.path.dirname(s0["path"])))
     L.append("")
-    L += table(["chunk (one boot each)", "started", "seconds", "jobs"],
-               [[s["chunk"], s["started"][:19], s.get("seconds", "?"), len(s.get("jobs", []))]
+
+    def host(s, key, i=None):
+        """host.json (bench.sh): key, or key of load sample i (0 before the boot)."""
+        h = s.get("host") or {}
+        try:
+            return h[key] if i is None else h["load"][i][key]
+        except (KeyError, IndexError, TypeError):
+            return "-"
+
+    # Before the boot no guest of ours runs: the QEMU count is other guests.
+    L += table(["chunk (one boot each)", "started", "seconds in the guest", "boot (s)", "jobs",
+                "vCPUs", "host load average before", "after", "other QEMU guests before"],
+               [[s["chunk"], s["started"][:19], s.get("seconds", "?"), host(s, "seconds"),
+                 len(s.get("jobs", [])), host(s, "vcpus"), host(s, "loadavg", 0),
+                 host(s, "loadavg", 1), host(s, "qemu", 0)]
                 for s in chunks])
+    L.append("Guest kernel command line (less virtme-ng's own words): `%s`." % " ".join(
+        w for w in s0.get("cmdline", "not recorded").split()
+        if not w.startswith(("virtme", "nr_open", "init=", "rootfstype", "rootflags", "root=", "console"))))
+    L.append("")
     status = {}
     for s in chunks:
         for n, st in s["systems"].items():
@@ -242,8 +351,11 @@ def markdown(chunks, rr, names, images):
 
     L.append("### Burst: random writes from a clean cache (IOPS)")
     L.append("")
-    L.append("Each job on a system set up from scratch, stopped after the burst budget or the "
-             "runtime; 4 KiB aligned.")
+    L.append("Each job on a system set up from scratch; a cache's writes stop at the burst budget "
+             "(%s %% of the SSD) or after the runtime, whichever comes first, so that it stays below "
+             "its watermarks; md and the raw SSD, which have no cache state, run the whole runtime "
+             "(a fast device spends the budget in a fraction of a second).  4 KiB aligned."
+             % s0.get("burst_pct"))
     L.append("")
     rows = []
     for k in (4, 8, 16):
@@ -283,6 +395,8 @@ def markdown(chunks, rr, names, images):
             [fmt(rr.val(n, "interference-solo", "mbps", "stream"), 1) for n in names],
             ["4 KiB reads of data just written (IOPS)"] +
             [fmt(rr.val(n, "read-after-write-cache")) for n in names],
+            ["4 KiB reads of data kept in dm-nxd's log (destage paused) (IOPS)"] +
+            [fmt(rr.val(n, "read-log")) for n in names],
             ["4 KiB reads never written through the cache (IOPS)"] +
             [fmt(rr.val(n, "read-hdd")) for n in names],
             ["70/30 read/write 4 KiB (IOPS)"] + [fmt(rr.val(n, "mix70-4k")) for n in names]]
@@ -290,7 +404,14 @@ def markdown(chunks, rr, names, images):
     c = (rr.get("nxd", "read-after-write-cache") or {}).get("counters") or {}
     if c:
         L.append("dm-nxd's reads of data just written: %d read bios served from the log, %d from "
-                 "the HDD." % (c.get("reads_ssd", 0), c.get("reads_hdd", 0)))
+                 "the HDD (log %s %% used when the reads began)."
+                 % (c.get("reads_ssd", 0), c.get("reads_hdd", 0),
+                    fmt(((rr.get("nxd", "read-after-write-cache") or {}).get("occupancy_before") or {})
+                        .get("used_pct"), 0)))
+        c2 = (rr.get("nxd", "read-log") or {}).get("counters") or {}
+        if c2:
+            L.append(" With destage paused (`read-log`): %d from the log, %d from the HDD."
+                     % (c2.get("reads_ssd", 0), c2.get("reads_hdd", 0)))
         L.append("")
 
     L.append("### Steady state, cold start and drain")
@@ -299,19 +420,25 @@ def markdown(chunks, rr, names, images):
     for n in names:
         r = rr.get(n, "steady-4k")
         if not r:
-            rows.append([n] + ["-"] * 7)
+            rows.append([n] + ["-"] * 8)
             continue
         occ = r.get("occupancy_after") or {}
         cold = r.get("cold") or {}
         dr = r.get("drain") or {}
+        at = cold.get("occupancy_at_resume") or {}
         rows.append([n, fmt(r.get("steady_iops")), fmt(r.get("settle_change_pct"), 1),
                      fmt(occ.get("used_pct"), 0), fmt(occ.get("dirty_pct"), 0),
                      "%s / %s" % (cold.get("stop_s", "-"), cold.get("start_s", "-"))
-                     + (" (recovery %.1f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
-                     fmt(dr.get("seconds"), 1) + ("" if dr.get("complete", True) else " (not done)"),
+                     + (" (load %s, resume %s, udev %s)" % (cold.get("load_s"), cold.get("resume_s"),
+                                                            cold.get("udev_s")) if "load_s" in cold else "")
+                     + (" (replay %.2f s)" % (cold["recovery_us"] / 1e6) if cold.get("recovery_us") else ""),
+                     fmt(at.get("dirty_pct"), 0) if cold else "-",
+                     (fmt(dr.get("from_resume_s"), 1) if "from_resume_s" in dr else fmt(dr.get("seconds"), 1))
+                     + ("" if dr.get("complete", True) else " (not done)"),
                      fmt(r["meter"].get("cpu_busy_pct")) + " / " + fmt(r["meter"].get("drive_busy_pct_max"))])
     L += table(["system", "steady IOPS (settle window)", "change over the window (%)", "cache used at end (%)",
-                "dirty at end (%)", "cold start: stop / activate (s)", "drain after (s)",
+                "dirty at end (%)", "cold start: stop / activate (s)", "dirty after activation (%)",
+                "drain: resume to clean (s)",
                 "CPU / drives busy (%)"], rows)
     rows = []
     for n in names:
@@ -342,11 +469,14 @@ def markdown(chunks, rr, names, images):
 
     L.append("### Where the time went")
     L.append("")
-    L.append("Guest CPU busy (all vCPUs and the busiest one, /proc/stat) and the busiest hddsim "
-             "drive's busy time, over each job: `drives` when a drive was >= 80 % busy; `CPU` when "
-             "the vCPUs were >= 85 % busy, `one vCPU` when one was >= 90 % (a single thread such as "
-             "md's raid6d); then the emulation, not the disks, set the pace.  Under TCG the guest "
-             "cannot see the host taking its vCPUs away, so `neither` can also mean a loaded host.")
+    L.append("Guest CPU busy (all vCPUs and the busiest one, /proc/stat), the busiest hddsim "
+             "drive's busy time, and the host cores the guest's QEMU process used (its CPU time "
+             "over the job, sampled on the host every 2 s), over each job: `drives` when a drive "
+             "was >= 80 %% busy; `CPU` when the vCPUs were >= 85 %% busy, `one vCPU` when one was "
+             ">= 90 %% (a single thread such as md's raid6d); then the emulation, not the disks, set "
+             "the pace.  Under TCG the guest cannot see the host taking its vCPUs away (its busy "
+             "figures then overstate its work): `host-starved` when the guest got less than 0.8 "
+             "host cores per vCPU while the host's load average exceeded its %d cores." % NPROC)
     L.append("")
     jids = []
     for s in chunks:
@@ -359,11 +489,13 @@ def markdown(chunks, rr, names, images):
         for n in names:
             r = rr.get(n, j)
             m = (r or {}).get("meter")
-            row.append("%s/%s/%s %s" % (fmt(m.get("cpu_busy_pct")), fmt(m.get("cpu_max_pct")),
-                                         fmt(m.get("drive_busy_pct_max")), bound(m))
+            row.append("%s/%s/%s/%s %s" % (fmt(m.get("cpu_busy_pct")), fmt(m.get("cpu_max_pct")),
+                                            fmt(m.get("drive_busy_pct_max")), fmt(m.get("host_cores"), 2),
+                                            bound(m))
                        if m else "-")
         rows.append(row)
-    L += table(["job (CPU % all / busiest vCPU / busiest drive %)"] + names, rows)
+    L += table(["job (CPU % all / busiest vCPU / busiest drive % / host cores)"] + names, rows)
+    L += verdicts(rr, names, jids)
     rows = []
     for n in names:
         for j in jids:
@@ -372,11 +504,11 @@ def markdown(chunks, rr, names, images):
                 continue
             for label, bt, m in (("", r.get("blktrace"), r.get("meter")),
                                  (" (drain)", (r.get("drain") or {}).get("blktrace"),
-                                  (r.get("drain") or {}).get("meter"))):
+                                  (r.get("drain") or {}).get("meter") or r.get("meter"))):
                 if not bt:
                     continue
                 if bt.get("error"):
-                    rows.append([n, j + label, bt["error"][:120], "", "", "", ""])
+                    rows.append([n, j + label, bt["error"][:120], "", "", "", "", ""])
                     continue
                 a, mb = bt.get("array") or {}, bt.get("members") or {}
                 top = sorted(a.get("write_hist", {}).items(), key=lambda kv: -kv[1])[:4]
@@ -384,6 +516,7 @@ def markdown(chunks, rr, names, images):
                              "%d / %.1f" % (a.get("write_count", 0), a.get("write_mean_bytes", 0) / 1024),
                              "%d / %.1f" % (a.get("read_count", 0), a.get("read_mean_bytes", 0) / 1024),
                              ", ".join("%.1f KiB x%d" % (int(k) / 1024, v) for k, v in top),
+                             fmt(a.get("full_stripe_bytes_pct"), 0),
                              "%d / %.1f" % (mb.get("write_count", 0), mb.get("write_mean_bytes", 0) / 1024),
                              merge(m)])
     if rows:
@@ -393,7 +526,8 @@ def markdown(chunks, rr, names, images):
                  "service (the elevator's work), hence the drives' bios per batch.")
         L.append("")
         L += table(["system", "job", "array writes / mean KiB", "array reads / mean KiB",
-                    "commonest array write sizes", "member writes / mean KiB", "drive bios per batch"], rows)
+                    "commonest array write sizes", "% of bytes in full-stripe writes",
+                    "member writes / mean KiB", "drive bios per batch"], rows)
     for title, path in images:
         L.append("![%s](%s)" % (title, path))
         L.append("")
@@ -418,8 +552,22 @@ def plots(chunks, rr, names, outdirs):
         plt.close(fig)
         made.append((title, "bench/" + fname))
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
-    for ax, mis in zip(axes[:2], ("aligned", "unaligned")):
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
+    ax = axes[0]
+    for n in names:
+        for q, ls in ((8, "-"), (32, ":")):
+            pts = [(k, rr.val(n, "randwrite-%dk-qd%d" % (k, q))) for k in (4, 8, 16)]
+            pts = [p for p in pts if p[1]]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ls=ls,
+                        label="%s QD %d" % (n, q))
+    ax.set_title("4/8/16 KiB aligned, QD 8 (solid) and 32 (dotted)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([4, 8, 16])
+    ax.set_xticklabels(["4", "8", "16"])
+    ax.minorticks_off()
+    ax.set_xlabel("transfer size (KiB)")
+    for ax, mis in zip(axes[1:3], ("aligned", "unaligned")):
         for n in names:
             pts = [(x, rr.val(n, "nytro-%d-%s" % (x, mis))) for x in NYTRO]
             pts = [p for p in pts if p[1]]
@@ -431,7 +579,7 @@ def plots(chunks, rr, names, outdirs):
         ax.set_xticklabels([str(x) for x in NYTRO], fontsize=7)
         ax.minorticks_off()
         ax.set_xlabel("transfer size (bytes)")
-    ax = axes[2]
+    ax = axes[3]
     for n in names:
         pts = [(q, rr.val(n, "randwrite-4k-qd%d" % q)) for q in (1, 8, 32)]
         pts = [p for p in pts if p[1]]

@@ -11,6 +11,7 @@
 #   HDD_SIZE_MB   size of each drive in MiB (default 128)
 #   RAID_CHUNK_KB md chunk size in KiB (default 64)
 #   RAID_NAME     md array name (default nxdbench)
+#   RAID_STRIPE_CACHE   md's stripe_cache_size (default 1024)
 #   RAID_GROUP_THREADS  md's group_thread_cnt (raid456 worker threads that
 #                 share stripe handling with raid6d; unset: md's default, 0)
 #   HDDSIM_OPTS   optional hddsim arguments, e.g. "4 seek_us 8000 rot_us 8333"
@@ -115,7 +116,7 @@ up() {
 	[ -n "$md" ] || { log "md array not found after create"; exit 1; }
 	[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
 	# A bigger stripe cache lets raid6 batch full-stripe writes.
-	echo 1024 > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
+	echo "${RAID_STRIPE_CACHE:-1024}" > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
 	if [ -n "${RAID_GROUP_THREADS:-}" ]; then
 		echo "$RAID_GROUP_THREADS" > "/sys/block/$(basename "$md")/md/group_thread_cnt"
 	fi
