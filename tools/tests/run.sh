@@ -345,7 +345,9 @@ t "create --dry-run" 0 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run --write-threshold 64K --mode log_all \
 	--low-watermark 20 --high-watermark 70 --destage-rate 100 \
 	--ssd-discard 1 --drain-on-suspend 0 --format
-has "create table line" "^dmsetup create v0 --uuid NXD-v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+has "create table line" "^dmsetup create v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+has "create --format: DM UUID from the new volume's" \
+	"^dmsetup rename v0 --setuuid NXD-<volume UUID the format makes>$"
 t "create --read-threshold (removed)" 1 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --read-threshold 1M
 err_has "create --read-threshold message" \
@@ -558,6 +560,15 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 	loop "$OUT/hdd-f.img" && HF=$DEV
 	t "create: the pair again (replay)" 0 $NXDCTL create v0 "$HE" "$SE" \
 		--dry-run
+	has "create: the pair again: DM UUID from the superblock" \
+		"^dmsetup create v0 --uuid NXD-60616263-6465-6667-6869-6a6b6c6d6e6f --table "
+	t "create: the pair again, --uuid wins" 0 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --uuid MINE
+	has "create: --uuid wins" "^dmsetup create v0 --uuid MINE --table "
+	t "create --format over an old log: DM UUID set later" 0 $NXDCTL \
+		create v0 "$HF" "$SF" --dry-run --format
+	has "create --format: no DM UUID of the old volume" \
+		"^dmsetup create v0 --table "
 	t "create --format over writes in the log" 1 $NXDCTL create v0 "$HE" \
 		"$SE" --dry-run --format
 	err_has "create --format: says the log holds writes" "holds writes not yet on the HDD"
