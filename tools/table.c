@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -51,6 +50,9 @@ const struct option table_opts[] = {
 	{ "name", required_argument, NULL, O_NAME },
 	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
 	{ "force", no_argument, NULL, O_FORCE },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "auto", no_argument, NULL, O_AUTO },
+	{ "config", required_argument, NULL, O_CONFIG },
 	HELP_OPT, { 0 }
 };
 
@@ -180,28 +182,6 @@ bool valid_dm_name(const char *n)
 {
 	return *n && strlen(n) < NXD_NAME_LEN && !strchr(n, '/') &&
 	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
-}
-
-/* The volume UUID of active volume @name, from the kernel's list. */
-static int vol_uuid_of(const char *name, uint8_t *uuid)
-{
-	struct nxd_ioc_list *l = calloc(1, sizeof(*l));
-	unsigned int i;
-	int rc;
-
-	if (!l)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	rc = get_list(l);
-	for (i = 0; !rc && i < l->count; i++) {
-		if (strncmp(l->vols[i].name, name, NXD_NAME_LEN))
-			continue;
-		memcpy(uuid, l->vols[i].vol_uuid, 16);
-		free(l);
-		return 0;
-	}
-	free(l);
-	return rc ? rc : fail(NXDCTL_EXIT_KERNEL, "%s is not in the kernel's "
-			      "list of nxd volumes", name);
 }
 
 /* Give active dm device @name, created without one, the DM UUID @uuid. */
@@ -340,6 +320,9 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	if (rc && uuid_later)
 		fprintf(stderr, "nxdctl: %s is active without a device-mapper "
 			"UUID\n", name);
+	/* Made by hand: automatic assembly may take it again. */
+	if (!rc)
+		removed_clear(vol_uuid);
 	/* The kernel may have written a label and a superblock: re-probe. */
 	udev_change(hdd);
 	udev_change(ssd);
