@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nxdctl.h"
 
@@ -408,7 +409,10 @@ static int do_stop(const struct cmd *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	worst = t.bad ? NXDCTL_EXIT_USAGE : 0;
-	if (all) {
+	if (all && access(CONTROL_PATH, F_OK) && errno == ENOENT) {
+		/* Nothing to stop, and no error at a shutdown without it. */
+		printf("no nxd volume is active (dm-nxd is not loaded)\n");
+	} else if (all) {
 		l = calloc(1, sizeof(*l));
 		rc = l ? get_list(l) : fail(NXDCTL_EXIT_KERNEL,
 					    "out of memory");

@@ -420,6 +420,10 @@ has "nxdtab: upper-case UUID= and UUID, drain_on_stop" "^good1: noauto in"
 has "nxdtab: line 10 kept" "^dupname: noauto in"
 NXD_CONFIG="$OUT/bad.tab" t "stop: needs VOL or --all" 1 $NXDCTL stop
 t "stop: --all takes no VOL" 1 $NXDCTL stop --all x
+if [ ! -e /dev/nxd-control ]; then
+	t "stop --all without dm-nxd" 0 $NXDCTL stop --all
+	has "stop --all without dm-nxd says so" "^no nxd volume is active (dm-nxd is not loaded)$"
+fi
 t "assemble --all takes no DEVICE" 1 $NXDCTL assemble --all /dev/null
 t "assemble --auto needs a DEVICE" 1 $NXDCTL assemble --auto
 t "assemble --all --name" 1 $NXDCTL assemble --all --name x
