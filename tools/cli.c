@@ -18,6 +18,7 @@
 
 const char *sysfs_root = "/sys";
 const char *test_stats;
+const char *err_where;
 
 /* ---- errors ---- */
 
@@ -119,11 +120,17 @@ int usage_error(const char *cmd, const char *fmt, ...)
 	va_list ap;
 
 	fputs("nxdctl: ", stderr);
+	if (err_where)
+		fprintf(stderr, "%s: ", err_where);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'nxdctl %s%s--help'.\n", cmd ? cmd : "",
-		cmd ? " " : "");
+	/* A config file's error: its line, not the command line, is wrong. */
+	if (err_where)
+		fputc('\n', stderr);
+	else
+		fprintf(stderr, "\nTry 'nxdctl %s%s--help'.\n",
+			cmd ? cmd : "", cmd ? " " : "");
 	return NXDCTL_EXIT_USAGE;
 }
 

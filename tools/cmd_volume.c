@@ -61,15 +61,68 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 			     argv[optind + 2], &co);
 }
 
+int remove_volume(const struct vol *v, bool retry, bool mark)
+{
+	struct nxd_ioc_stats st;
+	struct dm_task *dmt;
+	uint32_t cookie = 0;
+	uint8_t uuid[16];
+	bool marked = false;
+	int rc;
+
+	if (!peek_stats(nxdctl_encode_dev(v->major, v->minor), NULL, &st) &&
+	    st.c.index_entries)
+		fprintf(stderr, "nxdctl: note: the log of %s still holds %llu "
+			"logged blocks that are not on the HDD:\nthey stay "
+			"on the SSD and are replayed when the volume is "
+			"created or\nassembled again; until then the HDD "
+			"alone is not up to date (nxdctl drain\nempties the "
+			"log)\n", v->name,
+			(unsigned long long)st.c.index_entries);
+	/*
+	 * Marked before the removal: closing the devices may raise udev
+	 * events, and the auto-assembly rule must already see the mark.
+	 */
+	if (mark && !test_stats && !vol_uuid_of(v->name, uuid)) {
+		rc = removed_mark(uuid, v->name);
+		if (rc)
+			fprintf(stderr, "nxdctl: warning: cannot record the "
+				"removal (%s): automatic assembly may bring "
+				"%s back\n", strerror(-rc), v->name);
+		marked = !rc;
+	}
+	printf("dmsetup remove %s%s\n", retry ? "--retry " : "", v->name);
+	fflush(stdout);
+	dmt = dm_task_create(DM_DEVICE_REMOVE);
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, v->name) ||
+	    (retry && !dm_task_retry_remove(dmt)) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
+		if (errno == EBUSY)
+			rc = fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted "
+				  "or open)", v->name);
+		else
+			rc = dm_fail("removing", v->name);
+		if (cookie)
+			dm_udev_wait(cookie);
+		dm_task_destroy(dmt);
+		if (marked)
+			removed_clear(uuid);
+		return rc;
+	}
+	dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return 0;
+}
+
 static int do_remove(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "retry", no_argument, NULL, O_RETRY },
 		HELP_OPT, { 0 }
 	};
-	struct nxd_ioc_stats st;
-	struct dm_task *dmt;
-	uint32_t cookie = 0;
 	bool retry = false;
 	struct vol v;
 	int o, rc;
@@ -88,37 +141,7 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 		rc = resolve_vol(argv[optind], &v);
 	if (rc)
 		return rc;
-	if (!peek_stats(nxdctl_encode_dev(v.major, v.minor), NULL, &st) &&
-	    st.c.index_entries)
-		fprintf(stderr, "nxdctl: note: the log of %s still holds %llu "
-			"logged blocks that are not on the HDD:\nthey stay "
-			"on the SSD and are replayed when the volume is "
-			"created or\nassembled again; until then the HDD "
-			"alone is not up to date (nxdctl drain\nempties the "
-			"log)\n", v.name,
-			(unsigned long long)st.c.index_entries);
-	printf("dmsetup remove %s%s\n", retry ? "--retry " : "", v.name);
-	fflush(stdout);
-	dmt = dm_task_create(DM_DEVICE_REMOVE);
-	if (!dmt)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	errno = 0;
-	if (!dm_task_set_name(dmt, v.name) ||
-	    (retry && !dm_task_retry_remove(dmt)) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
-		if (errno == EBUSY)
-			rc = fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted "
-				  "or open)", v.name);
-		else
-			rc = dm_fail("removing", v.name);
-		if (cookie)
-			dm_udev_wait(cookie);
-		dm_task_destroy(dmt);
-		return rc;
-	}
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return 0;
+	return remove_volume(&v, retry, true);
 }
 
 static int do_message_cmd(const struct cmd *c, int argc, char **argv,
@@ -214,7 +237,9 @@ const struct cmd cmd_create = {
 	"belong\n"
 	"                        to another volume; an old log's contents are "
 	"lost\n"
-	"  --uuid UUID           device-mapper UUID (default NXD-NAME)\n"
+	"  --uuid UUID           device-mapper UUID (default NXD-<volume "
+	"UUID>, as\n"
+	"                        assemble gives it)\n"
 	"  --force               go ahead although the checks below found "
 	"something\n"
 	"  --dry-run             only run the checks and print the dmsetup "
@@ -229,7 +254,10 @@ const struct cmd cmd_create = {
 
 const struct cmd cmd_remove = {
 	"remove", do_remove, "VOL [--retry]",
-	"Remove the nxd volume VOL (dmsetup remove).",
+	"Remove the nxd volume VOL (dmsetup remove).  It stays removed: "
+	"automatic\nassembly (assemble --all, the udev rule) skips it until "
+	"the next boot or\nan 'nxdctl assemble DEVICE' or 'nxdctl create' "
+	"by hand.",
 	"Options:\n  --retry    retry while the device is briefly busy\n"
 	VOL_HELP,
 };

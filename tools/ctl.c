@@ -136,6 +136,28 @@ bool active_volume(const uint8_t *uuid, char *name, size_t len)
 	return found;
 }
 
+/* The volume UUID of active volume @name, from the kernel's list. */
+int vol_uuid_of(const char *name, uint8_t *uuid)
+{
+	struct nxd_ioc_list *l = calloc(1, sizeof(*l));
+	unsigned int i;
+	int rc;
+
+	if (!l)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	rc = get_list(l);
+	for (i = 0; !rc && i < l->count; i++) {
+		if (strncmp(l->vols[i].name, name, NXD_NAME_LEN))
+			continue;
+		memcpy(uuid, l->vols[i].vol_uuid, 16);
+		free(l);
+		return 0;
+	}
+	free(l);
+	return rc ? rc : fail(NXDCTL_EXIT_KERNEL, "%s is not in the kernel's "
+			      "list of nxd volumes", name);
+}
+
 int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st)
 {
 	int fd, rc = 0;

@@ -43,6 +43,8 @@
 /* Test hooks: NXDCTL_SYSFS replaces "/sys", NXDCTL_TEST_STATS names a file. */
 extern const char *sysfs_root;
 extern const char *test_stats;
+/* Set while a config line is parsed: usage errors name "FILE:LINE". */
+extern const char *err_where;
 
 struct cmd {
 	const char *name;
@@ -110,6 +112,16 @@ int get_list(struct nxd_ioc_list *l);
 int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st);
 /* Name of the active volume with @uuid, if any. */
 bool active_volume(const uint8_t *uuid, char *name, size_t len);
+/* The volume UUID of active volume @name.  0 or an exit code. */
+int vol_uuid_of(const char *name, uint8_t *uuid);
+
+/* ---- cmd_volume.c ---- */
+
+/*
+ * dmsetup remove @v (@retry: while briefly busy); @mark: record it as
+ * removed on purpose, which automatic assembly honours.  0 or an exit code.
+ */
+int remove_volume(const struct vol *v, bool retry, bool mark);
 
 /* ---- dm.c ---- */
 
@@ -140,7 +152,7 @@ enum {
 	O_WTHR = 256, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
 	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
-	O_STRIPE, O_CHUNK, O_NOCAP,
+	O_STRIPE, O_CHUNK, O_NOCAP, O_ALL, O_AUTO, O_CONFIG,
 };
 
 /* Options of create and assemble; each refuses those that are not its own. */
@@ -177,6 +189,51 @@ int devname_of(const char *majmin, char *out, size_t len);
 int by_id_of(const char *dev, char *out, size_t len);
 /* Trigger a udev change event for block device @path (re-probe it). */
 int udev_change(const char *path);
+
+/* ---- nxdtab.c ---- */
+
+#define NXDTAB_PATH	"/etc/nxd/nxdtab"
+#define REMOVED_DIR	"/run/nxd/removed"
+
+/* One line of the config: NAME UUID=<volume uuid> [OPTION,...]. */
+struct nxdtab_vol {
+	char name[NXD_NAME_LEN];
+	uint8_t uuid[16];
+	struct create_opts co;	/* its table options */
+	bool noauto;		/* not assembled at boot */
+	bool drain_on_stop;	/* stop drains it before removing it */
+	unsigned int line;
+};
+
+struct nxdtab {
+	const char *path;
+	struct nxdtab_vol *vols;
+	unsigned int n;
+	unsigned int bad;	/* lines refused (reported as FILE:LINE) */
+	bool missing;		/* no such file */
+};
+
+/* --config @opt, else $NXD_CONFIG, else NXDTAB_PATH. */
+const char *nxdtab_path(const char *opt);
+/*
+ * Read the config at @path (missing: an empty one).  Bad lines are
+ * reported and counted in @t->bad, the others kept.  0 or an exit code.
+ */
+int nxdtab_read(const char *path, struct nxdtab *t);
+void nxdtab_free(struct nxdtab *t);
+const struct nxdtab_vol *nxdtab_find(const struct nxdtab *t,
+				     const uint8_t *uuid);
+bool parse_uuid(const char *s, uint8_t *out);
+
+/*
+ * Volumes removed on purpose (nxdctl remove): a file named by the volume
+ * UUID in $NXD_REMOVED_DIR, else REMOVED_DIR (tmpfs: a reboot forgets).
+ * Automatic assembly skips them; assembling or creating one by hand
+ * clears the mark.
+ */
+bool removed_marked(const uint8_t *uuid);
+int removed_mark(const uint8_t *uuid, const char *name);
+void removed_clear(const uint8_t *uuid);
 
 /* ---- safety.c ---- */
 
@@ -237,7 +294,8 @@ extern const struct cmd cmd_threshold, cmd_config;		/* cmd_tune.c */
 extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 	cmd_pause_destage, cmd_resume_destage, cmd_list;
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
-extern const struct cmd cmd_assemble, cmd_udev_info;		/* cmd_assemble.c */
+extern const struct cmd cmd_assemble, cmd_udev_info,		/* cmd_assemble.c */
+	cmd_stop;
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */
 extern const struct cmd cmd_show_super;				/* cmd_super.c */

@@ -50,6 +50,9 @@ const struct option table_opts[] = {
 	{ "name", required_argument, NULL, O_NAME },
 	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
 	{ "force", no_argument, NULL, O_FORCE },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "auto", no_argument, NULL, O_AUTO },
+	{ "config", required_argument, NULL, O_CONFIG },
 	HELP_OPT, { 0 }
 };
 
@@ -181,9 +184,31 @@ bool valid_dm_name(const char *n)
 	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
 }
 
+/* Give active dm device @name, created without one, the DM UUID @uuid. */
+static int set_dm_uuid(const char *name, const char *uuid)
+{
+	struct dm_task *dmt = dm_task_create(DM_DEVICE_RENAME);
+	uint32_t cookie = 0;
+	int rc = 0;
+
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, name) || !dm_task_set_newuuid(dmt, uuid) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt))
+		rc = dm_fail("setting the device-mapper UUID of", name);
+	if (cookie)
+		dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return rc;
+}
+
 int create_volume(const char *name, const char *hdd, const char *ssd,
 			 const struct create_opts *co)
 {
+	char u[40];
+	uint8_t vol_uuid[16];
+	bool uuid_later = false;
 	char table[1024], params[1024], uuid[NXD_NAME_LEN];
 	char holder[NXD_NAME_LEN];
 	uint64_t hdd_bytes, ssd_bytes, len;
@@ -230,13 +255,37 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 		     TARGET_NAME, params);
 	if (n < 0 || (size_t)n >= sizeof(table))
 		return usage_error("create", "device paths too long");
-	if (co->uuid)
+	/*
+	 * The DM UUID is NXD-<volume UUID>, whether the volume is created or
+	 * assembled, so that udev links and tools keyed on it stay put.  An
+	 * existing volume's is in its superblock; a new volume gets its UUID
+	 * from the kernel at format time: set it once the table is live
+	 * (device-mapper allows that once, on a device without a UUID).
+	 */
+	if (co->uuid) {
 		snprintf(uuid, sizeof(uuid), "%s", co->uuid);
-	else
-		snprintf(uuid, sizeof(uuid), "NXD-%s", name);
+	} else {
+		struct nxd_meta od;
+		uint64_t bytes;
+		int e;
 
-	printf("dmsetup create %s --uuid %s --table '%s'\n", name, uuid,
-	       table);
+		if (!co->format &&
+		    probe_role(ssd, 0, &od, &bytes, &e) == ROLE_SSD) {
+			nxdctl_fmt_uuid(u, od.vol_uuid);
+			snprintf(uuid, sizeof(uuid), "NXD-%s", u);
+		} else {
+			uuid_later = true;
+		}
+	}
+
+	if (uuid_later)
+		printf("dmsetup create %s --table '%s'\n", name, table);
+	else
+		printf("dmsetup create %s --uuid %s --table '%s'\n", name,
+		       uuid, table);
+	if (uuid_later && co->dry_run)
+		printf("dmsetup rename %s --setuuid NXD-<volume UUID the "
+		       "format makes>\n", name);
 	fflush(stdout);
 	if (co->dry_run)
 		return 0;
@@ -245,7 +294,8 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	if (!dmt)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
 	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_set_uuid(dmt, uuid) ||
+	if (!dm_task_set_name(dmt, name) ||
+	    (!uuid_later && !dm_task_set_uuid(dmt, uuid)) ||
 	    !dm_task_add_target(dmt, 0, len, TARGET_NAME, params) ||
 	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
 		rc = dm_fail("creating", name);
@@ -259,8 +309,22 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	}
 	dm_udev_wait(cookie);
 	dm_task_destroy(dmt);
+	rc = vol_uuid_of(name, vol_uuid);
+	if (!rc && uuid_later) {
+		nxdctl_fmt_uuid(u, vol_uuid);
+		snprintf(uuid, sizeof(uuid), "NXD-%s", u);
+		printf("dmsetup rename %s --setuuid %s\n", name, uuid);
+		fflush(stdout);
+		rc = set_dm_uuid(name, uuid);
+	}
+	if (rc && uuid_later)
+		fprintf(stderr, "nxdctl: %s is active without a device-mapper "
+			"UUID\n", name);
+	/* Made by hand: automatic assembly may take it again. */
+	if (!rc)
+		removed_clear(vol_uuid);
 	/* The kernel may have written a label and a superblock: re-probe. */
 	udev_change(hdd);
 	udev_change(ssd);
-	return 0;
+	return rc;
 }

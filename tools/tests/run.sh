@@ -12,6 +12,8 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 pass=0
 fail=0
+# The config file and the removal marks of the boot-time assembly: ours.
+export NXD_CONFIG="$OUT/no-nxdtab" NXD_REMOVED_DIR="$OUT/removed"
 
 ok() { pass=$((pass + 1)); echo "PASS $*"; }
 ko() { fail=$((fail + 1)); echo "FAIL $*"; }
@@ -345,7 +347,9 @@ t "create --dry-run" 0 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run --write-threshold 64K --mode log_all \
 	--low-watermark 20 --high-watermark 70 --destage-rate 100 \
 	--ssd-discard 1 --drain-on-suspend 0 --format
-has "create table line" "^dmsetup create v0 --uuid NXD-v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+has "create table line" "^dmsetup create v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
+has "create --format: DM UUID from the new volume's" \
+	"^dmsetup rename v0 --setuuid NXD-<volume UUID the format makes>$"
 t "create --read-threshold (removed)" 1 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --read-threshold 1M
 err_has "create --read-threshold message" \
@@ -371,6 +375,67 @@ t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
 t "create: --name is not create's" 1 $NXDCTL create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --name x
 t "assemble: no --format" 1 $NXDCTL assemble --format
+
+# ---- the config file (nxdtab): parsing, without devices ----
+U1=01020304-0506-0708-090a-0b0c0d0e0f10
+U2=11121314-1516-1718-191a-1b1c1d1e1f20
+cat >"$OUT/bad.tab" <<EOF
+# nxdtab with every kind of mistake; the good lines are noauto
+good0	UUID=$U1 noauto,write-threshold=64K,mode=log_all  # a comment
+good1 uuid=$(echo $U2 | tr a-f A-F) noauto,drain_on_stop
+
+bad/name UUID=$U1
+nouuid
+badu UUID=1234-5678
+badopt UUID=21222324-2526-2728-292a-2b2c2d2e2f30 frob=1
+badval UUID=21222324-2526-2728-292a-2b2c2d2e2f30 write-threshold=12Q
+dupname UUID=21222324-2526-2728-292a-2b2c2d2e2f30 noauto
+dupname UUID=31323334-3536-3738-393a-3b3c3d3e3f40 noauto
+dupuuid UUID=$U1
+twice UUID=41424344-4546-4748-494a-4b4c4d4e4f50 mode=auto,mode=log_all
+flagval UUID=51525354-5556-5758-595a-5b5c5d5e5f60 noauto=1
+noval UUID=61626364-6566-6768-696a-6b6c6d6e6f70 write-threshold
+extra UUID=71727374-7576-7778-797a-7b7c7d7e7f80 noauto more
+format UUID=81828384-8586-8788-898a-8b8c8d8e8f90 format
+wm UUID=91929394-9596-9798-999a-9b9c9d9e9fa0 high-watermark=101
+EOF
+NXD_CONFIG="$OUT/bad.tab" t "nxdtab: bad lines, exit 1" 1 $NXDCTL assemble \
+	--all --dry-run
+for l in "5: bad volume name 'bad/name'" "6: no UUID=<volume uuid> after nouuid" \
+	"7: bad volume UUID '1234-5678'" "8: unknown option 'frob'" \
+	"9: --write-threshold: bad size '12Q'" \
+	"11: volume name dupname already at line 10" \
+	"12: volume UUID $U1 already at line 2" "13: mode given twice" \
+	"14: noauto takes no value" "15: write-threshold needs a value" \
+	"16: unexpected 'more'" "17: unknown option 'format'" \
+	"18: --high-watermark: expected a number from 0 to 100"; do
+	err_has "nxdtab: error at line ${l%%:*}" "^nxdctl: $OUT/bad.tab:$l"
+done
+[ "$(grep -c "^nxdctl: $OUT/bad.tab:" "$OUT/last.err")" = 13 ] &&
+	! grep -q "Try 'nxdctl" "$OUT/last.err" &&
+	ok "nxdtab: one error a bad line, no usage hint" ||
+	ko "nxdtab: one error a bad line, no usage hint"
+has "nxdtab: good line kept (noauto)" "^good0: noauto in $OUT/bad.tab: not assembled$"
+has "nxdtab: upper-case UUID= and UUID, drain_on_stop" "^good1: noauto in"
+has "nxdtab: line 10 kept" "^dupname: noauto in"
+NXD_CONFIG="$OUT/bad.tab" t "stop: needs VOL or --all" 1 $NXDCTL stop
+t "stop: --all takes no VOL" 1 $NXDCTL stop --all x
+if [ ! -e /dev/nxd-control ]; then
+	t "stop --all without dm-nxd" 0 $NXDCTL stop --all
+	has "stop --all without dm-nxd says so" "^no nxd volume is active (dm-nxd is not loaded)$"
+fi
+t "assemble --all takes no DEVICE" 1 $NXDCTL assemble --all /dev/null
+t "assemble --auto needs a DEVICE" 1 $NXDCTL assemble --auto
+t "assemble --all --name" 1 $NXDCTL assemble --all --name x
+printf 'v UUID=%s noauto\n' $U1 >"$OUT/one.tab"
+t "assemble --all: table options come from the config" 1 $NXDCTL \
+	assemble --all --config "$OUT/one.tab" --write-threshold 4K
+err_has "assemble --all: says so" "table options come from $OUT/one.tab"
+t "assemble --all --config FILE" 0 $NXDCTL assemble --all --config \
+	"$OUT/one.tab" --dry-run
+has "assemble --all --config FILE read" "^v: noauto in $OUT/one.tab"
+t "assemble --all: unreadable config" 4 $NXDCTL assemble --all --config \
+	"$OUT"
 
 # ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
 truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"
@@ -443,6 +508,52 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	t "assemble everything" 0 $NXDCTL assemble --dry-run
 	has "assemble everything: A" "nxd $HA $SA'$"
 	has "assemble everything: B" "nxd $HB $SB'$"
+	# ---- boot-time assembly: the config file, the removal marks ----
+	UB=30313233-3435-3637-3839-3a3b3c3d3e3f
+	cat >"$OUT/nxdtab" <<EOF
+# two volumes, B not at boot
+alpha UUID=$UA write_threshold=64K,mode=log_all,drain-on-stop
+beta  UUID=$UB noauto
+EOF
+	export NXD_CONFIG="$OUT/nxdtab"
+	t "assemble --all" 0 $NXDCTL assemble --all --dry-run
+	has "assemble --all: A with its NAME, UUID and options" "^dmsetup create alpha --uuid NXD-$UA --table '0 612352 nxd $HA $SA 4 write_threshold 65536 mode log_all'$"
+	has "assemble --all: B noauto" "^beta: noauto in $OUT/nxdtab: not assembled$"
+	grep -q "nxd $HB" "$OUT/last.out" && ko "assemble --all: B left alone" ||
+		ok "assemble --all: B left alone"
+	t "assemble --auto: A from its HDD" 0 $NXDCTL assemble --auto \
+		"$HA" --dry-run
+	has "assemble --auto: A named" "^dmsetup create alpha --uuid NXD-$UA .* 4 write_threshold 65536 mode log_all'$"
+	t "assemble --auto: B noauto" 0 $NXDCTL assemble --auto "$SB" --dry-run
+	has "assemble --auto: B says noauto" "^beta: noauto"
+	mkdir -p "$NXD_REMOVED_DIR"
+	echo alpha >"$NXD_REMOVED_DIR/$UA"
+	t "assemble --all: A removed on purpose" 0 $NXDCTL assemble --all \
+		--dry-run
+	has "assemble --all: says A was removed" "^volume $UA was removed with nxdctl remove"
+	grep -q "^dmsetup" "$OUT/last.out" && ko "assemble --all: nothing made" ||
+		ok "assemble --all: nothing made"
+	t "assemble --auto: A removed on purpose" 0 $NXDCTL assemble --auto \
+		"$SA" --dry-run
+	has "assemble --auto: says A was removed" "^volume $UA was removed"
+	t "assemble DEVICE: A by hand" 0 $NXDCTL assemble "$SA" --dry-run
+	has "assemble DEVICE: A by hand, as its config line says" "^dmsetup create alpha --uuid NXD-$UA .* 4 write_threshold 65536 mode log_all'$"
+	t "assemble DEVICE --name: A by hand" 0 $NXDCTL assemble "$SA" \
+		--dry-run --name a1
+	has "assemble DEVICE --name: not the config's" "^dmsetup create a1 --uuid NXD-$UA .*nxd $HA $SA'$"
+	t "assemble DEVICE --config" 0 $NXDCTL assemble "$SB" --dry-run \
+		--config "$OUT/one.tab"
+	has "assemble DEVICE --config: B not in it" "^dmsetup create nxd-30313233 "
+	NXD_CONFIG="$OUT/nope" t "assemble --all, no config" 0 $NXDCTL \
+		assemble --all --dry-run
+	has "assemble --all, no config: B" "^dmsetup create nxd-30313233 .*nxd $HB $SB'$"
+	has "assemble --all, no config: not A" "^volume $UA was removed"
+	rm -f "$NXD_REMOVED_DIR/$UA"
+	printf 'alpha UUID=%s\n' "$(echo $UA | tr 0 9)" >"$OUT/gone.tab"
+	t "assemble --all: a volume not present" 2 $NXDCTL assemble --all \
+		--config "$OUT/gone.tab" --dry-run
+	err_has "assemble --all: names it" "alpha: neither the SSD nor the HDD of volume 19111213-.* is present ($OUT/gone.tab:1)"
+	export NXD_CONFIG="$OUT/no-nxdtab"
 	# Copy A of the superblock damaged: copy B still serves.
 	printf 'X' | dd of="$OUT/ssd-a.img" bs=1 seek=100 conv=notrunc \
 		2>/dev/null
@@ -558,6 +669,15 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 	loop "$OUT/hdd-f.img" && HF=$DEV
 	t "create: the pair again (replay)" 0 $NXDCTL create v0 "$HE" "$SE" \
 		--dry-run
+	has "create: the pair again: DM UUID from the superblock" \
+		"^dmsetup create v0 --uuid NXD-60616263-6465-6667-6869-6a6b6c6d6e6f --table "
+	t "create: the pair again, --uuid wins" 0 $NXDCTL create v0 "$HE" \
+		"$SE" --dry-run --uuid MINE
+	has "create: --uuid wins" "^dmsetup create v0 --uuid MINE --table "
+	t "create --format over an old log: DM UUID set later" 0 $NXDCTL \
+		create v0 "$HF" "$SF" --dry-run --format
+	has "create --format: no DM UUID of the old volume" \
+		"^dmsetup create v0 --table "
 	t "create --format over writes in the log" 1 $NXDCTL create v0 "$HE" \
 		"$SE" --dry-run --format
 	err_has "create --format: says the log holds writes" "holds writes not yet on the HDD"
@@ -587,7 +707,7 @@ has "--help documents exit codes" "3 permission denied"
 t "--version" 0 $NXDCTL --version
 has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
 t "unknown command" 1 $NXDCTL frobnicate
-for c in histogram stats threshold config create remove drain \
+for c in histogram stats threshold config create remove stop drain \
 	pause-destage resume-destage list suggest-threshold assemble \
 	udev-info wipe status show-super help; do
 	t "$c --help" 0 $NXDCTL $c --help
