@@ -1204,6 +1204,14 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		if (nxd_fast_void_left(nc) ||
 		    (logged && (lazy || nxd_ssd_flush(nc))))
 			bio_list_add(&nc->held, bio);
+		else if (atomic_read(&nc->acked_lost))
+			/*
+			 * The SSD died with acknowledged writes in its cache
+			 * and the destager could not copy them: the HDD does
+			 * not have everything written before this flush (7
+			 * sectors lost, 6.12 crash campaign seed 841).
+			 */
+			bio_io_error(bio);
 		else
 			bio_endio(bio);
 		return;

@@ -224,6 +224,11 @@ struct nxd_c {
 	bool resumed;			/* has been live once */
 	bool running;			/* between resume and postsuspend */
 	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
+	/*
+	 * The destager found a logged copy the SSD lost (checksum, or no
+	 * header to vouch for it): degraded flushes fail from then on.
+	 */
+	atomic_t acked_lost;
 	atomic_t ssd_fail_reported;
 
 	/*
