@@ -39,7 +39,14 @@ wrote, never against the volume.
    destager moved the tail past a segment whose block a newer, not yet
    durable segment had superseded, and a power cut lost both copies
    (crash campaign, 6.1, seed 507 cut 7).
+ - test_degraded_flush_reports_lost_log_writes: acknowledged small writes
+   were only in the SSD's volatile cache when it lost power and came back;
+   its next write fails (degraded), and the destager finds their logged
+   copies gone.  A flush after that must fail, or the data must be there:
+   it used to succeed once the log was empty (7 sectors lost, 6.12 crash
+   campaign, seed 841 cut 6).
 """
+import errno
 import os
 import subprocess
 import threading
@@ -494,3 +501,43 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     with X.Fd(v.dev, write=False) as f:
         assert f.pread(a_off, len(a)) == a
         assert f.pread(b_off, len(b)) == b
+
+
+def test_degraded_flush_reports_lost_log_writes(dm, nullb):
+    pcutlib.load_module()
+    hdd = pcutlib.Pcut(dm, "nxll-h", nullb(64), "glost", 51)
+    ssd = pcutlib.Pcut(dm, "nxll-s", nullb(64), "glost", 52)
+    for p in (hdd, ssd):
+        p.set(keep=0, torn=0, max_cached=1 << 20)
+    v = Vol(dm, "nxll", hdd.path, ssd.path, opts=["ssd_discard", "0"])
+    v.pause()
+    n, first = 16, 256
+    # 7 sectors from sector 1 of each block: partial blocks, logged by the
+    # writer with a checksum per block, acknowledged without a flush.
+    new = [_pattern("lost", i, 7 * 512) for i in range(n)]
+    with X.Fd(v.dev) as f:
+        for i in range(n):
+            f.pwrite((first + i) * BLOCK + 512, new[i])
+        st = v.status()
+        assert st["index_entries"] == n and st["state"] != "degraded", st
+        # The SSD loses power with those writes in its cache and comes back
+        # (same device); its writes and flushes then fail.
+        ssd.cut()
+        ssd.power_on()
+        ssd.message("fail_writes", 1)
+        ssd.message("fail_flush", 1)
+        f.pwrite(4096 * BLOCK, _pattern("trigger", 0, 512))
+        assert v.status()["state"] == "degraded", v.status()
+        v.message("resume_destage")
+        try:
+            f.fsync()
+            synced = True
+        except OSError as e:
+            assert e.errno == errno.EIO, e
+            synced = False
+        got = [f.pread((first + i) * BLOCK + 512, 7 * 512) for i in range(n)]
+    bad = [i for i in range(n) if got[i] != new[i]]
+    assert not (synced and bad), \
+        f"the flush succeeded but {len(bad)} of {n} acknowledged writes are gone: {bad}"
+    assert bad, "the SSD kept writes it was cut with: the test proves nothing"
+    v.remove()
