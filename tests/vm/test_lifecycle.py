@@ -314,7 +314,9 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     with open(f"/sys/block/{nxdvm.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
         assert f.read().strip() == "0"
 
-    # Small writes logged, then detach: the HDD alone holds them.
+    # Small writes logged (destage paused), then detach: the HDD alone
+    # holds them.
+    dm.message(NAME, "pause_destage")
     data = os.urandom(64 * 4096)
     for i in range(64):
         X.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
