@@ -13,6 +13,8 @@ volume the whole time.
     end xfs_repair -n is clean and a remount verifies again.
   - test_lifecycle_refusals: no file system; what the verbs refuse and that
     a refusal or --dry-run leaves the table as it was.
+  - test_lifecycle_detach_timeout: a drain that cannot end in time leaves
+    the nxd table live.
 """
 import hashlib
 import os
@@ -330,3 +332,39 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     assert p.returncode == 1 and "--format" in p.stderr, p.stderr
     nxdctl("attach", NAME, ssd, "--format")
     assert table(dm)["type"] == "nxd"
+
+
+def test_lifecycle_detach_timeout(dm, loopdev, nullb):
+    """A drain that cannot finish in time (the HDD behind dm-delay, writes
+    delayed 2 s): `detach --timeout 1` gives up, the nxd table stays live
+    and drain_on_suspend is set back; once the HDD is fast again detach
+    works, and the HDD alone holds what was logged."""
+    nxdvm.modprobe("dm-delay")
+    base, ssd = loopdev(64), nullb(32)
+    n = nxdvm.dev_sectors(base)
+
+    def delay(ms):
+        return f"0 {n} delay {base} 0 0 {base} 0 {ms}"
+    hdd = dm.create("lchddv", delay(0))
+    nxdctl("create", NAME, hdd, ssd)
+    dm.created.append(NAME)
+    nxdvm.wait_for(lambda: os.path.exists(dm.path(NAME)), what=dm.path(NAME))
+    dm.message(NAME, "pause_destage")
+    data = os.urandom(64 * 4096)
+    for i in range(64):
+        X.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
+    assert status(dm)["log_used_blocks"] > 0
+    dm.reload("lchddv", delay(2000))
+    p = nxdctl("detach", NAME, "--timeout", 1, check=False)
+    assert p.returncode == 4, (p.returncode, p.stdout, p.stderr)
+    assert "timed out" in p.stderr and "was not detached" in p.stderr, p.stderr
+    assert table(dm)["type"] == "nxd"
+    assert not dm.is_suspended(NAME)
+    with open(f"/sys/block/{nxdvm.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
+        assert f.read().strip() == "0"
+    dm.reload("lchddv", delay(0))
+    assert status(dm)["state"] == "ok"
+    nxdctl("detach", NAME, "--timeout", 300)
+    assert table(dm)["type"] == "linear"
+    for i in range(64):
+        assert X.pread_dev(base, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
