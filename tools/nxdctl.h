@@ -300,5 +300,7 @@ extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */
 extern const struct cmd cmd_show_super;				/* cmd_super.c */
 extern const struct cmd cmd_monitor;				/* cmd_monitor.c */
+extern const struct cmd cmd_grow, cmd_detach, cmd_attach,	/* cmd_lifecycle.c */
+	cmd_replace_ssd;
 
 #endif /* NXDCTL_H */

@@ -61,6 +61,7 @@ HEAVY = {
     "test_fs.py::test_fs_power_cut[ext4]": 112,
     "test_fs.py::test_fs_power_cut[xfs]": 110,
     "test_fs.py::test_fs_grow_hdd": 103,
+    "test_lifecycle.py::test_lifecycle_xfs": 120,
     "test_fs.py::test_fs_drain_on_suspend_then_linear": 72,
     "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]": 65,
     "test_faults.py::test_live_operations_under_fio": 62,
