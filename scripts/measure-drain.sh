@@ -16,29 +16,15 @@ SSD_MB=${SSD_MB:-64}
 FILL_MB=${FILL_MB:-40}
 REGION_X=${REGION_X:-8}
 HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-if [ "${1:-}" != --guest ]; then
-	kv=${1:?KVER}
-	shift
-	make -s -C tests/fixtures/hddsim KDIR=/usr/src/linux-headers-$kv >/dev/null
-	mods=()
-	for m in "$@"; do mods+=("$(readlink -f "$m")"); done
-	exec scripts/vm-run.sh "$kv" "HDD_SIZE_MB=$HDD_SIZE_MB SSD_MB=$SSD_MB FILL_MB=$FILL_MB REGION_X=$REGION_X scripts/measure-drain.sh --guest ${mods[*]}"
-fi
-shift
+. scripts/measure-lib.sh
+measure_setup scripts/measure-drain.sh "FILL_MB REGION_X" "$@"
 say() { echo "drain: $*"; }
-modprobe dm-mod
-modprobe libcrc32c || true
-modprobe raid456
-modprobe brd rd_nr=1 rd_size=$((SSD_MB * 1024))
-md=$(HDD_SIZE_MB=$HDD_SIZE_MB PREFILL=0 scripts/mkraid.sh up 6 | tail -n1)
-sz=$(blockdev --getsz "$md")
-vol=$((sz / 2048 * 2048 - 2048))
 region=$((SSD_MB * REGION_X))
-say "array $md $((sz / 2048)) MiB, SSD ${SSD_MB} MiB, fill ${FILL_MB} MiB of 4 KiB over ${region} MiB"
+say "array $md $((vol / 2048 + 1)) MiB, SSD ${SSD_MB} MiB, fill ${FILL_MB} MiB of 4 KiB over ${region} MiB"
 [ $((region * 2048)) -le "$vol" ] || { say "region larger than the array"; exit 1; }
 # status fields after "0 LEN nxd VERSION": docs/status.md's counters.
 field() { dmsetup status dx | awk -v n="$1" '{print $(4 + n)}'; }
-for ko in "$@"; do
+for ko in "${MODS[@]}"; do
 	insmod "$ko"
 	dmsetup create dx --table "0 $vol nxd $md /dev/ram0 1 format"
 	dn=$(basename "$(readlink -f /dev/mapper/dx)")

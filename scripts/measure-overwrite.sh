@@ -15,31 +15,17 @@ SSD_MB=${SSD_MB:-64}
 FILL_MB=${FILL_MB:-32}
 REGION_MB=${REGION_MB:-256}
 HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-if [ "${1:-}" != --guest ]; then
-	kv=${1:?KVER}
-	shift
-	make -s -C tests/fixtures/hddsim KDIR=/usr/src/linux-headers-$kv >/dev/null
-	mods=()
-	for m in "$@"; do mods+=("$(readlink -f "$m")"); done
-	exec scripts/vm-run.sh "$kv" "HDD_SIZE_MB=$HDD_SIZE_MB SSD_MB=$SSD_MB FILL_MB=$FILL_MB REGION_MB=$REGION_MB scripts/measure-overwrite.sh --guest ${mods[*]}"
-fi
-shift
+. scripts/measure-lib.sh
+measure_setup scripts/measure-overwrite.sh "FILL_MB REGION_MB" "$@"
 say() { echo "overwrite: $*"; }
-modprobe dm-mod
-modprobe libcrc32c || true
-modprobe raid456
-modprobe brd rd_nr=1 rd_size=$((SSD_MB * 1024))
-md=$(HDD_SIZE_MB=$HDD_SIZE_MB PREFILL=0 scripts/mkraid.sh up 6 | tail -n1)
-sz=$(blockdev --getsz "$md")
-vol=$((sz / 2048 * 2048 - 2048))
-say "array $md $((sz / 2048)) MiB, SSD ${SSD_MB} MiB, ${FILL_MB} MiB of 4 KiB logged over ${REGION_MB} MiB, then 1 MiB writes over it"
+say "array $md $((vol / 2048 + 1)) MiB, SSD ${SSD_MB} MiB, ${FILL_MB} MiB of 4 KiB logged over ${REGION_MB} MiB, then 1 MiB writes over it"
 field() { dmsetup status ox | awk -v n="$1" '{print $(4 + n)}'; }
 stream() {	# DEV
 	fio --name=s --filename="$1" --rw=write --bs=1M --iodepth=4 --ioengine=libaio \
 		--direct=1 --size=${REGION_MB}m --runtime=15 --time_based \
 		--output-format=terse --terse-version=3 | awk -F';' '{printf "%.1f", $48 / 1024}'
 }
-for ko in "$@"; do
+for ko in "${MODS[@]}"; do
 	insmod "$ko"
 	dmsetup create ox --table "0 $vol nxd $md /dev/ram0 1 format"
 	dmsetup message ox 0 pause_destage
