@@ -71,6 +71,14 @@ HEAVY = {
     "test_admin.py::test_install_uninstall_and_runtime_deps": 97,
     # DKMS builds the module and runs depmod in the guest: 556 s in a 6.1
     # guest with one vCPU on a loaded host (tests/vm/test_admin.py).
+    # Shared out too since the write path landed: the two guests took
+    # 68 min each in a contended clean-clone run (junit of 3f10743).
+    "test_admin.py::test_package_nxdctl": 118,
+    "test_boot.py::test_boot_assembly": 88,
+    "test_writepath.py::test_direct_write_after_partial_in_open_batch": 77,
+    "test_admin.py::test_identity_links_and_wipe": 76,
+    "test_datapath.py::test_differential_default": 64,
+    "test_badinput.py::test_ssd_log_of_another_volume": 59,
 }
 
 
