@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxdctl: device-mapper through libdevmapper (tables, messages).
+ * nxdctl: device-mapper through libdevmapper (tables, status, messages,
+ * loading, suspending and resuming tables, naming any dm device).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <libdevmapper.h>
 
@@ -43,18 +47,15 @@ int dm_fail(const char *what, const char *name)
 		    e ? ": " : "", e ? strerror(e) : "");
 }
 
-/*
- * Type and parameters of the first target of @name.  0 or an exit code;
- * an empty @target if the device has no table.
- */
-int dm_table_of(const char *name, char *target, size_t tlen,
-		       char *params, size_t plen)
+/* The live table of @name: its first target, and how many there are. */
+int dm_table(const char *name, struct dm_line *t)
 {
 	uint64_t start, length;
 	char *type = NULL, *par = NULL;
 	struct dm_task *dmt;
+	void *next = NULL;
 
-	target[0] = 0;
+	memset(t, 0, sizeof(*t));
 	dmt = dm_task_create(DM_DEVICE_TABLE);
 	if (!dmt)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
@@ -63,12 +64,37 @@ int dm_table_of(const char *name, char *target, size_t tlen,
 		dm_task_destroy(dmt);
 		return dm_fail("reading the table of", name);
 	}
-	dm_get_next_target(dmt, NULL, &start, &length, &type, &par);
-	if (type)
-		snprintf(target, tlen, "%s", type);
-	if (params)
-		snprintf(params, plen, "%s", par ? par : "");
+	do {
+		next = dm_get_next_target(dmt, next, &start, &length, &type,
+					  &par);
+		if (!type)
+			break;
+		if (!t->ntargets++) {
+			t->start = start;
+			t->len = length;
+			snprintf(t->type, sizeof(t->type), "%s", type);
+			snprintf(t->params, sizeof(t->params), "%s",
+				 par ? par : "");
+		}
+	} while (next);
 	dm_task_destroy(dmt);
+	return 0;
+}
+
+int dm_table_of(const char *name, char *target, size_t tlen, char *params,
+		size_t plen)
+{
+	struct dm_line t;
+	int rc;
+
+	target[0] = 0;
+	rc = dm_table(name, &t);
+	if (rc)
+		return rc;
+	if (t.ntargets)
+		snprintf(target, tlen, "%s", t.type);
+	if (params)
+		snprintf(params, plen, "%s", t.params);
 	return 0;
 }
 
@@ -94,4 +120,148 @@ int dm_message(const struct vol *v, const char *msg)
 	}
 	dm_task_destroy(dmt);
 	return rc;
+}
+
+/* An nxd status line ("STATE FIELDS..."): the fields lifecycle needs. */
+int dm_parse_nxd_status(const char *p, struct dm_nxd_status *s)
+{
+	unsigned long long f[27];
+	int i, n;
+
+	memset(s, 0, sizeof(*s));
+	if (sscanf(p, "%15s%n", s->state, &n) != 1)
+		return -EINVAL;
+	p += n;
+	/* counters in struct nxd_ioc_counters order: degraded is the 26th */
+	for (i = 0; i < 26; i++) {
+		if (sscanf(p, "%llu%n", &f[i], &n) != 1)
+			return -EINVAL;
+		p += n;
+	}
+	s->log_blocks = f[0];
+	s->log_used = f[1];
+	s->index_entries = f[2];
+	s->degraded = f[25];
+	return 0;
+}
+
+/* The status of the live nxd table of @name. */
+int dm_nxd_status(const char *name, struct dm_nxd_status *s)
+{
+	uint64_t start, length;
+	char *type = NULL, *par = NULL;
+	struct dm_task *dmt;
+	int rc = 0;
+
+	dmt = dm_task_create(DM_DEVICE_STATUS);
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt)) {
+		dm_task_destroy(dmt);
+		return dm_fail("reading the status of", name);
+	}
+	dm_get_next_target(dmt, NULL, &start, &length, &type, &par);
+	if (!type || strcmp(type, TARGET_NAME) || !par ||
+	    dm_parse_nxd_status(par, s))
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: unexpected status '%s %s'",
+			  name, type ? type : "", par ? par : "");
+	dm_task_destroy(dmt);
+	return rc;
+}
+
+/*
+ * One device-mapper operation on @name: RELOAD (with @t), SUSPEND
+ * (@nolockfs), RESUME (waits for udev) or CLEAR.  Prints nothing.
+ */
+int dm_op(int op, const char *name, const struct dm_line *t, bool nolockfs)
+{
+	static const char *const what[] = {
+		[DM_DEVICE_RELOAD] = "loading a table into",
+		[DM_DEVICE_SUSPEND] = "suspending",
+		[DM_DEVICE_RESUME] = "resuming",
+		[DM_DEVICE_CLEAR] = "clearing the inactive table of",
+	};
+	struct dm_task *dmt = dm_task_create(op);
+	uint32_t cookie = 0;
+	int rc = 0;
+
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if (!dm_task_set_name(dmt, name) ||
+	    (t && !dm_task_add_target(dmt, t->start, t->len, t->type,
+				      t->params)) ||
+	    (nolockfs && !dm_task_skip_lockfs(dmt)) ||
+	    (op == DM_DEVICE_RESUME && !dm_task_set_cookie(dmt, &cookie, 0)) ||
+	    !dm_task_run(dmt)) {
+		rc = dm_fail(what[op], name);
+		if (op == DM_DEVICE_RELOAD && rc == NXDCTL_EXIT_KERNEL)
+			fprintf(stderr, "nxdctl: the kernel log (dmesg) says "
+				"why the table was refused\n");
+	}
+	if (cookie)
+		dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return rc;
+}
+
+/*
+ * VOL naming any device-mapper device (attach takes a linear one): a dm
+ * name, /dev/mapper/NAME, /dev/dm-N, dm-N or a device node.
+ */
+int dm_resolve(const char *arg, struct vol *v)
+{
+	char path[PATH_MAX];
+	struct dm_task *dmt;
+	struct dm_info info;
+	const char *base, *n;
+	struct stat st;
+	bool bydev = false;
+
+	memset(v, 0, sizeof(*v));
+	v->arg = arg;
+	base = strrchr(arg, '/');
+	base = base ? base + 1 : arg;
+	if (!*base)
+		return fail(NXDCTL_EXIT_USAGE, "bad volume name '%s'", arg);
+	if (!strchr(arg, '/') && !strncmp(arg, "dm-", 3) && arg[3] &&
+	    strspn(arg + 3, "0123456789") == strlen(arg + 3)) {
+		snprintf(path, sizeof(path), "/dev/%s", arg);
+		arg = path;
+	}
+	if (strchr(arg, '/') && strncmp(arg, "/dev/mapper/", 12)) {
+		if (stat(arg, &st))
+			return fail(NXDCTL_EXIT_NOVOL, "%s: %s", arg,
+				    strerror(errno));
+		if (!S_ISBLK(st.st_mode))
+			return fail(NXDCTL_EXIT_NOVOL,
+				    "%s is not a block device", arg);
+		bydev = true;
+	}
+	dmt = dm_task_create(DM_DEVICE_INFO);
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	if ((bydev ? !dm_task_set_major(dmt, major(st.st_rdev)) ||
+	     !dm_task_set_minor(dmt, minor(st.st_rdev)) :
+	     !dm_task_set_name(dmt, base)) || !dm_task_run(dmt) ||
+	    !dm_task_get_info(dmt, &info)) {
+		int rc = dm_fail("looking up", v->arg);
+
+		dm_task_destroy(dmt);
+		return rc;
+	}
+	n = dm_task_get_name(dmt);
+	if (!info.exists || !n || !*n) {
+		dm_task_destroy(dmt);
+		return fail(NXDCTL_EXIT_NOVOL, "'%s' is not a device-mapper "
+			    "device", v->arg);
+	}
+	snprintf(v->name, sizeof(v->name), "%s", n);
+	snprintf(v->kname, sizeof(v->kname), "dm-%u", info.minor);
+	v->major = info.major;
+	v->minor = info.minor;
+	dm_task_destroy(dmt);
+	return 0;
 }

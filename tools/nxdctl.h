@@ -136,6 +136,38 @@ int dm_table_of(const char *name, char *target, size_t tlen, char *params,
 		size_t plen);
 int dm_message(const struct vol *v, const char *msg);
 
+/* The first target of a table, and how many there are. */
+struct dm_line {
+	unsigned int ntargets;
+	uint64_t start, len;
+	char type[32];
+	char params[PATH_MAX + 1024];
+};
+
+/* The fields of the nxd status line that lifecycle.c needs. */
+struct dm_nxd_status {
+	char state[16];
+	uint64_t log_blocks, log_used, index_entries, degraded;
+};
+
+/* The live table of @name.  0 or an exit code (ntargets 0: no table). */
+int dm_table(const char *name, struct dm_line *t);
+/* Parse an nxd status line ("STATE FIELDS...").  0 or -EINVAL. */
+int dm_parse_nxd_status(const char *p, struct dm_nxd_status *s);
+/* The status of the live nxd table of @name.  0 or an exit code. */
+int dm_nxd_status(const char *name, struct dm_nxd_status *s);
+/*
+ * One device-mapper operation on @name: DM_DEVICE_RELOAD (with @t),
+ * SUSPEND (@nolockfs), RESUME (waits for udev) or CLEAR.  Prints nothing
+ * but errors.  0 or an exit code.
+ */
+int dm_op(int op, const char *name, const struct dm_line *t, bool nolockfs);
+/*
+ * VOL naming any device-mapper device, nxd or not: a dm name,
+ * /dev/mapper/NAME, /dev/dm-N, dm-N or a device node.
+ */
+int dm_resolve(const char *arg, struct vol *v);
+
 /* ---- table.c ---- */
 
 struct create_opts {
@@ -286,6 +318,68 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 int collect_status(int nvols, char **vols, double interval, bool devices,
 		   struct nxdctl_status **out, unsigned int *n,
 		   unsigned int *total);
+
+/* ---- lifecycle.c (grow, detach, attach, replace-ssd) ---- */
+
+#define MIN_SSD_BYTES	(NXD_MIN_SSD_SECTORS * 512ULL)
+
+/*
+ * Test hooks of the lifecycle commands, read by lc_hooks():
+ * NXDCTL_TEST_TABLE (a table line "0 LEN TARGET PARAMS") and
+ * NXDCTL_TEST_STATUS (an nxd status line) instead of device-mapper.
+ */
+void lc_hooks(void);
+bool lc_test(void);
+/* dm_table(), dm_nxd_status(), dm_resolve(), or the test hooks. */
+int lc_table(const char *name, struct dm_line *t);
+int lc_status(const char *name, struct dm_nxd_status *s);
+int lc_resolve_any(const char *arg, struct vol *v);
+/* VOL @arg as an nxd volume with a one-target table @t.  0 or exit code. */
+int lc_nxd_volume(const struct cmd *c, const char *arg, bool dry_run,
+		  struct vol *v, struct dm_line *t);
+
+/* A device of a table line ("MAJ:MIN" or a path) as a path to open... */
+void lc_dev_path(const char *tok, char *out, size_t len);
+/* ... and as a name for people: /dev/md0 (253:3). */
+void lc_dev_say(const char *tok, char *out, size_t len);
+/* The first two words of an nxd line (HDD, SSD) and what follows. */
+int lc_nxd_devs(const char *params, char *hdd, char *ssd, size_t len,
+		const char **rest);
+/* dev_size() of the device of table line word @tok. */
+int lc_dev_bytes(const char *tok, bool dry_run, uint64_t *bytes,
+		 dev_t *rdev);
+
+struct detach_opts {
+	unsigned long timeout;
+	bool dry_run, nolockfs;
+};
+
+/*
+ * Switch nxd volume @v (live table @t) to linear over its HDD, online:
+ * drain with progress, load linear, suspend, check the log is empty,
+ * resume.  Prints the steps; on any failure before the resume the nxd
+ * table is live again (said so).  0 or an exit code.
+ */
+int lc_detach(const struct vol *v, const struct dm_line *t,
+	      const struct detach_opts *o);
+/*
+ * May @ssd become the log of a volume over HDD @hdd (@hdd_dev), instead
+ * of @old_ssd if any?  Says what is wrong; 0, or an exit code unless
+ * @force covers it.
+ */
+int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
+		  const char *old_ssd, bool dry_run, bool format, bool force);
+/*
+ * The nxd parameters over @hdd and @ssd: @nopts table options in @opts
+ * (count first, as in the table line), plus "format".
+ */
+int lc_attach_params(char *out, size_t len, const char *hdd,
+		     const char *ssd, unsigned int nopts, const char *opts);
+/* Load nxd line @params at length @len over linear @v, resume, check. */
+int lc_attach_load(const struct vol *v, uint64_t len, const char *params,
+		   bool dry_run);
+/* After an attach: re-probe the SSD and HDD, say how to assemble. */
+void lc_attach_done(const char *ssd, const char *hdd);
 
 /* ---- the commands ---- */
 

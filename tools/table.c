@@ -21,8 +21,6 @@
 
 #include "nxdctl.h"
 
-#define MIN_SSD_BYTES	(NXD_MIN_SSD_SECTORS * 512ULL)
-
 int add_opt(struct create_opts *co, const char *key, const char *val)
 {
 	size_t l = strlen(co->extra);
