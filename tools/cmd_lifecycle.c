@@ -60,19 +60,10 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 		}
 	}
 	rc = want_args(c, argc, argv, 1, 1);
-	if (rc)
-		return rc;
-	if (lc_test() && !dry_run)
-		return usage_error(c->name, "the test hooks need --dry-run");
-	rc = lc_test() ? lc_resolve_any(argv[optind], &v) :
-		resolve_vol(argv[optind], &v);
 	if (!rc)
-		rc = lc_table(v.name, &t);
+		rc = lc_nxd_volume(c, argv[optind], dry_run, &v, &t);
 	if (rc)
 		return rc;
-	if (t.ntargets != 1 || strcmp(t.type, TARGET_NAME) || t.start)
-		return fail(NXDCTL_EXIT_NOVOL, "%s: not a one-target nxd "
-			    "table (%s)", v.name, t.type);
 	rc = lc_nxd_devs(t.params, hdd, ssd, sizeof(hdd), NULL);
 	if (!rc)
 		rc = lc_status(v.name, &s);
@@ -132,6 +123,24 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 
 /* ---- detach ---- */
 
+/* --timeout, --nolockfs, --dry-run (detach, replace-ssd); -1 if @o is none. */
+static int detach_opt(const struct cmd *c, int o, struct detach_opts *d)
+{
+	switch (o) {
+	case O_TIMEOUT:
+		return parse_uint_opt(c->name, "--timeout", optarg, 0, INT_MAX,
+				      &d->timeout);
+	case O_NOLOCKFS:
+		d->nolockfs = true;
+		return 0;
+	case O_DRY:
+		d->dry_run = true;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 static int do_detach(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -146,22 +155,11 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_TIMEOUT:
-			rc = parse_uint_opt(c->name, "--timeout", optarg, 0,
-					    INT_MAX, &dopt.timeout);
-			if (rc)
-				return rc;
-			break;
-		case O_NOLOCKFS:
-			dopt.nolockfs = true;
-			break;
-		case O_DRY:
-			dopt.dry_run = true;
-			break;
-		default:
+		rc = detach_opt(c, o, &dopt);
+		if (rc < 0)
 			return opt_default(c, o, argv);
-		}
+		if (rc)
+			return rc;
 	}
 	rc = want_args(c, argc, argv, 1, 1);
 	if (!rc)
@@ -174,15 +172,7 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 /* ---- attach ---- */
 
 static const struct option attach_opts[] = {
-	{ "write-threshold", required_argument, NULL, O_WTHR },
-	{ "mode", required_argument, NULL, O_MODE },
-	{ "low-watermark", required_argument, NULL, O_LOWWM },
-	{ "high-watermark", required_argument, NULL, O_HIGHWM },
-	{ "destage-rate", required_argument, NULL, O_RATE },
-	{ "ssd-discard", required_argument, NULL, O_DISCARD },
-	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },
-	{ "dry-run", no_argument, NULL, O_DRY },
-	{ "format", no_argument, NULL, O_FORMAT },
+	TABLE_OPTS,
 	{ "force", no_argument, NULL, O_FORCE },
 	HELP_OPT, { 0 }
 };
@@ -302,18 +292,6 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case O_TIMEOUT:
-			rc = parse_uint_opt(c->name, "--timeout", optarg, 0,
-					    INT_MAX, &dopt.timeout);
-			if (rc)
-				return rc;
-			break;
-		case O_NOLOCKFS:
-			dopt.nolockfs = true;
-			break;
-		case O_DRY:
-			dopt.dry_run = true;
-			break;
 		case O_FORMAT:
 			format = true;
 			break;
@@ -321,7 +299,11 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 			force = true;
 			break;
 		default:
-			return opt_default(c, o, argv);
+			rc = detach_opt(c, o, &dopt);
+			if (rc < 0)
+				return opt_default(c, o, argv);
+			if (rc)
+				return rc;
 		}
 	}
 	rc = want_args(c, argc, argv, 2, 2);

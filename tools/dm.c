@@ -219,12 +219,8 @@ int dm_resolve(const char *arg, struct vol *v)
 	struct stat st;
 	bool bydev = false;
 
-	memset(v, 0, sizeof(*v));
-	v->arg = arg;
-	base = strrchr(arg, '/');
-	base = base ? base + 1 : arg;
-	if (!*base)
-		return fail(NXDCTL_EXIT_USAGE, "bad volume name '%s'", arg);
+	if (vol_start(arg, v, &base))
+		return NXDCTL_EXIT_USAGE;
 	if (!strchr(arg, '/') && !strncmp(arg, "dm-", 3) && arg[3] &&
 	    strspn(arg + 3, "0123456789") == strlen(arg + 3)) {
 		snprintf(path, sizeof(path), "/dev/%s", arg);

@@ -81,12 +81,8 @@ int lc_resolve_any(const char *arg, struct vol *v)
 
 	if (!lc_test())
 		return dm_resolve(arg, v);
-	memset(v, 0, sizeof(*v));
-	v->arg = arg;
-	base = strrchr(arg, '/');
-	base = base ? base + 1 : arg;
-	if (!*base)
-		return fail(NXDCTL_EXIT_USAGE, "bad volume name '%s'", arg);
+	if (vol_start(arg, v, &base))
+		return NXDCTL_EXIT_USAGE;
 	snprintf(v->name, sizeof(v->name), "%s", base);
 	snprintf(v->kname, sizeof(v->kname), "dm-0");
 	return 0;

@@ -96,6 +96,11 @@ struct vol {
  * block device node of the volume.  0 or an exit code (reported).
  */
 int resolve_vol(const char *arg, struct vol *v);
+/*
+ * A new @v for VOL @arg and the last component of its path in *@base.
+ * 0, or an exit code (reported) if that is empty.
+ */
+int vol_start(const char *arg, struct vol *v, const char **base);
 void nxd_attr_path(const struct vol *v, const char *attr, char *p,
 		   size_t len);
 int attr_get(const struct vol *v, const char *attr, char *buf, size_t len);
@@ -186,6 +191,18 @@ enum {
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
 	O_STRIPE, O_CHUNK, O_NOCAP, O_ALL, O_AUTO, O_CONFIG,
 };
+
+/* The table options (O_WTHR ... O_DRY) and --format, for getopt_long. */
+#define TABLE_OPTS							\
+	{ "write-threshold", required_argument, NULL, O_WTHR },		\
+	{ "mode", required_argument, NULL, O_MODE },			\
+	{ "low-watermark", required_argument, NULL, O_LOWWM },		\
+	{ "high-watermark", required_argument, NULL, O_HIGHWM },	\
+	{ "destage-rate", required_argument, NULL, O_RATE },		\
+	{ "ssd-discard", required_argument, NULL, O_DISCARD },		\
+	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },	\
+	{ "dry-run", no_argument, NULL, O_DRY },			\
+	{ "format", no_argument, NULL, O_FORMAT }
 
 /* Options of create and assemble; each refuses those that are not its own. */
 extern const struct option table_opts[];

@@ -35,15 +35,7 @@ int add_opt(struct create_opts *co, const char *key, const char *val)
 }
 
 const struct option table_opts[] = {
-	{ "write-threshold", required_argument, NULL, O_WTHR },
-	{ "mode", required_argument, NULL, O_MODE },
-	{ "low-watermark", required_argument, NULL, O_LOWWM },
-	{ "high-watermark", required_argument, NULL, O_HIGHWM },
-	{ "destage-rate", required_argument, NULL, O_RATE },
-	{ "ssd-discard", required_argument, NULL, O_DISCARD },
-	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },
-	{ "dry-run", no_argument, NULL, O_DRY },
-	{ "format", no_argument, NULL, O_FORMAT },
+	TABLE_OPTS,
 	{ "uuid", required_argument, NULL, O_UUID },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },

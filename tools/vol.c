@@ -62,6 +62,18 @@ static int kname_of_dm_name(const char *name, char *kn, size_t len)
 	return rc;
 }
 
+int vol_start(const char *arg, struct vol *v, const char **base)
+{
+	const char *b = strrchr(arg, '/');
+
+	memset(v, 0, sizeof(*v));
+	v->arg = arg;
+	*base = b ? b + 1 : arg;
+	if (!**base)
+		return fail(NXDCTL_EXIT_USAGE, "bad volume name '%s'", arg);
+	return 0;
+}
+
 /*
  * VOL: a dm name, /dev/mapper/NAME, /dev/nxd/NAME, /dev/dm-N, dm-N, or any
  * block device node of the volume.
