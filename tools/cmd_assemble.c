@@ -3,7 +3,6 @@
  * nxdctl assemble, udev-info: volumes found by their metadata.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -82,42 +81,43 @@ static int assemble_one(const char *dev, const char *name,
  * that assemble_one names the half that is missing).  0, -ENOENT, or an
  * exit code (two SSDs claim the volume).
  */
+struct member_search {
+	const uint8_t *uuid;
+	char *out;
+	size_t len;
+	int ssds, hdds;
+};
+
+static int member_one(void *arg, const char *path)
+{
+	struct member_search *ms = arg;
+	struct nxd_meta od;
+	uint64_t bytes;
+	enum role r;
+	char u[40];
+	int e;
+
+	r = probe_role(path, 0, &od, &bytes, &e);
+	if (r == ROLE_NONE || !uuid_eq(od.vol_uuid, ms->uuid))
+		return 0;
+	if (r == ROLE_SSD && ms->ssds++) {
+		nxdctl_fmt_uuid(u, ms->uuid);
+		return fail(NXDCTL_EXIT_NOVOL, "volume %s: both %s and %s "
+			    "carry its SSD superblock", u, ms->out, path);
+	}
+	if (r == ROLE_SSD || (!ms->ssds && !ms->hdds++))
+		snprintf(ms->out, ms->len, "%s", path);
+	return 0;
+}
+
 static int find_member(const uint8_t *uuid, char *out, size_t len)
 {
-	char path[PATH_MAX], u[40];
-	struct dirent *de;
-	int ssds = 0, hdds = 0;
-	DIR *d;
+	struct member_search ms = { .uuid = uuid, .out = out, .len = len };
+	int rc = for_each_candidate(member_one, &ms);
 
-	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
-	d = opendir(path);
-	if (!d)
-		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
-			    strerror(errno));
-	while ((de = readdir(d))) {
-		struct nxd_meta od;
-		uint64_t bytes;
-		enum role r;
-		int e;
-
-		if (de->d_name[0] == '.' || !candidate(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		r = probe_role(path, 0, &od, &bytes, &e);
-		if (r == ROLE_NONE || !uuid_eq(od.vol_uuid, uuid))
-			continue;
-		if (r == ROLE_SSD && ssds++) {
-			closedir(d);
-			nxdctl_fmt_uuid(u, uuid);
-			return fail(NXDCTL_EXIT_NOVOL, "volume %s: both %s and "
-				    "%s carry its SSD superblock", u, out,
-				    path);
-		}
-		if (r == ROLE_SSD || (!ssds && !hdds++))
-			snprintf(out, len, "%s", path);
-	}
-	closedir(d);
-	return ssds || hdds ? 0 : -ENOENT;
+	if (rc)
+		return rc;
+	return ms.ssds || ms.hdds ? 0 : -ENOENT;
 }
 
 /* Every volume of config @t but noauto ones. */
@@ -157,38 +157,38 @@ static int assemble_tab(const struct nxdtab *t, bool dry_run)
 	return worst;
 }
 
+struct found_ssds {
+	const struct create_opts *co;
+	int worst, n;
+};
+
+static int found_one(void *arg, const char *path)
+{
+	struct found_ssds *f = arg;
+	struct nxd_meta od;
+	uint64_t bytes;
+	int rc, e;
+
+	if (probe_role(path, 0, &od, &bytes, &e) != ROLE_SSD)
+		return 0;
+	f->n++;
+	rc = assemble_one(path, NULL, f->co, false);
+	if (rc > f->worst)
+		f->worst = rc;
+	return 0;
+}
+
 /* No config: every SSD with a superblock (whose HDD is present). */
 static int assemble_found(const struct create_opts *co)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	int rc, worst = 0, n = 0;
-	DIR *d;
+	struct found_ssds f = { .co = co };
+	int rc = for_each_candidate(found_one, &f);
 
-	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
-	d = opendir(path);
-	if (!d)
-		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
-			    strerror(errno));
-	while ((de = readdir(d))) {
-		struct nxd_meta od;
-		uint64_t bytes;
-		int e;
-
-		if (de->d_name[0] == '.' || !candidate(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		if (probe_role(path, 0, &od, &bytes, &e) != ROLE_SSD)
-			continue;
-		n++;
-		rc = assemble_one(path, NULL, co, false);
-		if (rc > worst)
-			worst = rc;
-	}
-	closedir(d);
-	if (!n)
+	if (rc)
+		return rc;
+	if (!f.n)
 		printf("no nxd SSD found\n");
-	return worst;
+	return f.worst;
 }
 
 /*

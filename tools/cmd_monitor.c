@@ -55,43 +55,25 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The volume's event number; 0, -ENXIO if it does not exist, -errno. */
-static int dm_event_nr(const char *name, uint32_t *nr)
-{
-	struct dm_task *dmt = dm_task_create(DM_DEVICE_INFO);
-	struct dm_info info;
-	int r = 0;
-
-	if (!dmt)
-		return -ENOMEM;
-	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt) ||
-	    !dm_task_get_info(dmt, &info))
-		r = errno ? -errno : -EIO;
-	else if (!info.exists)
-		r = -ENXIO;
-	else
-		*nr = info.event_nr;
-	dm_task_destroy(dmt);
-	return r;
-}
-
 /*
- * Sleep until the volume's event number is no longer *@nr (at once if it
- * already moved on), then *@nr = the new one.  -ENXIO if it went away.
+ * The volume's event number in *@nr; with @wait, first sleep until it is
+ * no longer *@nr (at once if it already moved on).  0, -ENXIO if the
+ * volume does not exist (or went away), -errno.
  */
-static int dm_wait_event(const char *name, uint32_t *nr)
+static int dm_event(const char *name, uint32_t *nr, bool wait)
 {
-	struct dm_task *dmt = dm_task_create(DM_DEVICE_WAITEVENT);
+	struct dm_task *dmt = dm_task_create(wait ? DM_DEVICE_WAITEVENT :
+					     DM_DEVICE_INFO);
 	struct dm_info info;
 	int r = 0;
 
 	if (!dmt)
 		return -ENOMEM;
 	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_set_event_nr(dmt, *nr) ||
-	    !dm_task_no_open_count(dmt) || !dm_task_run(dmt) ||
-	    !dm_task_get_info(dmt, &info))
+	if (!dm_task_set_name(dmt, name) ||
+	    (wait && (!dm_task_set_event_nr(dmt, *nr) ||
+		      !dm_task_no_open_count(dmt))) ||
+	    !dm_task_run(dmt) || !dm_task_get_info(dmt, &info))
 		r = errno ? -errno : -EIO;
 	else if (!info.exists)
 		r = -ENXIO;
@@ -200,7 +182,7 @@ static int monitor_one(struct mon *m, const struct watched *w)
 	int r = 0;
 
 	if (!m->test_f) {
-		r = dm_event_nr(w->name, &nr);
+		r = dm_event(w->name, &nr, false);
 		if (r == -ENXIO)
 			return fail(NXDCTL_EXIT_NOVOL, "%s: no such volume",
 				    w->name);
@@ -220,7 +202,7 @@ static int monitor_one(struct mon *m, const struct watched *w)
 		if (m->test_f)
 			nr++;
 		else
-			r = dm_wait_event(w->name, &nr);
+			r = dm_event(w->name, &nr, true);
 		if (!r)
 			r = read_counters(m, w, &now);
 		e.event_nr = nr;

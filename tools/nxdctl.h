@@ -224,6 +224,12 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 /* Block devices worth looking at: not nxd volumes, not held by md/dm. */
 bool candidate(const char *kn);
 /*
+ * @fn(@arg, "/dev/NAME") for each candidate() among /sys/class/block,
+ * until it returns non-zero: that, or 0; an exit code (reported) if the
+ * directory cannot be read.
+ */
+int for_each_candidate(int (*fn)(void *arg, const char *dev), void *arg);
+/*
  * Find the other half of volume @od among /sys/class/block: a device of
  * role @want whose metadata carries the same volume and HDD UUIDs.
  */

@@ -42,50 +42,79 @@ bool candidate(const char *kn)
 	return !held;
 }
 
-/*
- * Find the other half of volume @od among /sys/class/block: a device of
- * role @want whose metadata carries the same volume and HDD UUIDs.
- */
-int find_peer(const struct nxd_meta *od, enum role want,
-		     const char *self, char *out, size_t len)
+int for_each_candidate(int (*fn)(void *arg, const char *dev), void *arg)
 {
-	char path[PATH_MAX], self_real[PATH_MAX], real[PATH_MAX];
-	struct nxd_meta p;
+	char path[PATH_MAX];
 	struct dirent *de;
-	int found = 0, e;
-	uint64_t bytes;
+	int rc = 0;
 	DIR *d;
 
-	if (!realpath(self, self_real))
-		snprintf(self_real, sizeof(self_real), "%s", self);
 	snprintf(path, sizeof(path), "%s/class/block", sysfs_root);
 	d = opendir(path);
 	if (!d)
 		return fail(NXDCTL_EXIT_KERNEL, "%s: %s", path,
 			    strerror(errno));
-	while ((de = readdir(d))) {
+	while (!rc && (de = readdir(d))) {
 		if (de->d_name[0] == '.' || !candidate(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		if (!realpath(path, real) || !strcmp(real, self_real))
-			continue;
-		if (probe_role(path, want == ROLE_HDD ? od->hdd_label_sector : 0,
-			       &p, &bytes, &e) != want ||
-		    !uuid_eq(p.vol_uuid, od->vol_uuid) ||
-		    !uuid_eq(p.hdd_uuid, od->hdd_uuid))
-			continue;
-		if (found++) {
-			fail(NXDCTL_EXIT_NOVOL, "both %s and %s match; "
-			     "assemble by hand with nxdctl create", out,
-			     path);
-			break;
-		}
-		snprintf(out, len, "%s", path);
+		rc = fn(arg, path);
 	}
 	closedir(d);
-	if (found == 1)
+	return rc;
+}
+
+struct peer_search {
+	const struct nxd_meta *od;
+	enum role want;
+	char self_real[PATH_MAX];
+	char *out;
+	size_t len;
+	int found;
+};
+
+static int peer_one(void *arg, const char *path)
+{
+	struct peer_search *ps = arg;
+	const struct nxd_meta *od = ps->od;
+	char real[PATH_MAX];
+	struct nxd_meta p;
+	uint64_t bytes;
+	int e;
+
+	if (!realpath(path, real) || !strcmp(real, ps->self_real))
 		return 0;
-	return found ? NXDCTL_EXIT_NOVOL : -ENOENT;
+	if (probe_role(path, ps->want == ROLE_HDD ? od->hdd_label_sector : 0,
+		       &p, &bytes, &e) != ps->want ||
+	    !uuid_eq(p.vol_uuid, od->vol_uuid) ||
+	    !uuid_eq(p.hdd_uuid, od->hdd_uuid))
+		return 0;
+	if (ps->found++)
+		return fail(NXDCTL_EXIT_NOVOL, "both %s and %s match; "
+			    "assemble by hand with nxdctl create", ps->out,
+			    path);
+	snprintf(ps->out, ps->len, "%s", path);
+	return 0;
+}
+
+/*
+ * Find the other half of volume @od among /sys/class/block: a device of
+ * role @want whose metadata carries the same volume and HDD UUIDs.
+ */
+int find_peer(const struct nxd_meta *od, enum role want,
+	      const char *self, char *out, size_t len)
+{
+	struct peer_search ps = {
+		.od = od, .want = want, .out = out, .len = len,
+	};
+	int rc;
+
+	if (!realpath(self, ps.self_real))
+		snprintf(ps.self_real, sizeof(ps.self_real), "%s", self);
+	rc = for_each_candidate(peer_one, &ps);
+	if (rc)
+		return rc;
+	return ps.found ? 0 : -ENOENT;
 }
 
 /* /dev path of block device "MAJ:MIN". */
