@@ -371,7 +371,7 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 		  const char *old_ssd, bool dry_run, bool format, bool force)
 {
 	char a[PATH_MAX], b[PATH_MAX];
-	char holder[NXD_NAME_LEN], desc[1024], u[40];
+	char holder[NXD_NAME_LEN], desc[1024], u[40], msg[PATH_MAX + 128];
 	struct log_risk lr;
 	struct nxd_meta m;
 	uint64_t bytes, pb;
@@ -437,15 +437,9 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 			problems++;
 		}
 	}
-	if (!problems)
-		return 0;
-	if (force) {
-		fprintf(stderr, "nxdctl: --force: going ahead\n");
-		return 0;
-	}
-	return fail(NXDCTL_EXIT_USAGE, "refusing to use %s: what is named "
-		    "above would be overwritten\nor lost (--force to go "
-		    "ahead)", ssd);
+	snprintf(msg, sizeof(msg), "refusing to use %s: what is named above "
+		 "would be overwritten\nor lost (--force to go ahead)", ssd);
+	return checks_verdict(problems, force, msg);
 }
 
 /*

@@ -328,6 +328,11 @@ void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
  */
 int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 		  bool format, bool force);
+/*
+ * The end of checks that said each of their @problems: 0 if there were
+ * none, or @force (said so); else @refusal and an exit code.
+ */
+int checks_verdict(int problems, bool force, const char *refusal);
 
 /* ---- cmd_status.c ---- */
 

@@ -283,13 +283,18 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 			return rc;
 	}
 out:
+	return checks_verdict(problems, force, "refusing to create the "
+			      "volume: what is named above would be\n"
+			      "overwritten or lost (--force to go ahead)");
+}
+
+int checks_verdict(int problems, bool force, const char *refusal)
+{
 	if (!problems)
 		return 0;
 	if (force) {
 		fprintf(stderr, "nxdctl: --force: going ahead\n");
 		return 0;
 	}
-	return fail(NXDCTL_EXIT_USAGE, "refusing to create the volume: what "
-		    "is named above would be\noverwritten or lost (--force "
-		    "to go ahead)");
+	return fail(NXDCTL_EXIT_USAGE, "%s", refusal);
 }
