@@ -94,9 +94,12 @@ module-$(1):
 	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
 	@cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
-	@# the power-cut fixture the guest tests load (tests/fixtures/pcut)
+	@# the fixtures: the power cut the guest tests load, the HDD emulator
+	@# of the benchmark, demos and measurements (tests/fixtures)
 	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/tests/fixtures/pcut' KDIR='$(2)' KVER='$(1)' >/dev/null
 	@echo "  MODULE  build/$(1)/pcut/dm-pcut.ko"
+	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/tests/fixtures/hddsim' KDIR='$(2)' KVER='$(1)' >/dev/null
+	@echo "  MODULE  build/$(1)/hddsim/dm-hddsim.ko"
 endef
 $(eval $(call module_rule,$(KVER),$(KDIR)))
 $(foreach kv,$(filter-out $(KVER),$(TEST_KVERS)),$(eval $(call module_rule,$(kv),$(call kdir_of,$(kv)))))

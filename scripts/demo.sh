@@ -17,7 +17,7 @@
 #      `nxdctl histogram` of the workload on dm-nxd.
 #
 # Environment:
-#   DEMO_KVER      guest kernel (default: newest /boot/vmlinuz-* with headers)
+#   DEMO_KVER      guest kernel (default: the oldest test kernel, scripts/lib.sh)
 #   DEMO_RUNTIME   seconds of each fio run (default 20)
 #   DEMO_SSD_MB    SSD log size in MiB (default 128)
 #   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
@@ -213,21 +213,12 @@ fi
 # ------------------------------------------------------------------ host ---
 t0=$(date +%s)
 say() { echo "demo: $*" >&2; }
-kver=${DEMO_KVER:-}
-if [ -z "$kver" ]; then
-	for v in $(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V); do
-		[ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ] && kver=$v
-	done
-fi
-[ -n "$kver" ] || { say "no kernel with headers in /boot: run 'make deps'"; exit 1; }
+. scripts/lib.sh
+kver=${DEMO_KVER:-$(nxd_default_kver)} || exit 1
 [ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
 command -v fio >/dev/null || { say "fio missing: run 'make deps'"; exit 1; }
-kdir=/lib/modules/$kver/build
-[ -f "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
 say "building dm-nxd, nxdctl and dm-hddsim for $kver"
-make -s --no-print-directory KVER="$kver" module tools >/dev/null
-# KVER too: the fixture names its output after KDIR, and /lib/modules/V/build would give "build".
-make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" KVER="$kver" >/dev/null
+nxd_build "$kver" tools || exit 1
 mkdir -p build/logs
 export VM_TIMEOUT=${VM_TIMEOUT:-900}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
@@ -236,6 +227,6 @@ for v in HDD_SIZE_MB HDDSIM_OPTS; do
 	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
 done
 rc=0
-scripts/vm-run.sh "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
+nxd_vm "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
 say "finished in $(($(date +%s) - t0)) s (exit $rc); guest console: ${VM_CONSOLE#"$here"/}"
 exit $rc

@@ -14,9 +14,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
-	kv=${1:-6.1.0-56-amd64}
-	make -s -C tests/fixtures/hddsim KDIR=/usr/src/linux-headers-$kv >/dev/null
-	exec scripts/vm-run.sh "$kv" "scripts/measure-destage.sh --guest"
+	. scripts/lib.sh
+	kv=${1:-$(nxd_default_kver)}
+	nxd_build "$kv"
+	nxd_vm "$kv" "scripts/measure-destage.sh --guest"
+	exit
 fi
 say() { echo "measure: $*"; }
 modprobe dm-mod; modprobe libcrc32c || true; modprobe raid456

@@ -18,14 +18,16 @@ measure_setup() {
 	if [ "${1:-}" != --guest ]; then
 		kv=${1:?KVER}
 		shift
-		make -s -C tests/fixtures/hddsim KDIR="/usr/src/linux-headers-$kv" >/dev/null
+		. scripts/lib.sh
+		nxd_build "$kv"
 		for v in $vars HDD_SIZE_MB SSD_MB; do
 			env+="$v=${!v} "
 		done
 		for m in "$@"; do
 			mods+=("$(readlink -f "$m")")
 		done
-		exec scripts/vm-run.sh "$kv" "$env$script --guest ${mods[*]}"
+		nxd_vm "$kv" "$env$script --guest ${mods[*]}"
+		exit
 	fi
 	shift
 	MODS=("$@")
