@@ -8,7 +8,7 @@
 # kernel (scripts/vm-run.sh) that:
 #   1. builds an emulated SSD (null_blk, memory-backed) and an emulated HDD
 #      RAID6 (6 dm-hddsim drives over null_blk, md raid6, chunk 64K:
-#      scripts/mkraid.sh),
+#      bench/mkraid.sh),
 #   2. formats XFS on the array alone and runs a mixed fio workload on it:
 #      4 small 8 KiB random writers beside one 1 MiB sequential writer,
 #   3. creates the hybrid volume with dmsetup (nxd <array> <ssd>), formats
@@ -21,7 +21,7 @@
 #   DEMO_RUNTIME   seconds of each fio run (default 20)
 #   DEMO_SSD_MB    SSD log size in MiB (default 128)
 #   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
-#                  see scripts/mkraid.sh
+#                  see bench/mkraid.sh
 #   VM_TIMEOUT     guest time limit in seconds (default 900)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ if [ "${1:-}" = --guest ]; then
 	cleanup() {
 		umount "$MNT" 2>/dev/null || true
 		dmsetup remove --retry "$VOL" >/dev/null 2>&1 || true
-		scripts/mkraid.sh down >/dev/null 2>&1 || true
+		bench/mkraid.sh down >/dev/null 2>&1 || true
 		if [ -n "${ssdcfg:-}" ] && [ -d "$ssdcfg" ]; then
 			echo 0 >"$ssdcfg/power" 2>/dev/null || true
 			rmdir "$ssdcfg" 2>/dev/null || true
@@ -81,7 +81,7 @@ if [ "${1:-}" = --guest ]; then
 	done
 	[ -n "$ssd" ] || { say "null_blk SSD did not appear"; exit 1; }
 	say "SSD: $ssd, null_blk memory-backed, $SSD_MB MiB"
-	md=$(scripts/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
+	md=$(bench/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
 		cat "$out/mkraid.log" >&2; say "RAID6 setup failed"; exit 1; }
 	mdn=$(basename "$md")
 	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \

@@ -10,7 +10,7 @@
 #   CAL_RUNTIME   seconds per fio run (default 10)
 #   CAL_SIZE_MB   size of the emulated drive (default 256)
 #   CAL_UPDATE_DOCS=1  write the table into docs/performance.md
-#   CAL_MODE=array  instead: md RAID6 alone (scripts/mkraid.sh, HDD_COUNT,
+#   CAL_MODE=array  instead: md RAID6 alone (bench/mkraid.sh, HDD_COUNT,
 #                 HDD_SIZE_MB, RAID_CHUNK_KB) over the hddsim drives and over
 #                 "instant" hddsim drives (no seek, rotation or transfer
 #                 time), 1 MiB sequential and 4/64 KiB random writes, for
@@ -37,7 +37,7 @@ if [ "${CAL_MODE:-}" = array ]; then
 fi
 VM_TIMEOUT=${CAL_TIMEOUT:-1200} VM_CPUS=${CAL_CPUS:-2} VM_MEMORY=3G VM_CONSOLE=$out/console.log \
 	VM_APPEND="log_buf_len=16M${BENCH_APPEND:+ $BENCH_APPEND}" \
-	nxd_vm "$KVER" "env $guest_env python3 scripts/bench_guest.py $mode --out $out" \
+	nxd_vm "$KVER" "env $guest_env python3 bench/bench_guest.py $mode --out $out" \
 	2>&1 | tee "$out/output.log" | grep -v '^\s*$'
 if [ $mode = array ]; then
 	test -s "$out/array.json"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# dm-nxd benchmark.  The matrix is cut into chunks (scripts/bench_guest.py
+# dm-nxd benchmark.  The matrix is cut into chunks (bench/bench_guest.py
 # chunks: small, nytro, mixed, steady, drain); each chunk runs in ONE QEMU
 # (TCG) guest boot with every system in it (md alone, the raw SSD, bcache,
 # dm-writecache, dm-cache, dm-nxd), so every ratio comes from one boot.
 # Each boot builds an emulated HDD RAID6 (dm-hddsim drives, md raid6) and a
-# memory-backed SSD.  Then the report (scripts/bench_report.py) merges the
+# memory-backed SSD.  Then the report (bench/bench_report.py) merges the
 # chunks:
 #   results/<timestamp>/<chunk>/*.json   fio JSON per run, summary.json
 #   results/<timestamp>/report.md        the merged report
@@ -46,7 +46,7 @@ if [ -n "$SMOKE" ]; then
 	chunks=smoke
 else
 	export SSD_MB=${SSD_MB:-128} HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-	chunks=${BENCH_CHUNKS:-$(python3 scripts/bench_guest.py chunks)}
+	chunks=${BENCH_CHUNKS:-$(python3 bench/bench_guest.py chunks)}
 fi
 chunks=${chunks//,/ }
 
@@ -100,7 +100,7 @@ for c in $chunks; do
 	set +e
 	VM_TIMEOUT=$limit VM_CPUS=$cpus VM_MEMORY=$mem VNG_ARGS="--rwdir=$out" \
 		VM_APPEND="log_buf_len=16M${BENCH_APPEND:+ $BENCH_APPEND}" VM_CONSOLE=$cdir/console.log \
-		nxd_vm "$KVER" "env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
+		nxd_vm "$KVER" "env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 bench/bench_guest.py run --chunk $c --out $cdir" \
 		2>&1 | tee "$cdir/output.log" | grep --line-buffered -E '^(bench|mkraid|vm-run\[.*\]):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e
@@ -122,6 +122,6 @@ report_args=()
 PY=python3
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null && PY=/usr/bin/python3
 rc2=0
-$PY scripts/bench_report.py "${report_args[@]}" "$out" || rc2=$?
+$PY bench/bench_report.py "${report_args[@]}" "$out" || rc2=$?
 say "finished in $(( $(date +%s) - t0 )) s"
 [ $fail = 0 ] && [ $rc2 = 0 ]
