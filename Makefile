@@ -94,9 +94,12 @@ module-$(1):
 	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
 	@cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
-	@# the power-cut fixture the guest tests load (tests/fixtures/pcut)
+	@# the fixtures: the power cut the guest tests load, the HDD emulator
+	@# of the benchmark, demos and measurements (tests/fixtures/pcut, bench/hddsim)
 	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/tests/fixtures/pcut' KDIR='$(2)' KVER='$(1)' >/dev/null
 	@echo "  MODULE  build/$(1)/pcut/dm-pcut.ko"
+	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/bench/hddsim' KDIR='$(2)' KVER='$(1)' >/dev/null
+	@echo "  MODULE  build/$(1)/hddsim/dm-hddsim.ko"
 endef
 $(eval $(call module_rule,$(KVER),$(KDIR)))
 $(foreach kv,$(filter-out $(KVER),$(TEST_KVERS)),$(eval $(call module_rule,$(kv),$(call kdir_of,$(kv)))))
@@ -201,8 +204,8 @@ demo-pfs:
 	$(TOP)/scripts/demo-pfs.sh
 
 bench:
-	@if [ -x scripts/bench.sh ]; then scripts/bench.sh $(BENCH_ARGS); \
-	else echo "bench: scripts/bench.sh not present" >&2; exit 1; fi
+	@if [ -x bench/bench.sh ]; then bench/bench.sh $(BENCH_ARGS); \
+	else echo "bench: bench/bench.sh not present" >&2; exit 1; fi
 
 # dm-nxd over dm-pcut (volatile caches, seeded power cuts): SEEDS chains of
 # CUTS cuts, one guest per kernel, all at once (scripts/crash-campaign.sh).
@@ -221,8 +224,8 @@ test-packages:
 	@NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
 
 bench-smoke:
-	@if [ -x scripts/bench.sh ]; then BENCH_SMOKE=1 scripts/bench.sh $(BENCH_ARGS); \
-	else echo "bench-smoke: scripts/bench.sh not present" >&2; exit 1; fi
+	@if [ -x bench/bench.sh ]; then BENCH_SMOKE=1 bench/bench.sh $(BENCH_ARGS); \
+	else echo "bench-smoke: bench/bench.sh not present" >&2; exit 1; fi
 
 # install = install-module + install-tools (tools/Makefile's install:
 # nxdctl, nxd-probe, the udev rules in /usr/lib/udev/rules.d, the man

@@ -41,14 +41,8 @@ case $SEEDS in
 *-* | *,*) seeds=$SEEDS ;;
 *) seeds=1-$SEEDS ;;
 esac
-if [ -z "${TEST_KVERS:-}" ]; then
-	TEST_KVERS=$(for k in /boot/vmlinuz-*; do
-		v=${k#/boot/vmlinuz-}
-		if [ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ]; then
-			echo "$v"
-		fi
-	done | sort -V | tr '\n' ' ')
-fi
+. scripts/lib.sh
+[ -n "${TEST_KVERS:-}" ] || TEST_KVERS=$(nxd_kvers)
 nseeds=$(python3 -c "import sys; a,_,b=sys.argv[1].partition('-'); print(int(b)-int(a)+1 if b else len(a.split(',')))" "$seeds")
 # About 15-40 s per cut under TCG, plus boot.
 timeout=${VM_TIMEOUT:-$((600 + nseeds * CUTS * 60))}
@@ -56,19 +50,16 @@ mkdir -p build/logs
 # campaign KVER: one guest; leaves its summary line in
 # build/logs/run-KVER.campaign and exits non-zero on a failure.
 campaign() {
-	local kv=$1 kd sumf before after grc line
-	kd=/usr/src/linux-headers-$kv
-	[ -f "/lib/modules/$kv/build/Makefile" ] && kd=/lib/modules/$kv/build
+	local kv=$1 sumf before after grc line
 	echo "crash-campaign[$kv]: building dm-nxd and dm-pcut"
-	if ! make -s --no-print-directory "module-$kv" >/dev/null ||
-		! make -s --no-print-directory -C tests/fixtures/pcut KDIR="$kd" KVER="$kv" >/dev/null; then
+	if ! nxd_build "$kv"; then
 		echo "build FAILED" >"build/logs/run-$kv.campaign"
 		return 1
 	fi
 	sumf=build/logs/$kv-crash-$kind.txt
 	before=$(wc -l 2>/dev/null <"$sumf" || echo 0)
 	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
-	VM_TIMEOUT=$timeout scripts/vm-run.sh "$kv" \
+	VM_TIMEOUT=$timeout nxd_vm "$kv" \
 		"NXD_PCUT_$switch=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
 		"NXD_PCUT_MAX_N=${MAX_N:-6000}" \
 		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k $kind" \

@@ -25,20 +25,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 t0=$(date +%s)
 say() { echo "demo-pfs: $*" >&2; }
-kver=${DEMO_KVER:-}
-if [ -z "$kver" ]; then
-	for v in $(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V); do
-		[ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ] && kver=$v
-	done
-fi
-[ -n "$kver" ] || { say "no kernel with headers in /boot: run 'make deps'"; exit 1; }
+. scripts/lib.sh
+kver=${DEMO_KVER:-$(nxd_default_kver)} || exit 1
 [ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
 command -v glusterd >/dev/null || { say "glusterd missing: run 'make deps'"; exit 1; }
-kdir=/lib/modules/$kver/build
-[ -f "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
 say "building dm-nxd, nxdctl and dm-hddsim for $kver"
-make -s --no-print-directory KVER="$kver" module tools >/dev/null
-make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" KVER="$kver" >/dev/null
+nxd_build "$kver" tools
 logs=${NXD_LOGS:-$here/build/logs}
 mkdir -p "$logs"
 export VM_TIMEOUT=${VM_TIMEOUT:-900}
@@ -48,6 +40,6 @@ for v in PFS_DEMO_SMALL PFS_DEMO_BIG_MB PFS_DEMO_IOR_COUNT HDD_SIZE_MB HDDSIM_OP
 	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
 done
 rc=0
-scripts/vm-run.sh "$kver" "env$envs python3 scripts/pfs_guest.py demo build/demo-pfs" || rc=$?
+nxd_vm "$kver" "env$envs python3 scripts/pfs_guest.py demo build/demo-pfs" || rc=$?
 say "finished in $(($(date +%s) - t0)) s (exit $rc); guest console: ${VM_CONSOLE#"$here"/}; results in build/demo-pfs/"
 exit $rc

@@ -8,7 +8,7 @@
 # kernel (scripts/vm-run.sh) that:
 #   1. builds an emulated SSD (null_blk, memory-backed) and an emulated HDD
 #      RAID6 (6 dm-hddsim drives over null_blk, md raid6, chunk 64K:
-#      scripts/mkraid.sh),
+#      bench/mkraid.sh),
 #   2. formats XFS on the array alone and runs a mixed fio workload on it:
 #      4 small 8 KiB random writers beside one 1 MiB sequential writer,
 #   3. creates the hybrid volume with dmsetup (nxd <array> <ssd>), formats
@@ -17,11 +17,11 @@
 #      `nxdctl histogram` of the workload on dm-nxd.
 #
 # Environment:
-#   DEMO_KVER      guest kernel (default: newest /boot/vmlinuz-* with headers)
+#   DEMO_KVER      guest kernel (default: the oldest test kernel, scripts/lib.sh)
 #   DEMO_RUNTIME   seconds of each fio run (default 20)
 #   DEMO_SSD_MB    SSD log size in MiB (default 128)
 #   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
-#                  see scripts/mkraid.sh
+#                  see bench/mkraid.sh
 #   VM_TIMEOUT     guest time limit in seconds (default 900)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ if [ "${1:-}" = --guest ]; then
 	cleanup() {
 		umount "$MNT" 2>/dev/null || true
 		dmsetup remove --retry "$VOL" >/dev/null 2>&1 || true
-		scripts/mkraid.sh down >/dev/null 2>&1 || true
+		bench/mkraid.sh down >/dev/null 2>&1 || true
 		if [ -n "${ssdcfg:-}" ] && [ -d "$ssdcfg" ]; then
 			echo 0 >"$ssdcfg/power" 2>/dev/null || true
 			rmdir "$ssdcfg" 2>/dev/null || true
@@ -81,7 +81,7 @@ if [ "${1:-}" = --guest ]; then
 	done
 	[ -n "$ssd" ] || { say "null_blk SSD did not appear"; exit 1; }
 	say "SSD: $ssd, null_blk memory-backed, $SSD_MB MiB"
-	md=$(scripts/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
+	md=$(bench/mkraid.sh up 6 2>"$out/mkraid.log" | tail -n1) || {
 		cat "$out/mkraid.log" >&2; say "RAID6 setup failed"; exit 1; }
 	mdn=$(basename "$md")
 	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \
@@ -213,21 +213,12 @@ fi
 # ------------------------------------------------------------------ host ---
 t0=$(date +%s)
 say() { echo "demo: $*" >&2; }
-kver=${DEMO_KVER:-}
-if [ -z "$kver" ]; then
-	for v in $(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V); do
-		[ -f "/lib/modules/$v/build/Makefile" ] || [ -f "/usr/src/linux-headers-$v/Makefile" ] && kver=$v
-	done
-fi
-[ -n "$kver" ] || { say "no kernel with headers in /boot: run 'make deps'"; exit 1; }
+. scripts/lib.sh
+kver=${DEMO_KVER:-$(nxd_default_kver)} || exit 1
 [ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
 command -v fio >/dev/null || { say "fio missing: run 'make deps'"; exit 1; }
-kdir=/lib/modules/$kver/build
-[ -f "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
 say "building dm-nxd, nxdctl and dm-hddsim for $kver"
-make -s --no-print-directory KVER="$kver" module tools >/dev/null
-# KVER too: the fixture names its output after KDIR, and /lib/modules/V/build would give "build".
-make -s --no-print-directory -C tests/fixtures/hddsim KDIR="$kdir" KVER="$kver" >/dev/null
+nxd_build "$kver" tools || exit 1
 mkdir -p build/logs
 export VM_TIMEOUT=${VM_TIMEOUT:-900}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
@@ -236,6 +227,6 @@ for v in HDD_SIZE_MB HDDSIM_OPTS; do
 	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
 done
 rc=0
-scripts/vm-run.sh "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
+nxd_vm "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
 say "finished in $(($(date +%s) - t0)) s (exit $rc); guest console: ${VM_CONSOLE#"$here"/}"
 exit $rc

@@ -5,7 +5,7 @@
 # running, in ONE guest (issue: destage pacing).  Runs inside the guest as
 # root: `scripts/vm-run.sh KVER scripts/measure-destage.sh --guest`, or from
 # the host: `scripts/measure-destage.sh [KVER]`.
-#   1. emulated RAID6 (scripts/mkraid.sh), brd SSD, nxd over them;
+#   1. emulated RAID6 (bench/mkraid.sh), brd SSD, nxd over them;
 #   2. destage paused, 64 MiB of random 4 KiB writes fill part of the log;
 #   3. 1 MiB sequential writes to the other half, destage paused;
 #   4. the same with destaging at full speed (watermarks 0);
@@ -14,15 +14,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
-	kv=${1:-6.1.0-56-amd64}
-	make -s -C tests/fixtures/hddsim KDIR=/usr/src/linux-headers-$kv >/dev/null
-	exec scripts/vm-run.sh "$kv" "scripts/measure-destage.sh --guest"
+	. scripts/lib.sh
+	kv=${1:-$(nxd_default_kver)}
+	nxd_build "$kv"
+	nxd_vm "$kv" "scripts/measure-destage.sh --guest"
+	exit
 fi
 say() { echo "measure: $*"; }
 modprobe dm-mod; modprobe libcrc32c || true; modprobe raid456
 grep -q '^dm_nxd ' /proc/modules || insmod "build/$(uname -r)/dm-nxd.ko"
 grep -q '^brd ' /proc/modules || modprobe brd rd_nr=1 rd_size=$((256 * 1024))
-md=$(PREFILL=0 scripts/mkraid.sh up 6 | tail -n1)
+md=$(PREFILL=0 bench/mkraid.sh up 6 | tail -n1)
 sz=$(blockdev --getsz "$md")
 vol=$((sz / 2048 * 2048 - 2048))
 half=$((vol / 2 * 512))
@@ -51,4 +53,4 @@ for _ in 1 2 3 4 5 6; do dmsetup remove --retry mdx && break; sleep 5; done
 c=$(stream "$md")
 say "streaming, array alone: $c MiB/s"
 echo "RESULT streaming MiB/s: destage paused $a, destaging $b, array alone $c"
-scripts/mkraid.sh down >/dev/null 2>&1 || true
+bench/mkraid.sh down >/dev/null 2>&1 || true

@@ -4,7 +4,7 @@
 # Drain of a log full of random 4 KiB writes, for one or more builds of
 # dm-nxd side by side in ONE guest (issue: destage at streaming speed):
 #   scripts/measure-drain.sh KVER MOD.ko [MOD.ko...]    (from the host)
-# For each module: emulated RAID6 (scripts/mkraid.sh, dm-hddsim drives), a
+# For each module: emulated RAID6 (bench/mkraid.sh, dm-hddsim drives), a
 # brd SSD, a fresh volume; destage paused, FILL_MB of random 4 KiB writes
 # over a region REGION_X times the log; then `drain` with the watermarks at
 # 0, timed.  Prints the drain rate, the mean destage bio and, once, random
@@ -56,4 +56,4 @@ ref=$(fio --name=r --filename="$md" --rw=randwrite --bs=4k --iodepth=8 --ioengin
 	--direct=1 --size=${region}m --runtime=30 --time_based --randrepeat=1 \
 	--output-format=terse --terse-version=3 | awk -F';' '{printf "%.2f", $48 / 1024}')
 say "array alone, random 4 KiB writes over the region, QD 8: $ref MiB/s"
-scripts/mkraid.sh down >/dev/null 2>&1 || mdadm --stop "$md" || true
+bench/mkraid.sh down >/dev/null 2>&1 || mdadm --stop "$md" || true

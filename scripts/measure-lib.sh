@@ -7,7 +7,7 @@
 #   guest with the modules' absolute paths, passing VAR..., HDD_SIZE_MB and
 #   SSD_MB.  In the guest (ARGS = --guest MOD.ko...): load dm-mod and
 #   raid456, a brd SSD of SSD_MB (/dev/ram0), an emulated RAID6 of 6 x
-#   HDD_SIZE_MB drives (scripts/mkraid.sh); sets md, vol (the longest nxd
+#   HDD_SIZE_MB drives (bench/mkraid.sh); sets md, vol (the longest nxd
 #   volume on it, in sectors) and MODS.
 
 measure_setup() {
@@ -18,14 +18,16 @@ measure_setup() {
 	if [ "${1:-}" != --guest ]; then
 		kv=${1:?KVER}
 		shift
-		make -s -C tests/fixtures/hddsim KDIR="/usr/src/linux-headers-$kv" >/dev/null
+		. scripts/lib.sh
+		nxd_build "$kv"
 		for v in $vars HDD_SIZE_MB SSD_MB; do
 			env+="$v=${!v} "
 		done
 		for m in "$@"; do
 			mods+=("$(readlink -f "$m")")
 		done
-		exec scripts/vm-run.sh "$kv" "$env$script --guest ${mods[*]}"
+		nxd_vm "$kv" "$env$script --guest ${mods[*]}"
+		exit
 	fi
 	shift
 	MODS=("$@")
@@ -33,6 +35,6 @@ measure_setup() {
 	modprobe libcrc32c || true
 	modprobe raid456
 	modprobe brd rd_nr=1 rd_size=$((SSD_MB * 1024))
-	md=$(HDD_SIZE_MB=$HDD_SIZE_MB PREFILL=0 scripts/mkraid.sh up 6 | tail -n1)
+	md=$(HDD_SIZE_MB=$HDD_SIZE_MB PREFILL=0 bench/mkraid.sh up 6 | tail -n1)
 	vol=$(($(blockdev --getsz "$md") / 2048 * 2048 - 2048))
 }

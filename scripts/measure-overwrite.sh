@@ -4,7 +4,7 @@
 # 1 MiB sequential writes over logged blocks (the "streaming right after
 # small writes" case), for one or more builds of dm-nxd side by side in ONE
 # guest:   scripts/measure-overwrite.sh KVER MOD.ko [MOD.ko...]
-# For each module: emulated RAID6 (scripts/mkraid.sh), a brd SSD, a fresh
+# For each module: emulated RAID6 (bench/mkraid.sh), a brd SSD, a fresh
 # volume, destage paused; FILL_MB of random 4 KiB writes over a REGION_MB
 # region (logged), then 1 MiB O_DIRECT sequential writes (QD 4, 15 s) over
 # that region; then the same 1 MiB writes on the array alone (reference).
@@ -40,4 +40,4 @@ for ko in "${MODS[@]}"; do
 	rmmod dm_nxd
 done
 say "array alone, 1 MiB writes: $(stream "$md") MiB/s"
-scripts/mkraid.sh down >/dev/null 2>&1 || mdadm --stop "$md" || true
+bench/mkraid.sh down >/dev/null 2>&1 || mdadm --stop "$md" || true

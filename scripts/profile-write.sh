@@ -15,10 +15,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
-	kv=${1:-6.1.0-56-amd64}
-	make -s module-"$kv" >/dev/null
-	exec env VM_TIMEOUT=${VM_TIMEOUT:-1200} scripts/vm-run.sh "$kv" \
+	. scripts/lib.sh
+	kv=${1:-$(nxd_default_kver)}
+	nxd_build "$kv"
+	VM_TIMEOUT=${VM_TIMEOUT:-1200} nxd_vm "$kv" \
 		"PROFILE_MODULES='${PROFILE_MODULES:-}' scripts/profile-write.sh --guest"
+	exit
 fi
 out=build/logs/profile-$(uname -r)
 mkdir -p "$out"

@@ -44,6 +44,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/lib.sh"
 cd "$here" || exit 1
 
 # Kernel-log lines that are a finding (not a bare "lockdep": lockdep_*
@@ -566,7 +567,7 @@ fi
 
 if [ -z "${NXD_KVM:-}" ]; then
 	# KVM is a property of the host: probe it with a stock kernel (quick).
-	stock=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V | head -n1)
+	stock=$(nxd_default_kver) || exit 1
 	NXD_KVM=$(scripts/vm-run.sh --kvm-probe "$stock")
 fi
 export NXD_KVM VM_KERNEL=$tree VM_TIMEOUT=${VM_TIMEOUT:-10800}

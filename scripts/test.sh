@@ -47,9 +47,8 @@ if [ ! -x .venv/bin/vng ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	$MAKE --no-print-directory deps || { say "make deps FAILED"; exit 1; }
 fi
 
-if [ -z "${TEST_KVERS:-}" ]; then
-	TEST_KVERS=$($MAKE -s --no-print-directory print-vars | sed -n 's/^TEST_KVERS=//p')
-fi
+. scripts/lib.sh
+[ -n "${TEST_KVERS:-}" ] || TEST_KVERS=$(nxd_kvers)
 read -r -a kvers <<<"$TEST_KVERS"
 if [ ${#kvers[@]} = 0 ]; then
 	say "no test kernels (TEST_KVERS empty): make deps"

@@ -10,7 +10,7 @@
 #   CAL_RUNTIME   seconds per fio run (default 10)
 #   CAL_SIZE_MB   size of the emulated drive (default 256)
 #   CAL_UPDATE_DOCS=1  write the table into docs/performance.md
-#   CAL_MODE=array  instead: md RAID6 alone (scripts/mkraid.sh, HDD_COUNT,
+#   CAL_MODE=array  instead: md RAID6 alone (bench/mkraid.sh, HDD_COUNT,
 #                 HDD_SIZE_MB, RAID_CHUNK_KB) over the hddsim drives and over
 #                 "instant" hddsim drives (no seek, rotation or transfer
 #                 time), 1 MiB sequential and 4/64 KiB random writes, for
@@ -22,10 +22,9 @@
 # (array.json for CAL_MODE=array).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-KVER=${BENCH_KVER:-6.1.0-56-amd64}
-KDIR=/usr/src/linux-headers-$KVER
-[ -e "/boot/vmlinuz-$KVER" ] || { echo "no /boot/vmlinuz-$KVER" >&2; exit 1; }
-make -s -C "$here/tests/fixtures/hddsim" KDIR="$KDIR" >/dev/null
+. "$here/scripts/lib.sh"
+KVER=${BENCH_KVER:-$(nxd_default_kver)}
+nxd_build "$KVER"
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 out=$here/build/calibration/$ts
 mkdir -p "$out"
@@ -36,11 +35,10 @@ if [ "${CAL_MODE:-}" = array ]; then
 	guest_env+=" ARRAY_SETTINGS='${ARRAY_SETTINGS:-0:1024 1:1024 2:4096}' HDD_COUNT=${HDD_COUNT:-6}"
 	guest_env+=" HDD_SIZE_MB=${HDD_SIZE_MB:-256} RAID_CHUNK_KB=${RAID_CHUNK_KB:-64}"
 fi
-PATH=$here/.venv/bin:$PATH timeout ${CAL_TIMEOUT:-1200} vng --run "/boot/vmlinuz-$KVER" --disable-kvm \
-	--cpus "${CAL_CPUS:-2}" --memory 3G --rwdir="$here/build" \
-	${BENCH_APPEND:+--append "$BENCH_APPEND"} \
-	--exec "cd $here && env $guest_env python3 scripts/bench_guest.py $mode --out $out" \
-	2>&1 | tee "$out/console.log" | grep -v '^\s*$'
+VM_TIMEOUT=${CAL_TIMEOUT:-1200} VM_CPUS=${CAL_CPUS:-2} VM_MEMORY=3G VM_CONSOLE=$out/console.log \
+	VM_APPEND="log_buf_len=16M${BENCH_APPEND:+ $BENCH_APPEND}" \
+	nxd_vm "$KVER" "env $guest_env python3 bench/bench_guest.py $mode --out $out" \
+	2>&1 | tee "$out/output.log" | grep -v '^\s*$'
 if [ $mode = array ]; then
 	test -s "$out/array.json"
 	[ "${CAL_UPDATE_DOCS:-0}" = 1 ] || exit 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dm-nxd benchmark report, host side (run by scripts/bench.sh).
+"""dm-nxd benchmark report, host side (run by bench/bench.sh).
 
   bench_report.py [--no-docs] DIR [DIR...]
 

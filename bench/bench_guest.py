@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """dm-nxd benchmark harness, guest side (python3 standard library only).
 
-Runs INSIDE the benchmark guest as root, started by scripts/bench.sh
-(`run`, one boot per chunk) or scripts/bench_calibrate.sh (`calibrate`):
+Runs INSIDE the benchmark guest as root, started by bench/bench.sh
+(`run`, one boot per chunk) or bench/bench_calibrate.sh (`calibrate`):
 
   bench_guest.py calibrate --out DIR            one hddsim drive over brd
   bench_guest.py run --chunk NAME --out DIR     one chunk of the matrix
 
-`run` builds the emulated RAID6 (scripts/mkraid.sh) and a memory-backed SSD
+`run` builds the emulated RAID6 (bench/mkraid.sh) and a memory-backed SSD
 (brd), then runs every job of the chunk on every system, job by job (all
 systems one after the other for one job, then the next job), so that host
 load drifts across systems alike.  Every job starts from a stated state:
@@ -55,7 +55,7 @@ JOBS = os.path.join(REPO, "fio-jobs")
 KVER = os.uname().release
 HDDSIM_KO = os.path.join(REPO, "build", KVER, "hddsim", "dm-hddsim.ko")
 NXD_KO = os.environ.get("NXD_KO", os.path.join(REPO, "build", KVER, "dm-nxd.ko"))
-MKRAID = os.path.join(REPO, "scripts", "mkraid.sh")
+MKRAID = os.path.join(REPO, "bench", "mkraid.sh")
 
 KiB, MiB = 1024, 1 << 20
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is

@@ -2,10 +2,10 @@
 # Build (or tear down) the emulated HDD RAID6 used by the dm-nxd benchmarks.
 # Runs INSIDE the benchmark guest (root).  Test fixture only.
 #
-#   scripts/mkraid.sh up   [N]   N (default 6) hddsim drives over memory-backed
+#   bench/mkraid.sh up   [N]   N (default 6) hddsim drives over memory-backed
 #                                null_blk (or brd) devices + md RAID6 over them;
 #                                prints the md device (e.g. /dev/md/nxdbench)
-#   scripts/mkraid.sh down       stop the array, remove the drives, free memory
+#   bench/mkraid.sh down       stop the array, remove the drives, free memory
 #
 # Environment:
 #   HDD_SIZE_MB   size of each drive in MiB (default 128)
@@ -40,7 +40,7 @@ log() { echo "mkraid: $*" >&2; }
 load_hddsim() {
 	modprobe dm-mod
 	if ! grep -qw hddsim /proc/modules 2>/dev/null && ! dmsetup targets | grep -qw hddsim; then
-		[ -f "$HDDSIM_KO" ] || { log "missing $HDDSIM_KO (make -C tests/fixtures/hddsim)"; exit 1; }
+		[ -f "$HDDSIM_KO" ] || { log "missing $HDDSIM_KO (make -C bench/hddsim)"; exit 1; }
 		insmod "$HDDSIM_KO"
 	fi
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# dm-nxd benchmark.  The matrix is cut into chunks (scripts/bench_guest.py
+# dm-nxd benchmark.  The matrix is cut into chunks (bench/bench_guest.py
 # chunks: small, nytro, mixed, steady, drain); each chunk runs in ONE QEMU
 # (TCG) guest boot with every system in it (md alone, the raw SSD, bcache,
 # dm-writecache, dm-cache, dm-nxd), so every ratio comes from one boot.
 # Each boot builds an emulated HDD RAID6 (dm-hddsim drives, md raid6) and a
-# memory-backed SSD.  Then the report (scripts/bench_report.py) merges the
+# memory-backed SSD.  Then the report (bench/bench_report.py) merges the
 # chunks:
 #   results/<timestamp>/<chunk>/*.json   fio JSON per run, summary.json
 #   results/<timestamp>/report.md        the merged report
@@ -18,7 +18,7 @@
 # or a job failed (the report says which and why).
 #
 # Environment: BENCH_CHUNKS (space or comma list; default all), BENCH_SMOKE,
-# BENCH_KVER (guest kernel, default 6.1.0-56-amd64), BENCH_SYSTEMS,
+# BENCH_KVER (guest kernel, default the oldest test kernel: scripts/lib.sh), BENCH_SYSTEMS,
 # BENCH_JOBS (job-id prefixes), BENCH_RUNTIME, BENCH_RAMP, BENCH_BURST_PCT,
 # BENCH_STEADY_S, BENCH_STEADY_WINDOW_S, BENCH_DRAIN_FILL_PCT, SSD_MB,
 # HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, RAID_STRIPE_CACHE,
@@ -32,7 +32,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-KVER=${BENCH_KVER:-6.1.0-56-amd64}
+. scripts/lib.sh
+KVER=${BENCH_KVER:-$(nxd_default_kver)}
 SMOKE=${BENCH_SMOKE:-0}
 [ "$SMOKE" = 0 ] && SMOKE=
 say() { echo "bench: $*"; }
@@ -45,15 +46,12 @@ if [ -n "$SMOKE" ]; then
 	chunks=smoke
 else
 	export SSD_MB=${SSD_MB:-128} HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-	chunks=${BENCH_CHUNKS:-$(python3 scripts/bench_guest.py chunks)}
+	chunks=${BENCH_CHUNKS:-$(python3 bench/bench_guest.py chunks)}
 fi
 chunks=${chunks//,/ }
 
-[ -e "/boot/vmlinuz-$KVER" ] || { say "no /boot/vmlinuz-$KVER" >&2; exit 1; }
-KDIR=/usr/src/linux-headers-$KVER
 say "building dm-hddsim and dm-nxd for $KVER"
-make -s -C tests/fixtures/hddsim KDIR="$KDIR" >/dev/null
-make -s --no-print-directory module KVER="$KVER" >/dev/null
+nxd_build "$KVER"
 
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 out=${BENCH_OUT:-results/$ts}
@@ -100,11 +98,10 @@ for c in $chunks; do
 	sampler > "$cdir/host-samples.txt" &
 	spid=$!
 	set +e
-	PATH=$here/.venv/bin:$PATH timeout --foreground -k 30 "$limit" vng --run "/boot/vmlinuz-$KVER" \
-		--disable-kvm --cpus "$cpus" --memory "$mem" --rwdir="$out" \
-		${BENCH_APPEND:+--append "$BENCH_APPEND"} \
-		--exec "cd $here && env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 scripts/bench_guest.py run --chunk $c --out $cdir" \
-		2>&1 | tee "$cdir/console.log" | grep --line-buffered -E '^(bench|mkraid):|Traceback|Error'
+	VM_TIMEOUT=$limit VM_CPUS=$cpus VM_MEMORY=$mem VNG_ARGS="--rwdir=$out" \
+		VM_APPEND="log_buf_len=16M${BENCH_APPEND:+ $BENCH_APPEND}" VM_CONSOLE=$cdir/console.log \
+		nxd_vm "$KVER" "env $vars BENCH_DEADLINE_S=$((limit - ${BENCH_MARGIN:-420})) python3 bench/bench_guest.py run --chunk $c --out $cdir" \
+		2>&1 | tee "$cdir/output.log" | grep --line-buffered -E '^(bench|mkraid|vm-run\[.*\]):|Traceback|Error'
 	rc=${PIPESTATUS[0]}
 	set -e
 	kill "$spid" 2>/dev/null || true
@@ -115,7 +112,7 @@ for c in $chunks; do
 	say "chunk $c: host load average before: $l0; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	say "chunk $c: $(( $(date +%s) - c0 )) s, guest status $rc"
 	if [ "$rc" != 0 ] || [ ! -s "$cdir/summary.json" ]; then
-		say "chunk $c FAILED (guest status $rc; see $cdir/console.log)"
+		say "chunk $c FAILED (guest status $rc; see $cdir/output.log and console.log)"
 		fail=1
 	fi
 done
@@ -125,6 +122,6 @@ report_args=()
 PY=python3
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null && PY=/usr/bin/python3
 rc2=0
-$PY scripts/bench_report.py "${report_args[@]}" "$out" || rc2=$?
+$PY bench/bench_report.py "${report_args[@]}" "$out" || rc2=$?
 say "finished in $(( $(date +%s) - t0 )) s"
 [ $fail = 0 ] && [ $rc2 = 0 ]
