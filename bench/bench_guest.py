@@ -56,6 +56,8 @@ KVER = os.uname().release
 HDDSIM_KO = os.path.join(REPO, "build", KVER, "hddsim", "dm-hddsim.ko")
 NXD_KO = os.environ.get("NXD_KO", os.path.join(REPO, "build", KVER, "dm-nxd.ko"))
 MKRAID = os.path.join(REPO, "bench", "mkraid.sh")
+sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
+from nxdfacts import data_sectors  # noqa: E402 (the tests' volume-length rule)
 
 KiB, MiB = 1024, 1 << 20
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is
@@ -656,8 +658,8 @@ class Nxd(System):
     desc = "dm-nxd: nxd <array> <ssd> 1 format (default tunables)"
 
     def table(self, fmt):
-        # The volume is the array less nxd's 1 MiB label area.
-        vol = (sectors(self.md) - 2048) // 8 * 8
+        # The array's whole MiBs less nxd's 1 MiB label area.
+        vol = data_sectors(sectors(self.md))
         return "0 %d nxd %s %s%s" % (vol, self.md, self.ssd, " 1 format" if fmt else "")
 
     def up(self):

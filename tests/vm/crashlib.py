@@ -29,6 +29,9 @@ import random
 import struct
 import time
 
+from nxdfacts import data_sectors  # noqa: F401 (re-exported)
+from nxdfacts import parse_params as parse_nxd_status
+
 SECTOR = 512
 BLOCK = 4096
 
@@ -169,26 +172,6 @@ class DM:
         os.close(self.ctl)
 
 
-STATUS_FIELDS = [
-    "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
-    "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
-    "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
-    "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
-    "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
-    "flushes", "discards", "recovered_segments", "recovered_blocks",
-    "recovery_us", "degraded",
-]
-
-
-def parse_nxd_status(line):
-    f = line.split()
-    d = {"state": f[0]}
-    d.update(zip(STATUS_FIELDS, map(int, f[1:])))
-    return d
-
-
-def data_sectors(hdd_sectors):
-    return (hdd_sectors // 2048) * 2048 - 2048
 
 
 def nxd_table(vol_sectors, hdd, ssd, opts=""):

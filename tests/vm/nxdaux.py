@@ -18,6 +18,8 @@ import subprocess
 import time
 
 import nxdvm
+from nxdfacts import STATUS_FIELDS, TUNABLES, data_sectors  # noqa: F401 (re-exported)
+from nxdfacts import parse_status as nxd_status
 from nxdvm import run
 
 SECTOR = 512
@@ -26,12 +28,6 @@ KiB = 1 << 10
 MiB = 1 << 20
 
 # ------------------------------------------------------------ geometry ---
-
-
-def data_sectors(hdd_sectors):
-    """Usable sectors of an HDD of @hdd_sectors (docs/on-disk-format.md 5)."""
-    r = (hdd_sectors // 2048) * 2048
-    return r - 2048 if r > 2048 else 0
 
 
 def label_offset(hdd_sectors):
@@ -221,31 +217,7 @@ class Vol:
         return os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
-TUNABLES = ["write_threshold", "mode", "low_watermark", "high_watermark",
-            "destage_rate", "ssd_discard", "drain_on_suspend"]
 
-STATUS_FIELDS = [
-    "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
-    "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
-    "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
-    "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
-    "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
-    "flushes", "discards", "recovered_segments", "recovered_blocks",
-    "recovery_us", "degraded",
-    # appended in target 2.1.0: events (never reset) and the log-full flag
-    "events", "last_event", "events_degraded", "events_log_full",
-    "events_drain_done", "log_full",
-]
-
-
-def nxd_status(line):
-    f = line.split()
-    assert f[2] == "nxd", f
-    assert len(f) == 4 + len(STATUS_FIELDS), f"status has {len(f)} words: {line}"
-    d = {"state": f[3]}
-    for k, v in zip(STATUS_FIELDS, f[4:]):
-        d[k] = int(v)
-    return d
 
 
 def table_opts(table_line):

@@ -13,9 +13,10 @@ import struct
 import subprocess
 import time
 
+from nxdfacts import data_sectors, parse_status
+
 SECTOR = 512
 BLOCK = 4096
-HDD_RESERVED = 2048  # sectors at the end of the HDD kept for the label
 BLKDISCARD = 0x1277
 BLKFLSBUF = 0x1261
 
@@ -31,10 +32,6 @@ def sh(cmd, check=True, input=None):
 
 def getsz(dev):
     return int(sh(f"blockdev --getsz {dev}").strip())
-
-
-def data_sectors(hdd_sectors):
-    return (hdd_sectors // 2048) * 2048 - HDD_RESERVED
 
 
 def disk_stat(dev):
@@ -130,28 +127,11 @@ def dm_reload(name, table):
     sh(f"dmsetup resume {name}")
 
 
-STATUS_FIELDS = [
-    "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
-    "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
-    "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
-    "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
-    "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
-    "flushes", "discards", "recovered_segments", "recovered_blocks",
-    "recovery_us", "degraded",
-    # appended in target 2.1.0: events (never reset) and the log-full flag
-    "events", "last_event", "events_degraded", "events_log_full",
-    "events_drain_done", "log_full",
-]
 
 
 def nxd_status(name):
     """Parse `dmsetup status` of an nxd volume into a dict."""
-    f = dm_status(name).split()
-    assert f[2] == "nxd", f
-    d = {"state": f[3]}
-    for k, v in zip(STATUS_FIELDS, f[4:]):
-        d[k] = int(v)
-    return d
+    return parse_status(dm_status(name))
 
 
 def dm_sysfs(name):

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import nxdvm
+from nxdfacts import data_sectors, parse_status
 from nxdvm import CmdError, run
 
 MiB = 1 << 20
@@ -52,23 +53,9 @@ BIG_DISKS, BIG_DISK_MB = 6, 300
 # The other tests only need room for XFS's 300 MB minimum.
 SMALL_DISKS, SMALL_DISK_MB = 4, 200
 
-STATUS_FIELDS = [
-    "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
-    "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
-    "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
-    "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
-    "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
-    "flushes", "discards", "recovered_segments", "recovered_blocks",
-    "recovery_us", "degraded",
-]
 
 
 # ------------------------------------------------------------ helpers ---
-
-def data_sectors(hdd_sectors):
-    """Longest nxd table over an HDD: whole MiBs less the 1 MiB label."""
-    return (hdd_sectors // 2048) * 2048 - 2048
-
 
 def nxd_line(hdd, ssd, length, *opts):
     extra = f" {len(opts)} {' '.join(map(str, opts))}" if opts else ""
@@ -76,11 +63,7 @@ def nxd_line(hdd, ssd, length, *opts):
 
 
 def nxd_status(dm, name):
-    f = dm.status(name).split()
-    assert f[2] == "nxd", f
-    st = {"state": f[3]}
-    st.update(zip(STATUS_FIELDS, map(int, f[4:])))
-    return st
+    return parse_status(dm.status(name))
 
 
 def queue_attr(dev, attr):

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What the tests know of dm-nxd's interfaces, in one place.
+
+The status line's counters in order (docs/status.md), the tunables, the
+longest volume over an HDD (docs/on-disk-format.md section 5) and the
+parsing of a status line.  Standard library only: imported by the guest
+tests, the crash harness and the benchmark.
+"""
+
+SECTOR = 512
+# Sectors at the end of the HDD's last whole MiB kept for the HDD label.
+LABEL_SECTORS = 2048
+
+TUNABLES = ["write_threshold", "mode", "low_watermark", "high_watermark",
+            "destage_rate", "ssd_discard", "drain_on_suspend"]
+
+STATUS_FIELDS = [
+    "log_blocks", "log_used_blocks", "index_entries", "index_bytes",
+    "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
+    "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
+    "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
+    "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
+    "flushes", "discards", "recovered_segments", "recovered_blocks",
+    "recovery_us", "degraded",
+    # appended in target 2.1.0: events (never reset) and the log-full flag
+    "events", "last_event", "events_degraded", "events_log_full",
+    "events_drain_done", "log_full",
+]
+
+
+def data_sectors(hdd_sectors):
+    """Longest nxd volume over an HDD of @hdd_sectors: its whole MiBs less
+    the label's MiB (0 when the HDD is too small for any)."""
+    r = (hdd_sectors // 2048) * 2048
+    return r - LABEL_SECTORS if r > LABEL_SECTORS else 0
+
+
+def parse_params(params):
+    """The status parameters of nxd (after the target name) as a dict: the
+    state, then every counter of STATUS_FIELDS, all of them present."""
+    f = params.split()
+    assert len(f) == 1 + len(STATUS_FIELDS), f"nxd status has {len(f)} words: {params}"
+    d = {"state": f[0]}
+    d.update(zip(STATUS_FIELDS, map(int, f[1:])))
+    return d
+
+
+def parse_status(line):
+    """A whole `dmsetup status` line of an nxd volume as a dict."""
+    f = line.split(None, 3)
+    assert len(f) == 4 and f[2] == "nxd", line
+    return parse_params(f[3])
