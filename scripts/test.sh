@@ -18,6 +18,9 @@
 #   NXD_POWERCUT=0  skip the whole-guest power-cut check (scripts/powercut.sh,
 #                two more boots per kernel; NXD_POWERCUT_SEED, default
 #                101 for the first kernel, 102 for the second)
+#   NXD_REBOOT=0  skip the reboot check (scripts/reboot.sh, two more boots
+#                on the first kernel only: a volume made from bare disks
+#                comes back after a reboot; default: as NXD_POWERCUT)
 #   NXD_FULL=1   every test on every kernel (`make test-full`); by default
 #                the slowest tests (HEAVY in tests/vm/conftest.py) are
 #                shared out, each running on one kernel only
@@ -276,6 +279,20 @@ run_kernel() {
 		pline=$(scripts/powercut.sh "$kv" "$seed" 2>"$logs/$kv-powercut.err" | tail -n1)
 		prc=$?
 		[ -n "$pline" ] || pline="powercut $kv seed $seed: FAIL: no verdict (see $rel/$kv-powercut.err)"
+		say "$pline"
+		extra_l+=${extra_l:+$'\n'}$pline
+		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then
+			pass=$((pass + 1))
+		else
+			failn=$((failn + 1))
+			fail=1
+		fi
+	fi
+	# Reboot check: two more boots, first kernel only (scripts/reboot.sh).
+	if [ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ]; then
+		pline=$(NXD_LOGS=$logs scripts/reboot.sh "$kv" 2>"$logs/$kv-reboot.err" | tail -n1)
+		prc=$?
+		[ -n "$pline" ] || pline="reboot $kv: FAIL: no verdict (see $rel/$kv-reboot.err)"
 		say "$pline"
 		extra_l+=${extra_l:+$'\n'}$pline
 		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then

@@ -257,9 +257,12 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     assert v["log_bytes"] == c["log_blocks"] * 4096
     assert v["dirty_blocks"] == c["index_entries"] == 10 + 2 * 32, (v, c)
     assert v["writes_logged"] == 12 and v["ssd_errors"] == v["hdd_errors"] == 0
+    assert v["index_bytes"] == c["index_bytes"] > 0, (v, c)      # memory
     text = nxdctl("status", "adm1", "--interval", "0.5").stdout
     assert text.startswith("adm1: ok\n") and f"HDD        {real(md)}" in text, text
     assert "0.0 MiB/s over the last 0.5 s" in text, text     # destage paused
+    assert any(ln.split()[0] == "memory" and ln.endswith(" (index)")
+               for ln in text.splitlines()[1:]), text
 
     rows = {}
     for r in nxdctl("histogram", "adm1", "--routes").stdout.splitlines()[1:]:

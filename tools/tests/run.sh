@@ -87,6 +87,16 @@ export NXDCTL_TEST_STATS="$OUT/fig6.stats"
 t "histogram" 0 $NXDCTL histogram vol0
 if cmp -s "$OUT/last.out" tests/figure6.txt; then ok "histogram = Figure 6"
 else ko "histogram = Figure 6"; diff tests/figure6.txt "$OUT/last.out"; fi
+# --compat through the binary: NytroXD's 15 buckets a direction.  Figure 6
+# has nothing above 32M, so it is Figure 6 without its two "> 32M" lines.
+t "histogram --compat" 0 $NXDCTL histogram vol0 --compat
+if grep -v '> 32M' tests/figure6.txt | cmp -s - "$OUT/last.out" &&
+	[ "$(wc -l <"$OUT/last.out")" = 32 ]; then
+	ok "histogram --compat = Figure 6 in 15 buckets a direction"
+else
+	ko "histogram --compat = Figure 6 in 15 buckets a direction"
+	grep -v '> 32M' tests/figure6.txt | diff - "$OUT/last.out"
+fi
 t "histogram --json" 0 $NXDCTL histogram vol0 --json
 cp "$OUT/last.out" "$OUT/cli-hist.json"
 py "histogram --json parses" \

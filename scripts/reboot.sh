@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# reboot.sh KVER
+#
+# An nxd volume comes back by itself after a reboot of the guest: two guest
+# boots (scripts/vm-run.sh) sharing image files under build/reboot/KVER/.
+#  boot 1: an md RAID6 over four images, an SSD image, nxdctl create, an
+#          ext4, the nxdtab line, files written with part of them in the
+#          log, then umount and nxd-assemble.service's ExecStop= line.
+#  boot 2: the images appear again, md assembles the array, the unit's
+#          ExecStart= line; /dev/disk/by-uuid of the ext4 must be the nxd
+#          volume (name, DM UUID, threshold from nxdtab, log replayed) and
+#          every file must verify.
+# The guest's init is not systemd (virtme-ng), so the unit's command lines
+# run in its place (tests/vm/rebootlib.py has the details).
+# Prints one line "reboot KVER: PASS|FAIL ..." and exits 0/1 (2: setup).
+# Environment: REBOOT_KEEP=1 keeps the images after a PASS; VM_* as for
+# scripts/vm-run.sh.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 2
+[ $# -ge 1 ] || { echo "usage: $0 KVER" >&2; exit 2; }
+kver=$1
+dir=build/reboot/$kver
+logs=${NXD_LOGS:-build/logs}
+mkdir -p "$logs"
+rm -rf "$dir"
+mkdir -p "$dir"
+export VM_TIMEOUT=${VM_TIMEOUT:-600}
+[ -f "build/$kver/dm-nxd.ko" ] || { echo "reboot $kver: FAIL: setup (build/$kver/dm-nxd.ko missing: make modules-all)"; exit 2; }
+[ -x tools/nxdctl ] && [ -x tools/nxd-probe ] || { echo "reboot $kver: FAIL: setup (make tools)"; exit 2; }
+
+for b in 1 2; do
+	echo "reboot[$kver]: boot $b" >&2
+	VM_CONSOLE=$logs/$kver-reboot-boot$b-console.log \
+		scripts/vm-run.sh "$kver" "python3 tests/vm/rebootlib.py boot$b $dir" \
+		>"$dir/boot$b.out" 2>&1
+	rc=$?
+	last=$(grep '^reboot: ' "$dir/boot$b.out" | tail -n 1)
+	if [ "$rc" != 0 ] || [ -z "$last" ] || grep -q '^reboot: FAIL' <<<"$last"; then
+		tail -n 40 "$dir/boot$b.out" >&2
+		echo "reboot $kver: FAIL: boot $b (exit $rc): ${last#reboot: }; see $dir/boot$b.out, $logs/$kver-reboot-boot$b-console.log"
+		exit 1
+	fi
+	echo "reboot[$kver]: ${last#reboot: }" >&2
+done
+echo "reboot $kver: ${last#reboot: }"
+[ "${REBOOT_KEEP:-0}" = 1 ] || rm -f "$dir"/*.img
+exit 0
