@@ -156,11 +156,30 @@ skip_allowed() { # KVER REASON
 
 # run_kernel KVER INDEX: one guest with the whole suite, then the power-cut
 # boots; prints as it goes and leaves its counts in $logs/run-KVER.result.
+# boot_check WHAT ERRFILE CMD...: a two-boot check that prints one verdict
+# line ("WHAT: PASS ..." or a FAIL); counted into run_kernel's totals.
+boot_check() {
+	local what=$1 err=$2 line rc
+
+	shift 2
+	line=$("$@" 2>"$logs/$err" | tail -n1)
+	rc=$?
+	[ -n "$line" ] || line="$what: FAIL: no verdict (see $rel/$err)"
+	say "$line"
+	extra_l+=${extra_l:+$'\n'}$line
+	if [ "$rc" = 0 ] && grep -q ": PASS" <<<"$line"; then
+		pass=$((pass + 1))
+	else
+		failn=$((failn + 1))
+		fail=1
+	fi
+}
+
 run_kernel() {
 	local kv=$1 kidx=$2
 	local summary_l= extra_l= pass=0 failn=0 fail=0
 	local junit crash_seeds penv pyargs a ccmd collect_out crc expected collected_file pycmd rc line n
-	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed pline prc
+	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
@@ -276,31 +295,11 @@ run_kernel() {
 	# Whole-guest power cut: two more boots (scripts/powercut.sh).
 	if [ "${NXD_POWERCUT:-1}" = 1 ]; then
 		seed=${NXD_POWERCUT_SEED:-$((101 + kidx))}
-		pline=$(scripts/powercut.sh "$kv" "$seed" 2>"$logs/$kv-powercut.err" | tail -n1)
-		prc=$?
-		[ -n "$pline" ] || pline="powercut $kv seed $seed: FAIL: no verdict (see $rel/$kv-powercut.err)"
-		say "$pline"
-		extra_l+=${extra_l:+$'\n'}$pline
-		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then
-			pass=$((pass + 1))
-		else
-			failn=$((failn + 1))
-			fail=1
-		fi
+		boot_check "powercut $kv seed $seed" "$kv-powercut.err" scripts/powercut.sh "$kv" "$seed"
 	fi
 	# Reboot check: two more boots, first kernel only (scripts/reboot.sh).
 	if [ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ]; then
-		pline=$(NXD_LOGS=$logs scripts/reboot.sh "$kv" 2>"$logs/$kv-reboot.err" | tail -n1)
-		prc=$?
-		[ -n "$pline" ] || pline="reboot $kv: FAIL: no verdict (see $rel/$kv-reboot.err)"
-		say "$pline"
-		extra_l+=${extra_l:+$'\n'}$pline
-		if [ "$prc" = 0 ] && grep -q ": PASS" <<<"$pline"; then
-			pass=$((pass + 1))
-		else
-			failn=$((failn + 1))
-			fail=1
-		fi
+		boot_check "reboot $kv" "$kv-reboot.err" env NXD_LOGS="$logs" scripts/reboot.sh "$kv"
 	fi
 	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
 }

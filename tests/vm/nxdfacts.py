@@ -2,10 +2,13 @@
 """What the tests know of dm-nxd's interfaces, in one place.
 
 The status line's counters in order (docs/status.md), the tunables, the
-longest volume over an HDD (docs/on-disk-format.md section 5) and the
-parsing of a status line.  Standard library only: imported by the guest
+longest volume over an HDD (docs/on-disk-format.md section 5), the
+parsing of a status line and the boot unit's command lines.  Standard library only: imported by the guest
 tests, the crash harness and the benchmark.
 """
+
+import os
+import shlex
 
 SECTOR = 512
 # Sectors at the end of the HDD's last whole MiB kept for the HDD label.
@@ -50,3 +53,19 @@ def parse_status(line):
     f = line.split(None, 3)
     assert len(f) == 4 and f[2] == "nxd", line
     return parse_params(f[3])
+
+
+UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                    "systemd", "nxd-assemble.service")
+
+
+def unit_cmd(key):
+    """nxd-assemble.service's @key= command line (ExecStart, ExecStop) as
+    argv: the tests run it where systemd would."""
+    with open(UNIT) as f:
+        lines = [ln.split("=", 1)[1].strip() for ln in f.read().splitlines()
+                 if ln.startswith(key + "=")]
+    assert len(lines) == 1, (key, lines)
+    argv = shlex.split(lines[0])
+    assert argv[0] == "/usr/sbin/nxdctl", argv
+    return argv

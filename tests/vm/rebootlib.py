@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import random
-import shlex
 import shutil
 import sys
 
@@ -37,9 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nxdvm  # noqa: E402
 from nxdvm import run  # noqa: E402
 import nxdaux as X  # noqa: E402
+from nxdfacts import unit_cmd  # noqa: E402
 
 REPO = nxdvm.REPO
-UNIT = os.path.join(REPO, "systemd", "nxd-assemble.service")
 NAME, LABEL = "rbost0", "rbfs0"
 DISKS, DISK_MIB, SSD_MIB = 4, 64, 16
 THRESHOLD = 128 * 1024
@@ -48,15 +47,6 @@ MNT = "/tmp/nxd-reboot-mnt"
 
 def say(msg):
     print(f"reboot: {msg}", flush=True)
-
-
-def unit_cmd(key):
-    lines = [ln.split("=", 1)[1].strip() for ln in open(UNIT).read().splitlines()
-             if ln.startswith(key + "=")]
-    assert len(lines) == 1, (key, lines)
-    argv = shlex.split(lines[0])
-    assert argv[0] == "/usr/sbin/nxdctl", argv
-    return argv
 
 
 def nxdctl(d, *args, check=True):

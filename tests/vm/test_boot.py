@@ -14,28 +14,18 @@ import hashlib
 import json
 import os
 import random
-import shlex
 import shutil
 
 import nxdvm
 from nxdvm import run
 import nxdaux as X
+from nxdfacts import unit_cmd
 from nxdaux import KiB, MiB
 
 REPO = nxdvm.REPO
 NXDCTL = os.path.join(REPO, "tools", "nxdctl")
-UNIT = os.path.join(REPO, "systemd", "nxd-assemble.service")
 REGION = 8 * MiB            # written and checksummed at the volume's start
 
-
-def unit_cmd(key):
-    """The unit's @key= command line (ExecStart, ExecStop) as argv."""
-    lines = [ln.split("=", 1)[1].strip() for ln in open(UNIT).read().splitlines()
-             if ln.startswith(key + "=")]
-    assert len(lines) == 1, (key, lines)
-    argv = shlex.split(lines[0])
-    assert argv[0] == "/usr/sbin/nxdctl", argv
-    return argv
 
 
 class Env:
