@@ -38,9 +38,38 @@
  * superseded must not be durable before those segments are, or a crash
  * loses both copies (crash campaign, 6.1, seed 507 cut 7).
  */
+/*
+ * The dm name and the tunables go into every superblock write, for the
+ * next assembly (nxdctl assemble without a config line).  A table not yet
+ * resumed stores its own options: they take over at its first resume.
+ * A tunable changed in sysfs is stored by the next write (destage round,
+ * suspend, removal); there is no write of its own.
+ */
+static void nxd_sb_fill_meta(struct nxd_c *nc)
+{
+	struct nxd_sb_info *sb = &nc->sb;
+	struct nxd_tun t;
+
+	if (READ_ONCE(nc->resumed))
+		nxd_tun_get(nc->vol, &t);
+	else
+		t = nc->opt;
+	strscpy_pad(sb->name, dm_table_device_name(nc->ti->table),
+		    sizeof(sb->name));
+	sb->tun_valid = true;
+	sb->write_threshold = t.write_threshold;
+	sb->mode = t.mode;
+	sb->low_wm = t.low_wm;
+	sb->high_wm = t.high_wm;
+	sb->destage_rate = t.destage_rate;
+	sb->ssd_discard = t.ssd_discard;
+	sb->drain_on_suspend = t.drain_on_suspend;
+}
+
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
 	nc->sb.sb_seq++;
+	nxd_sb_fill_meta(nc);
 	nxd_sb_encode(&nc->sb, nc->sb_buf);
 	/* Alternate copies so a torn write leaves the other one intact. */
 	return nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,

@@ -11,6 +11,14 @@
 
 static DEFINE_MUTEX(nxd_tun_lock);
 
+/* A consistent copy of @vol's tunables (for the superblock). */
+void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
+{
+	mutex_lock(&nxd_tun_lock);
+	*t = vol->tun;
+	mutex_unlock(&nxd_tun_lock);
+}
+
 struct nxd_attr {
 	struct attribute attr;
 	const char *key;	/* tunable name, or NULL for read-only */

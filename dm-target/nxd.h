@@ -397,6 +397,7 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 /* nxd-sysfs.c */
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_sysfs_del(struct nxd_vol *vol);
+void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
 void nxd_vol_release_kobj(struct nxd_vol *vol);
 void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending);
 extern const struct kobj_type nxd_vol_ktype;

@@ -36,6 +36,57 @@ static bool nxd_crc_ok(const void *blk, __le32 stored)
 
 /* ---- superblock ---- */
 
+/* Limits of the tunables, as the table parser takes them. */
+#define NXD_TUN_MAX_THRESHOLD	(1U << 30)
+#define NXD_TUN_MAX_RATE	1000000U
+
+/*
+ * The stored name and tunables are advice for the next assembly, never
+ * a reason to refuse the superblock: a name is read up to its first NUL
+ * (127 bytes at most), and tunables out of range are ignored (tun_valid
+ * false).
+ */
+static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
+{
+	u64 wt = le64_to_cpu(d->write_threshold);
+
+	/* sb was zeroed: up to the first NUL, the rest stays zero. */
+	memcpy(sb->name, d->name, strnlen(d->name, sizeof(d->name) - 1));
+	if (!(le32_to_cpu(d->tun_flags) & NXD_SB_TUN_VALID))
+		return;
+	if (wt > NXD_TUN_MAX_THRESHOLD ||
+	    le32_to_cpu(d->mode) >= NXD_MODE_MAX ||
+	    d->low_wm > 100 || d->high_wm > 100 || d->low_wm > d->high_wm ||
+	    le32_to_cpu(d->destage_rate) > NXD_TUN_MAX_RATE ||
+	    d->ssd_discard > 1 || d->drain_on_suspend > 1)
+		return;
+	sb->tun_valid = true;
+	sb->write_threshold = wt;
+	sb->mode = le32_to_cpu(d->mode);
+	sb->low_wm = d->low_wm;
+	sb->high_wm = d->high_wm;
+	sb->destage_rate = le32_to_cpu(d->destage_rate);
+	sb->ssd_discard = d->ssd_discard;
+	sb->drain_on_suspend = d->drain_on_suspend;
+}
+
+static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
+{
+	size_t n = strnlen(sb->name, sizeof(d->name) - 1);
+
+	memcpy(d->name, sb->name, n);	/* the rest stays zero */
+	if (!sb->tun_valid)
+		return;
+	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID);
+	d->mode = cpu_to_le32(sb->mode);
+	d->write_threshold = cpu_to_le64(sb->write_threshold);
+	d->destage_rate = cpu_to_le32(sb->destage_rate);
+	d->low_wm = min_t(u32, sb->low_wm, 255);
+	d->high_wm = min_t(u32, sb->high_wm, 255);
+	d->ssd_discard = min_t(u32, sb->ssd_discard, 255);
+	d->drain_on_suspend = min_t(u32, sb->drain_on_suspend, 255);
+}
+
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
 {
 	const struct nxd_sb *d = blk;
@@ -63,6 +114,7 @@ int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
 	sb->head_pos = le64_to_cpu(d->head_pos);
 	sb->head_seq = le64_to_cpu(d->head_seq);
 	sb->flags = le32_to_cpu(d->flags);
+	nxd_sb_decode_tun(d, sb);
 
 	if (le32_to_cpu(d->block_size) != NXD_BLOCK_SIZE ||
 	    le32_to_cpu(d->seg_max_blocks) != NXD_SEG_MAX_BLOCKS ||
@@ -108,6 +160,7 @@ void nxd_sb_encode(const struct nxd_sb_info *sb, void *blk)
 	d->head_pos = cpu_to_le64(sb->head_pos);
 	d->head_seq = cpu_to_le64(sb->head_seq);
 	d->flags = cpu_to_le32(sb->flags);
+	nxd_sb_encode_tun(sb, d);
 	d->crc = cpu_to_le32(nxd_crc_block(blk));
 }
 

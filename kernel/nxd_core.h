@@ -28,6 +28,16 @@ struct nxd_sb_info {
 	u64 head_pos;
 	u64 head_seq;
 	u32 flags;
+	/* Stored name and tunables ("" and tun_valid false: none). */
+	char name[NXD_SB_NAME_LEN];	/* NUL-terminated */
+	bool tun_valid;
+	u32 write_threshold;
+	u32 mode;
+	u32 low_wm;
+	u32 high_wm;
+	u32 destage_rate;
+	u32 ssd_discard;
+	u32 drain_on_suspend;
 };
 
 /* Decode results besides 0. */

@@ -38,6 +38,16 @@
 #define NXD_SB_CLEAN		BIT(0)	/* written at clean shutdown */
 #define NXD_SB_FLAGS_KNOWN	NXD_SB_CLEAN
 
+/*
+ * Volume name and tunables (in what used to be reserved bytes, so a
+ * superblock written before they existed has them all zero): the dm
+ * name and the tunables at the time of the write.  tun_flags
+ * NXD_SB_TUN_VALID: the tunable fields hold values; without it (an older
+ * superblock) nothing is stored.  An empty name: none stored.
+ */
+#define NXD_SB_NAME_LEN		128
+#define NXD_SB_TUN_VALID	BIT(0)
+
 struct nxd_sb {
 	__le64 magic;
 	__le32 crc;		/* crc32c of the block with crc = 0 */
@@ -60,7 +70,16 @@ struct nxd_sb {
 	__le64 head_seq;
 	__le32 flags;
 	__le32 reserved0;
-	u8 reserved[3936];
+	char name[NXD_SB_NAME_LEN];	/* dm name, NUL-padded; "" = unknown */
+	__le32 tun_flags;	/* NXD_SB_TUN_* */
+	__le32 mode;		/* enum nxd_mode */
+	__le64 write_threshold;	/* bytes */
+	__le32 destage_rate;	/* MB/s, 0 = unlimited */
+	u8 low_wm;		/* % log occupancy */
+	u8 high_wm;
+	u8 ssd_discard;
+	u8 drain_on_suspend;
+	u8 reserved[3784];
 } __packed;
 
 /*
@@ -129,6 +148,8 @@ struct nxd_hdd_label {
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
+static_assert(offsetof(struct nxd_sb, name) == 160, "sb name offset");
+static_assert(offsetof(struct nxd_sb, reserved) == 312, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
 static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");

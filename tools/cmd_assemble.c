@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,46 @@
 #include "nxdctl.h"
 
 /*
+ * The tunables the superblock stored at its last write (the module's
+ * own at that time), as table options into @co.
+ */
+static int stored_opts(const struct nxd_sb_info *sb, struct create_opts *co)
+{
+	char buf[32];
+	int rc;
+
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->write_threshold);
+	rc = add_opt(co, "write_threshold", buf);
+	if (!rc)
+		rc = add_opt(co, "mode", nxd_mode_name(sb->mode));
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->low_wm);
+	if (!rc)
+		rc = add_opt(co, "low_watermark", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->high_wm);
+	if (!rc)
+		rc = add_opt(co, "high_watermark", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->destage_rate);
+	if (!rc)
+		rc = add_opt(co, "destage_rate", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->ssd_discard);
+	if (!rc)
+		rc = add_opt(co, "ssd_discard", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu32, sb->drain_on_suspend);
+	if (!rc)
+		rc = add_opt(co, "drain_on_suspend", buf);
+	return rc;
+}
+
+/*
  * Assemble the volume of @dev (an SSD or HDD).  @by_hand: an explicit
  * DEVICE, which takes back an earlier nxdctl remove; automatic assembly
- * leaves a volume so removed alone.
+ * leaves a volume so removed alone.  Without @name, the name the
+ * superblock stored, else nxd-<UUID prefix>; with @sb_tun (no config
+ * line and no table options given), the tunables it stored.
  */
 static int assemble_one(const char *dev, const char *name,
-			const struct create_opts *opts, bool by_hand)
+			const struct create_opts *opts, bool by_hand,
+			bool sb_tun)
 {
 	struct create_opts co_copy = *opts, *co = &co_copy;
 	char other[PATH_MAX], vname[NXD_NAME_LEN + 1], u[40], dm_uuid[48];
@@ -67,8 +102,15 @@ static int assemble_one(const char *dev, const char *name,
 	co->len = od.data_sectors;
 	if (name)
 		snprintf(vname, sizeof(vname), "%s", name);
+	else if (valid_dm_name(od.sb.name))
+		snprintf(vname, sizeof(vname), "%s", od.sb.name);
 	else
 		snprintf(vname, sizeof(vname), "nxd-%.8s", u);
+	if (sb_tun && od.sb.tun_valid) {
+		rc = stored_opts(&od.sb, co);
+		if (rc)
+			return rc;
+	}
 	if (!co->uuid) {
 		snprintf(dm_uuid, sizeof(dm_uuid), "NXD-%s", u);
 		co->uuid = dm_uuid;
@@ -149,7 +191,7 @@ static int assemble_tab(const struct nxdtab *t, bool dry_run)
 				  v->name, u, t->path, v->line);
 		if (!rc) {
 			co.dry_run = dry_run;
-			rc = assemble_one(dev, v->name, &co, false);
+			rc = assemble_one(dev, v->name, &co, false, false);
 		}
 		if (rc > worst)
 			worst = rc;
@@ -172,7 +214,7 @@ static int found_one(void *arg, const char *path)
 	if (probe_role(path, 0, &od, &bytes, &e) != ROLE_SSD)
 		return 0;
 	f->n++;
-	rc = assemble_one(path, NULL, f->co, false);
+	rc = assemble_one(path, NULL, f->co, false, !f->co->nargs);
 	if (rc > f->worst)
 		f->worst = rc;
 	return 0;
@@ -207,9 +249,9 @@ static int assemble_auto(const char *dev, const struct nxdtab *t,
 	int e;
 
 	if (t->missing)
-		return assemble_one(dev, NULL, co, false);
+		return assemble_one(dev, NULL, co, false, !co->nargs);
 	if (probe_role(dev, 0, &od, &bytes, &e) == ROLE_NONE)
-		return assemble_one(dev, NULL, co, false);	/* says why */
+		return assemble_one(dev, NULL, co, false, false); /* says why */
 	nxdctl_fmt_uuid(u, od.vol_uuid);
 	v = nxdtab_find(t, od.vol_uuid);
 	if (!v) {
@@ -222,7 +264,7 @@ static int assemble_auto(const char *dev, const struct nxdtab *t,
 	}
 	vco = v->co;
 	vco.dry_run = co->dry_run;
-	return assemble_one(dev, v->name, &vco, false);
+	return assemble_one(dev, v->name, &vco, false, false);
 }
 
 /*
@@ -311,12 +353,18 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 			return fail(NXDCTL_EXIT_NOVOL, "%s: %s", dev,
 				    strerror(errno));
 		if (!autom) {
+			bool line = false, sb_tun = !co.nargs;
+
 			/* By hand, unnamed: the config's NAME and options. */
-			if (!name && !co.nargs)
+			if (!name && !co.nargs) {
 				rc = tab_entry(real, config, &co, &name,
 					       path, sizeof(path));
+				line = name != NULL;
+			}
 			if (rc)
 				return rc;
+			/* Else what the superblock stored. */
+			sb_tun = sb_tun && !line;
 			if (accept_loss) {
 				rc = add_opt(&co, "accept_log_loss", NULL);
 				if (rc)
@@ -325,7 +373,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 					"writes in the part of the log that "
 					"cannot be read are lost\n");
 			}
-			return assemble_one(real, name, &co, true);
+			return assemble_one(real, name, &co, true, sb_tun);
 		}
 	} else if (autom) {
 		return usage_error(c->name, "--auto needs a DEVICE");
@@ -516,7 +564,9 @@ const struct cmd cmd_assemble = {
 	"Options:\n"
 	"  --name NAME   volume name (default: its config line's NAME and "
 	"options,\n"
-	"                else nxd-<first 8 digits of the UUID>)\n"
+	"                else the name and tunables its superblock stored "
+	"at its\n"
+	"                last write, else nxd-<first 8 digits of the UUID>)\n"
 	"  --all         assemble what the config file lists\n"
 	"  --auto        as --all, for the volume of DEVICE only\n"
 	"  --config FILE the config file (default $NXD_CONFIG, else "

@@ -55,6 +55,18 @@ static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
 	       sb->gen, sb->gen_start_seq);
 	printf("  flags         %s\n", sb->flags & NXD_SB_CLEAN ? "clean" :
 	       "none (in use, or not shut down cleanly)");
+	printf("  name          %s\n", sb->name[0] ? sb->name :
+	       "none stored");
+	if (sb->tun_valid)
+		printf("  tunables      write_threshold %" PRIu32 " mode %s "
+		       "low_watermark %" PRIu32 " high_watermark %" PRIu32
+		       " destage_rate %" PRIu32 " ssd_discard %" PRIu32
+		       " drain_on_suspend %" PRIu32 "\n", sb->write_threshold,
+		       nxd_mode_name(sb->mode), sb->low_wm, sb->high_wm,
+		       sb->destage_rate, sb->ssd_discard,
+		       sb->drain_on_suspend);
+	else
+		printf("  tunables      none stored\n");
 }
 
 static void json_sb(struct jw *j, const char *key,
@@ -80,6 +92,20 @@ static void json_sb(struct jw *j, const char *key,
 	jw_u64(j, "gen", sb->gen);
 	jw_u64(j, "gen_start_seq", sb->gen_start_seq);
 	jw_bool(j, "clean", sb->flags & NXD_SB_CLEAN);
+	jw_str(j, "name", sb->name);
+	if (sb->tun_valid) {
+		jw_open(j, "tunables", '{');
+		jw_u64(j, "write_threshold", sb->write_threshold);
+		jw_str(j, "mode", nxd_mode_name(sb->mode));
+		jw_u64(j, "low_watermark", sb->low_wm);
+		jw_u64(j, "high_watermark", sb->high_wm);
+		jw_u64(j, "destage_rate", sb->destage_rate);
+		jw_u64(j, "ssd_discard", sb->ssd_discard);
+		jw_u64(j, "drain_on_suspend", sb->drain_on_suspend);
+		jw_close(j, '}');
+	} else {
+		jw_null(j, "tunables");
+	}
 	jw_close(j, '}');
 }
 

@@ -92,6 +92,17 @@ static void fuzz_sb(const u8 *in, u8 ctl, u64 ssd_blocks)
 		ASSERT(sb.head_pos < sb.ring_blocks &&
 		       sb.head_seq >= sb.tail_seq);
 	ASSERT(sb.data_sectors && sb.hdd_label_sector >= sb.data_sectors);
+	/* stored name and tunables: terminated, and in range if valid */
+	ASSERT(memchr(sb.name, 0, sizeof(sb.name)));
+	if (sb.tun_valid)
+		ASSERT(sb.write_threshold <= (1U << 30) &&
+		       sb.mode < NXD_MODE_MAX && sb.low_wm <= sb.high_wm &&
+		       sb.high_wm <= 100 && sb.destage_rate <= 1000000 &&
+		       sb.ssd_discard <= 1 && sb.drain_on_suspend <= 1);
+	else
+		ASSERT(!sb.write_threshold && !sb.mode && !sb.low_wm &&
+		       !sb.high_wm && !sb.destage_rate && !sb.ssd_discard &&
+		       !sb.drain_on_suspend);
 
 	nxd_sb_encode(&sb, b2);
 	ASSERT(nxd_sb_decode(b2, ssd_blocks, &sb2) == 0);

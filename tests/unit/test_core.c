@@ -277,6 +277,159 @@ static void test_sb(void)
 	CHECK_EQ(nxd_sb_decode(blk, ssd, &out), 0);
 }
 
+/* The stored name and tunables (carved from reserved bytes). */
+static void test_sb_meta(void)
+{
+	static u8 blk[BS], blk2[BS];
+	struct nxd_sb_info sb, out;
+	struct nxd_sb *d = (struct nxd_sb *)blk;
+	struct nxd_sb *d2 = (struct nxd_sb *)blk2;
+	u64 ssd, wt;
+	size_t i;
+	int bad;
+
+	/* layout: every earlier offset kept, the block still 4096 bytes */
+	CHECK_EQ(offsetof(struct nxd_sb, reserved0), 156);
+	CHECK_EQ(offsetof(struct nxd_sb, name), 160);
+	CHECK_EQ(offsetof(struct nxd_sb, tun_flags), 288);
+	CHECK_EQ(offsetof(struct nxd_sb, mode), 292);
+	CHECK_EQ(offsetof(struct nxd_sb, write_threshold), 296);
+	CHECK_EQ(offsetof(struct nxd_sb, destage_rate), 304);
+	CHECK_EQ(offsetof(struct nxd_sb, low_wm), 308);
+	CHECK_EQ(offsetof(struct nxd_sb, high_wm), 309);
+	CHECK_EQ(offsetof(struct nxd_sb, ssd_discard), 310);
+	CHECK_EQ(offsetof(struct nxd_sb, drain_on_suspend), 311);
+	CHECK_EQ(offsetof(struct nxd_sb, reserved), 312);
+	CHECK_EQ(sizeof(struct nxd_sb), BS);
+
+	/* nothing stored: all of it zero on disk, "" and no tunables */
+	base_sb(&sb, &ssd);
+	memset(blk, 0xA5, sizeof(blk));
+	nxd_sb_encode(&sb, blk);
+	bad = 0;
+	for (i = 160; i < BS; i++)
+		bad |= blk[i];
+	CHECK_EQ(bad, 0);
+	memset(&out, 0xEE, sizeof(out));
+	CHECK_EQ(nxd_sb_decode(blk, ssd, &out), 0);
+	CHECK_EQ(out.name[0], 0);
+	CHECK(!out.tun_valid);
+
+	/* stored: the bytes where the format says, and back */
+	strcpy(sb.name, "ost0-nxd");
+	sb.tun_valid = true;
+	sb.write_threshold = 12288;
+	sb.mode = NXD_MODE_LOG_ALL;
+	sb.low_wm = 10;
+	sb.high_wm = 60;
+	sb.destage_rate = 300;
+	sb.ssd_discard = 0;
+	sb.drain_on_suspend = 1;
+	memset(blk, 0xA5, sizeof(blk));
+	nxd_sb_encode(&sb, blk);
+	CHECK(!memcmp(blk + 160, "ost0-nxd", 9));
+	bad = 0;
+	for (i = 160 + 8; i < 288; i++)
+		bad |= blk[i];
+	for (i = 312; i < BS; i++)
+		bad |= blk[i];
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(le32toh(d->tun_flags), NXD_SB_TUN_VALID);
+	CHECK_EQ(le32toh(d->mode), 2);
+	memcpy(&wt, blk + 296, 8);
+	CHECK_EQ(le64toh(wt), 12288);
+	CHECK_EQ(le32toh(d->destage_rate), 300);
+	CHECK_EQ(blk[308], 10);
+	CHECK_EQ(blk[309], 60);
+	CHECK_EQ(blk[310], 0);
+	CHECK_EQ(blk[311], 1);
+	memset(&out, 0xEE, sizeof(out));
+	CHECK_EQ(nxd_sb_decode(blk, ssd, &out), 0);
+	CHECK(!memcmp(&out, &sb, sizeof(sb)));
+
+	/* a superblock of the old code (zeros there) reads as nothing stored */
+	memcpy(blk2, blk, BS);
+	memset(blk2 + 160, 0, 312 - 160);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK_EQ(out.name[0], 0);
+	CHECK(!out.tun_valid);
+	CHECK_EQ(out.write_threshold, 0);
+	CHECK_EQ(out.tail_seq, sb.tail_seq);
+
+	/* values without the VALID flag: ignored */
+	memcpy(blk2, blk, BS);
+	d2->tun_flags = 0;
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(!out.tun_valid);
+	CHECK_EQ(out.low_wm, 0);
+	CHECK(!strcmp(out.name, "ost0-nxd"));
+
+	/* out of range: the superblock is fine, the tunables ignored */
+	for (i = 0; i < 7; i++) {
+		memcpy(blk2, blk, BS);
+		switch (i) {
+		case 0:
+			d2->write_threshold = htole64((1ULL << 30) + 1);
+			break;
+		case 1:
+			d2->mode = htole32(NXD_MODE_MAX);
+			break;
+		case 2:
+			d2->low_wm = 61;	/* above high */
+			break;
+		case 3:
+			d2->high_wm = 101;
+			break;
+		case 4:
+			d2->destage_rate = htole32(1000001);
+			break;
+		case 5:
+			d2->ssd_discard = 2;
+			break;
+		case 6:
+			d2->drain_on_suspend = 0xff;
+			break;
+		}
+		fix_crc(blk2);
+		memset(&out, 0xEE, sizeof(out));
+		CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+		CHECK(!out.tun_valid);
+		CHECK_EQ(out.write_threshold, 0);
+		CHECK(!strcmp(out.name, "ost0-nxd"));
+	}
+	/* the limits themselves are taken */
+	memcpy(blk2, blk, BS);
+	d2->write_threshold = htole64(1ULL << 30);
+	d2->low_wm = 100;
+	d2->high_wm = 100;
+	d2->destage_rate = htole32(1000000);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(out.tun_valid);
+	CHECK_EQ(out.write_threshold, 1U << 30);
+	CHECK_EQ(out.destage_rate, 1000000);
+
+	/* a name without NUL is cut at 127 bytes; bytes after a NUL dropped */
+	memcpy(blk2, blk, BS);
+	memset(d2->name, 'x', sizeof(d2->name));
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK_EQ(strlen(out.name), 127);
+	memcpy(blk2, blk, BS);
+	memcpy(d2->name, "ab\0cd", 5);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(!strcmp(out.name, "ab"));
+	CHECK_EQ(out.name[3], 0);
+	/* and encode writes at most 127 bytes of it */
+	memset(sb.name, 'y', sizeof(sb.name));
+	nxd_sb_encode(&sb, blk2);
+	CHECK_EQ(blk2[160 + 126], 'y');
+	CHECK_EQ(blk2[160 + 127], 0);
+}
+
 static void test_sb_pick(void)
 {
 	struct nxd_sb_info s[2];
@@ -1359,6 +1512,7 @@ int main(int argc, char **argv)
 
 	test_crc();
 	test_sb();
+	test_sb_meta();
 	test_sb_pick();
 	test_label();
 	test_seg();
