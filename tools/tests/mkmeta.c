@@ -4,10 +4,14 @@
  * would: both SSD superblock copies and the HDD label, with the shared
  * codec of kernel/nxd_core.c.  For the assemble / udev-info tests.
  *
- * Usage: mkmeta SSD HDD SEED [SEGS]
+ * Usage: mkmeta SSD HDD SEED [SEGS [NAME [TUNABLES]]]
  *   SEED: a byte that makes the UUIDs; SEGS: live segments to write at the
  *   tail, each with one data block (a log holding writes not yet on the
  *   HDD, as a clean shutdown leaves it), default 0 (an empty log).
+ *   NAME: the volume name the superblock stores (default none, as
+ *   superblocks written before names were stored); TUNABLES: the stored
+ *   tunables, "WTHR,MODE,LOW,HIGH,RATE,DISCARD,DRAIN" (MODE a number;
+ *   default none).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,13 +36,26 @@ int main(int argc, char **argv)
 	int sfd, hfd, i, seed, segs = 0;
 	u64 ssd, hdd, pos = 0;
 
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: mkmeta SSD HDD SEED [SEGS]\n");
+	if (argc < 4 || argc > 7) {
+		fprintf(stderr, "usage: mkmeta SSD HDD SEED [SEGS [NAME "
+			"[TUNABLES]]]\n");
 		return 2;
 	}
 	seed = atoi(argv[3]);
-	if (argc == 5)
+	if (argc >= 5)
 		segs = atoi(argv[4]);
+	if (argc >= 6)
+		snprintf(sb.name, sizeof(sb.name), "%s", argv[5]);
+	if (argc == 7) {
+		if (sscanf(argv[6], "%u,%u,%u,%u,%u,%u,%u",
+			   &sb.write_threshold, &sb.mode, &sb.low_wm,
+			   &sb.high_wm, &sb.destage_rate, &sb.ssd_discard,
+			   &sb.drain_on_suspend) != 7) {
+			fprintf(stderr, "mkmeta: bad TUNABLES\n");
+			return 2;
+		}
+		sb.tun_valid = true;
+	}
 	sfd = open(argv[1], O_WRONLY);
 	hfd = open(argv[2], O_WRONLY);
 	if (sfd < 0 || hfd < 0) {

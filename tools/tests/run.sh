@@ -665,6 +665,83 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 		ok "wipe: both halves clean" || ko "wipe: both halves clean"
 	t "wipe: missing device" 2 $NXDCTL wipe "$OUT/nope"
 
+	# ---- the name and tunables the superblock stores ----
+	# G: named ost7, tunables stored; H: a name that is no dm name.
+	for v in g h; do
+		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
+		truncate -s 64M "$OUT/ssd-$v.img"
+		truncate -s 300M "$OUT/hdd-$v.img"
+	done
+	tests/mkmeta "$OUT/ssd-g.img" "$OUT/hdd-g.img" 128 0 ost7 \
+		12288,2,10,60,300,0,1
+	tests/mkmeta "$OUT/ssd-h.img" "$OUT/hdd-h.img" 144 0 "has space"
+	loop "$OUT/ssd-g.img" && SG=$DEV
+	loop "$OUT/hdd-g.img" && HG=$DEV
+	loop "$OUT/ssd-h.img" && SH=$DEV
+	loop "$OUT/hdd-h.img" && HH=$DEV
+	UG=80818283-8485-8687-8889-8a8b8c8d8e8f
+	GOPTS="14 write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1"
+	t "show-super: stored name" 0 $NXDCTL show-super "$SG"
+	has "show-super: the name" "^  name  *ost7$"
+	has "show-super: the tunables" "^  tunables  *write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1$"
+	t "show-super --json: stored name" 0 $NXDCTL show-super "$SG" --json
+	cp "$OUT/last.out" "$OUT/super-g.json"
+	py "show-super --json: name and tunables" '
+sb = d["superblock"]
+assert sb["name"] == "ost7", sb["name"]
+assert sb["tunables"] == {"write_threshold": 12288, "mode": "log_all",
+	"low_watermark": 10, "high_watermark": 60, "destage_rate": 300,
+	"ssd_discard": 0, "drain_on_suspend": 1}, sb["tunables"]
+assert all(c["superblock"]["name"] == "ost7" for c in d["copies"])' \
+		"$OUT/super-g.json"
+	t "show-super: an older superblock" 0 $NXDCTL show-super "$SB"
+	has "show-super: no name stored" "^  name  *none stored$"
+	has "show-super: no tunables stored" "^  tunables  *none stored$"
+	t "show-super --json: an older superblock" 0 $NXDCTL show-super \
+		"$SB" --json
+	cp "$OUT/last.out" "$OUT/super-b.json"
+	py "show-super --json: nothing stored" '
+sb = d["superblock"]
+assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
+	t "assemble: the stored name and tunables" 0 $NXDCTL assemble "$SG" \
+		--dry-run
+	has "assemble: ost7 as stored" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"
+	t "assemble --auto, no config: stored" 0 $NXDCTL assemble --auto \
+		"$HG" --dry-run
+	has "assemble --auto, no config: ost7 as stored" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"
+	# (exit 2: A's HDD was detached above)
+	t "assemble --all, no config: stored" 2 $NXDCTL assemble --all \
+		--dry-run
+	has "assemble --all, no config: ost7 as stored" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"
+	has "assemble --all, no config: older B as before" "^dmsetup create nxd-30313233 .*nxd $HB $SB'$"
+	t "assemble --all, no config, options given" 2 $NXDCTL assemble \
+		--all --dry-run --write-threshold 32K
+	has "assemble --all: given options, not the stored ones" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG 2 write_threshold 32768'$"
+	t "assemble: options given" 0 $NXDCTL assemble "$SG" --dry-run \
+		--mode passthrough
+	has "assemble: given options win, stored name" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG 2 mode passthrough'$"
+	t "assemble --name: stored tunables" 0 $NXDCTL assemble "$SG" \
+		--dry-run --name g2
+	has "assemble --name: with the stored tunables" "^dmsetup create g2 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"
+	printf 'gee UUID=%s write_threshold=64K\n' "$UG" >"$OUT/g.tab"
+	t "assemble --all: a config line wins" 0 $NXDCTL assemble --all \
+		--dry-run --config "$OUT/g.tab"
+	has "assemble --all: the line's name and options" "^dmsetup create gee --uuid NXD-$UG --table '0 612352 nxd $HG $SG 2 write_threshold 65536'$"
+	t "assemble DEVICE: a config line wins" 0 $NXDCTL assemble "$HG" \
+		--dry-run --config "$OUT/g.tab"
+	has "assemble DEVICE: the line's name and options" "^dmsetup create gee --uuid NXD-$UG --table '0 612352 nxd $HG $SG 2 write_threshold 65536'$"
+	printf 'gee UUID=%s\n' "$UG" >"$OUT/g0.tab"
+	t "assemble --all: a config line without options" 0 $NXDCTL \
+		assemble --all --dry-run --config "$OUT/g0.tab"
+	has "assemble --all: the line's defaults, not the stored" "^dmsetup create gee --uuid NXD-$UG --table '0 612352 nxd $HG $SG'$"
+	t "assemble DEVICE: not in the config" 0 $NXDCTL assemble "$SG" \
+		--dry-run --config "$OUT/gone.tab"
+	has "assemble DEVICE: not in the config: as stored" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"
+	t "assemble: a stored name that is no dm name" 0 $NXDCTL assemble \
+		"$SH" --dry-run
+	has "assemble: bad stored name: nxd-UUID, no tunables" "^dmsetup create nxd-90919293 --uuid NXD-90919293-.* --table '0 612352 nxd $HH $SH'$"
+	losetup -d "$SG" "$HG" "$SH" "$HH"
+
 	# ---- create --format over a log (loop devices: the pair is found) ----
 	for v in e f; do
 		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
