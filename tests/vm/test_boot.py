@@ -15,6 +15,7 @@ import json
 import os
 import random
 import shutil
+import struct
 
 import nxdvm
 from nxdvm import run
@@ -173,3 +174,93 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     assert not dm.exists("bootb")
     env.run(stop)
     assert not dm.exists("boota")
+
+
+def reseal_without_meta(ssd):
+    """Zero the stored name and tunables (bytes 160-311) in both superblock
+    copies and reseal them: a superblock as the module wrote it before
+    they were stored."""
+    for i in range(2):
+        blk = bytearray(X.pread_dev(ssd, i * X.BLOCK, X.BLOCK))
+        assert X.parse_sb(bytes(blk)) is not None
+        blk[160:312] = bytes(152)
+        struct.pack_into("<I", blk, 8, 0)
+        struct.pack_into("<I", blk, 8, X.crc32c_raw(blk))
+        X.pwrite_dev(ssd, i * X.BLOCK, bytes(blk))
+
+
+def test_stored_name_tunables(dm, loopdev, tmp_path):
+    """The SSD superblock keeps the volume's name and its tunables, sysfs
+    changes included, and assemble without a config file brings them back;
+    a superblock without them (older module) still assembles, as
+    nxd-<uuid> with the defaults."""
+    env = Env(tmp_path)
+    start = unit_cmd("ExecStart")
+    assert not env.tab.exists()                 # no config file at all
+    hdd, ssd = loopdev(128), loopdev(32)
+    env.nxdctl("create", "ostx", hdd, ssd)
+    dm.created.append("ostx")
+    uuid, dmu = vol_uuid(env, "ostx"), dm_uuid("ostx")
+    sb = X.newest_sb(ssd)[1]
+    assert sb["name"] == "ostx", sb
+    assert sb["tun_flags"] & 1 and sb["write_threshold"] == 64 * KiB, sb
+
+    # Changed live through sysfs: on disk once the volume is stopped.
+    sysfs = f"/sys/block/{nxdvm.blk_name(dm.path('ostx'))}/nxd"
+    with open(f"{sysfs}/write_threshold", "w") as f:
+        f.write("32768")
+    with open(f"{sysfs}/low_watermark", "w") as f:
+        f.write("10")
+    assert threshold(env, "ostx") == 32 * KiB
+    env.nxdctl("pause-destage", "ostx")          # the log holds writes
+    write_some(dm.path("ostx"), seed=7)
+    csum = region_sum(dm.path("ostx"))
+    env.nxdctl("stop", "ostx")
+    assert not dm.exists("ostx")
+
+    want = dict(name="ostx", write_threshold=32768, mode=0, low_watermark=10,
+                high_watermark=75, destage_rate=0, ssd_discard=1,
+                drain_on_suspend=0)
+    sb = X.newest_sb(ssd)[1]
+    assert sb["tun_flags"] == 1, sb
+    assert {k: sb[k] for k in want} == want, sb
+    sup = json.loads(env.nxdctl("show-super", ssd, "--json").stdout)
+    assert sup["superblock"]["name"] == "ostx", sup["superblock"]
+    assert sup["superblock"]["tunables"] == {
+        "write_threshold": 32768, "mode": "auto", "low_watermark": 10,
+        "high_watermark": 75, "destage_rate": 0, "ssd_discard": 1,
+        "drain_on_suspend": 0}, sup["superblock"]
+    text = env.nxdctl("show-super", ssd).stdout
+    assert "  name          ostx\n" in text, text
+    assert "write_threshold 32768 mode auto low_watermark 10" in text, text
+
+    # "Boot" without a config file: back under its name, with its tunables.
+    p = env.run(start)
+    assert dm.exists("ostx"), p.stdout
+    assert dm_uuid("ostx") == dmu
+    assert vol_uuid(env, "ostx") == uuid
+    assert threshold(env, "ostx") == 32 * KiB
+    sysfs = f"/sys/block/{nxdvm.blk_name(dm.path('ostx'))}/nxd"
+    with open(f"{sysfs}/low_watermark") as f:
+        assert f.read().strip() == "10"
+    opts = X.table_opts(dm.table("ostx"))
+    assert opts["write_threshold"] == "32768" and opts["low_watermark"] == "10", opts
+    assert region_sum(dm.path("ostx")) == csum
+    assert X.get_stats("ostx")["counters"]["recovered_blocks"] > 0
+
+    # A superblock without them: the name from the UUID, the defaults;
+    # the next superblock write stores them again.
+    env.nxdctl("stop", "ostx")
+    reseal_without_meta(ssd)
+    sup = json.loads(env.nxdctl("show-super", ssd, "--json").stdout)
+    assert sup["superblock"]["name"] == "" and sup["superblock"]["tunables"] is None, sup
+    p = env.run(start)
+    old = f"nxd-{uuid[:8]}"
+    assert dm.exists(old) and not dm.exists("ostx"), p.stdout
+    dm.created.append(old)
+    assert threshold(env, old) == 64 * KiB
+    assert region_sum(dm.path(old)) == csum
+    sb = X.newest_sb(ssd)[1]
+    assert sb["name"] == old and sb["write_threshold"] == 64 * KiB, sb
+    env.nxdctl("stop", old)
+    assert not dm.exists(old)
