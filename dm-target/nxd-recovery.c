@@ -19,6 +19,7 @@
 #include <linux/vmalloc.h>
 #include <linux/random.h>
 #include <linux/ktime.h>
+#include <linux/dm-ioctl.h>
 
 #include "nxd.h"
 
@@ -44,18 +45,23 @@
  * resumed stores its own options: they take over at its first resume.
  * A tunable changed in sysfs is stored by the next write (destage round,
  * suspend, removal); there is no write of its own.
+ *
+ * The name is the ioctl interface's (dm_device_name() is "MAJ:MIN").  At
+ * removal the device has left the name hash before the last postsuspend:
+ * the name of the previous write stays.
  */
 static void nxd_sb_fill_meta(struct nxd_c *nc)
 {
 	struct nxd_sb_info *sb = &nc->sb;
+	char name[DM_NAME_LEN];
 	struct nxd_tun t;
 
 	if (READ_ONCE(nc->resumed))
 		nxd_tun_get(nc->vol, &t);
 	else
 		t = nc->opt;
-	strscpy_pad(sb->name, dm_table_device_name(nc->ti->table),
-		    sizeof(sb->name));
+	if (!dm_copy_name_and_uuid(dm_table_get_md(nc->ti->table), name, NULL))
+		strscpy_pad(sb->name, name, sizeof(sb->name));
 	sb->tun_valid = true;
 	sb->write_threshold = t.write_threshold;
 	sb->mode = t.mode;

@@ -37,7 +37,7 @@ static bool nxd_crc_ok(const void *blk, __le32 stored)
 /* ---- superblock ---- */
 
 /* Limits of the tunables, as the table parser takes them. */
-#define NXD_TUN_MAX_THRESHOLD	(1U << 30)
+#define NXD_TUN_MAX_THRESHOLD	BIT(30)
 #define NXD_TUN_MAX_RATE	1000000U
 
 /*
