@@ -35,11 +35,6 @@
 	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
 /*
- * PREFLUSH: a tail that moves past a segment whose blocks newer segments
- * superseded must not be durable before those segments are, or a crash
- * loses both copies (crash campaign, 6.1, seed 507 cut 7).
- */
-/*
  * The dm name and the tunables go into every superblock write, for the
  * next assembly (nxdctl assemble without a config line).  A table not yet
  * resumed stores its own options: they take over at its first resume.
@@ -72,6 +67,11 @@ static void nxd_sb_fill_meta(struct nxd_c *nc)
 	sb->drain_on_suspend = t.drain_on_suspend;
 }
 
+/*
+ * PREFLUSH: a tail that moves past a segment whose blocks newer segments
+ * superseded must not be durable before those segments are, or a crash
+ * loses both copies (crash campaign, 6.1, seed 507 cut 7).
+ */
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
 	nc->sb.sb_seq++;
