@@ -6,7 +6,8 @@
 #   1. tests/vm/test_pfs.py in one guest, through scripts/test.sh (its
 #      build, test accounting and skip rules): the stack, the mixed
 #      workload, a brick killed and restarted, an nxd volume switched to
-#      linear and back under the live brick, fsck;
+#      linear and back under the live brick, fsck; and a cut of every
+#      brick device at once under dm-pcut (volatile write caches);
 #   2. scripts/pfs-powercut.sh: the whole-guest power cut with Gluster on
 #      top (two more boots).
 # Not part of `make test` (scripts/test.sh excludes test_pfs.py): about 25
