@@ -6,7 +6,8 @@
 #   1. tests/vm/test_pfs.py in one guest, through scripts/test.sh (its
 #      build, test accounting and skip rules): the stack, the mixed
 #      workload, a brick killed and restarted, an nxd volume switched to
-#      linear and back under the live brick, fsck;
+#      linear and back under the live brick, fsck; and a cut of every
+#      brick device at once under dm-pcut (volatile write caches);
 #   2. scripts/pfs-powercut.sh: the whole-guest power cut with Gluster on
 #      top (two more boots).
 # Not part of `make test` (scripts/test.sh excludes test_pfs.py): about 25
@@ -33,7 +34,9 @@ for kv in "${kvers[@]}"; do
 	out=$(NXD_TESTS=tests/vm/test_pfs.py TEST_KVERS=$kv NXD_POWERCUT=0 SKIP_UNIT=1 \
 		scripts/test.sh 2>&1 | tee /dev/stderr)
 	rc=$?
-	s=$(grep -E "^$kv: " <<<"$out" | tail -n1)
+	# Not grep -E "^$kv: ": the "+" of 6.12.95+deb12-amd64 is a regex
+	# operator there (the 6.12 summary was lost: "no summary").
+	s=$(awk -v p="$kv: " 'index($0, p) == 1' <<<"$out" | tail -n1)
 	lines+=("${s:-$kv: no summary (test.sh exit $rc)}")
 	[ "$rc" = 0 ] || fail=1
 	if [ "${PFS_POWERCUT:-1}" = 1 ]; then

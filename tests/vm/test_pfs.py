@@ -26,8 +26,16 @@ with the FUSE client.  The tests run in order on it:
   - test_pfs_fsck: Gluster stopped, every brick's xfs_repair -n clean, the
     nxd volumes healthy (no SSD or HDD error, not degraded).
 
+On its own stack (PcutStack), test_pfs_power_cut_pcut: every device under
+three bricks (RAID6 members and SSDs) behind dm-pcut, the no-loss tests'
+fixture (a volatile write cache, unflushed writes dropped at the cut), one
+cut of all of them at once while writers fsync through Gluster; devices
+powered on, arrays assembled, nxd recovered, XFS and glusterd started
+again; every fsync'd file checked, heal and xfs_repair -n clean.
+
 The power cut of the whole guest with Gluster on top is
-scripts/pfs-powercut.sh (two boots; `make test-pfs` runs both).
+scripts/pfs-powercut.sh (two boots, loop devices on 9p: no volatile cache;
+`make test-pfs` runs both).
 
 Environment: NXD_PFS_SMALL (small files on the distributed volume, default
 120; half as many on the dispersed one), NXD_PFS_BIG_MB (each large file,
@@ -41,7 +49,9 @@ import time
 import pytest
 
 import nxdvm
+import pcutlib
 import pfslib
+from nxdvm import run
 from pfslib import Brick, Files, Gluster, IorJob, phase
 
 NBRICKS = 3
@@ -327,6 +337,322 @@ def test_pfs_fsck(pfs):
         b.umount()
         phase(f"xfs_repair -n brick {b.i}")
         b.fsck()
+
+
+# ------------------------------------------- power cut under dm-pcut ---
+
+PC_SEED = int(os.environ.get("NXD_PFS_PCUT_SEED", "301"))
+PC_DIST, PC_DISP = "pcdist", "pcdisp"
+PC_MEMBER_MB, PC_SSD_MB = 170, 64
+
+
+def _pc_writer_main(root, into, log, kind, stop_ev):
+    """Body of a writer process of the dm-pcut test.  small: a file
+    written, fsync'd, its directory fsync'd, then recorded ("f REL SHA");
+    seq: 256 KiB appends, fsync every 1 MiB, recorded ("s REL LEN SHA").
+    A record is written (and flushed to the local log) only after the
+    fsync returned; the first error (the cut) ends the writer."""
+    import hashlib
+    with open(log, "a") as lf:
+        try:
+            d = os.path.join(root, into)
+            os.makedirs(d, exist_ok=True)
+            pfslib.fsync_path(root)
+            n = 0
+            while not stop_ev.is_set():
+                if kind == "small":
+                    rel = os.path.join(into, f"f{n:05d}")
+                    data = os.urandom((512, 3000, 4096, 9000, 65536)[n % 5])
+                    with open(os.path.join(root, rel), "wb") as f:
+                        f.write(data)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    pfslib.fsync_path(d)
+                    lf.write(f"f {rel} {pfslib.sha(data)}\n")
+                    lf.flush()
+                else:
+                    rel = os.path.join(into, f"s{n:03d}")
+                    h = hashlib.sha256()
+                    with open(os.path.join(root, rel), "wb") as f:
+                        for k in range(32):
+                            if stop_ev.is_set():
+                                break
+                            b = os.urandom(256 * 1024)
+                            f.write(b)
+                            h.update(b)
+                            if k % 4 == 3:
+                                f.flush()
+                                os.fsync(f.fileno())
+                                if k == 3:
+                                    pfslib.fsync_path(d)
+                                lf.write(f"s {rel} {(k + 1) * 256 * 1024} {h.hexdigest()}\n")
+                                lf.flush()
+                n += 1
+        except Exception as e:  # noqa: BLE001 - expected at the cut
+            lf.write(f"ERR {e!r}\n")
+
+
+class PcutStack:
+    """Three bricks whose every device is a dm-pcut device (one cut group):
+    four 170 MiB null_blk members of the md RAID6 (internal bitmap) and a
+    64 MiB null_blk SSD each; nxd, XFS, one glusterd (its working directory
+    in the guest's /tmp, which the cut does not touch: the cut is of the
+    bricks' disks, not of the server) and a distributed and a dispersed
+    volume."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.dm = nxdvm.DMSetup()
+        self.nullbs = []
+        self.pcuts = []
+        self.bricks = []
+        self.gluster = None
+        self.group = f"gpfs{seed}"
+
+    def _pcut(self, name, mb):
+        dev, folder = nxdvm.nullb_create(mb, discard=1, irqmode=0)
+        self.nullbs.append(folder)
+        p = pcutlib.Pcut(self.dm, name, dev, self.group, self.seed * 100 + len(self.pcuts))
+        self.pcuts.append(p)
+        return p.path
+
+    def build(self):
+        pfslib.prepare_guest()
+        pcutlib.load_module()
+        phase(f"dm-pcut stack: {NBRICKS} bricks, RAID6 of {MEMBERS} x {PC_MEMBER_MB} MiB "
+              f"and a {PC_SSD_MB} MiB SSD, every device behind dm-pcut (group {self.group})")
+        for i in range(NBRICKS):
+            members = [self._pcut(f"pfspc{i}m{j}", PC_MEMBER_MB) for j in range(MEMBERS)]
+            ssd = self._pcut(f"pfspc{i}s", PC_SSD_MB)
+            b = Brick(i, members, ssd)
+            b.name, b.mnt = f"pfspc{i}", f"{pfslib.ROOT}/pc{i}"
+            self.bricks.append(b)
+            b.create_md(bitmap=True)
+            b.create_volume()
+            b.mkfs()
+            b.mount()
+        self.gluster = g = Gluster(workdir=f"{pfslib.ROOT}/glusterd-pcut")
+        g.start()
+        g.create(PC_DIST, self.bricks)
+        g.create(PC_DISP, self.bricks, disperse=True)
+        for vol in (PC_DIST, PC_DISP):
+            g.mount(vol)
+
+    def start_gluster(self):
+        """glusterd again on its working directory: it starts the bricks of
+        the started volumes; both volumes mounted again."""
+        g = self.gluster
+        g.start()
+        g.volumes = [PC_DIST, PC_DISP]
+        for vol in (PC_DIST, PC_DISP):
+            g.wait_online(vol)
+            g.mount(vol)
+
+    def after_cut_down(self):
+        """What the cut leaves: clients and servers gone (SIGKILL), the
+        bricks' XFS unmounted, nxd removed, the arrays stopped."""
+        g = self.gluster
+        phase("after the cut: clients unmounted, Gluster killed")
+        for vol in list(g.mounts):
+            run(["umount", "-l", g.mounts.pop(vol)], check=False)
+        g.kill_all()
+        for name in ("glusterfs", "glusterfsd", "glusterd"):
+            nxdvm.wait_for(lambda: not run(["pgrep", "-x", "-r", "RSDT", name],
+                                           check=False).stdout.strip(),
+                           timeout=120, interval=0.5, what=f"{name} to exit")
+        # As a reboot would: no pid file of the killed processes is left.
+        for d, _dirs, names in os.walk("/run/gluster"):
+            for nm in names:
+                if nm.endswith(".pid"):
+                    os.unlink(os.path.join(d, nm))
+        for b in self.bricks:
+            phase(f"after the cut: umount {b.mnt}")
+            b.umount()
+            phase(f"after the cut: remove {b.name}, stop {b.md}")
+            b.remove_volume()
+            b.stop_md()
+
+    def power_on(self):
+        for p in self.pcuts:
+            p.power_on()
+
+    def recover(self):
+        """Arrays assembled, nxd volumes created over the old logs
+        (recovery), XFS mounted (log replay).  Returns the recovery lines."""
+        notes = []
+        for b in self.bricks:
+            dev = f"/dev/md{nxdvm.md_free_minor()}"
+            p = run(["mdadm", "--assemble", dev, "--run", *b.members], check=False)
+            if p.returncode:
+                # Members whose superblock writes the cut left apart by an
+                # event: mdadm's documented recovery after a power loss.
+                notes.append(f"{dev}: assembled with --force ({p.stderr.strip()[-200:]})")
+                run(["mdadm", "--stop", dev], check=False)
+                run(["mdadm", "--assemble", dev, "--run", "--force", *b.members])
+            b.md = dev
+            nxdvm.wait_for(lambda: os.path.exists(dev), what=dev)
+            k = nxdvm.kmsg_mark(f"recover {b.name}")
+            b.create_volume()
+            rec = [ln.split("] ", 1)[-1] for ln in nxdvm.dmesg_since(k) if "recovered" in ln]
+            notes.append(f"{b.name}: {rec[-1] if rec else 'no recovery line'}")
+            b.mount()
+        return notes
+
+    def teardown(self):
+        errors = []
+
+        def attempt(fn, *a):
+            try:
+                fn(*a)
+            except Exception as e:  # noqa: BLE001 - tear everything down
+                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
+        if self.gluster:
+            attempt(self.gluster.save_logs, "pfs-pcut")
+            attempt(self.gluster.stop)
+        for b in self.bricks:
+            attempt(b.umount)
+            attempt(b.remove_volume)
+            attempt(b.stop_md)
+        for p in self.pcuts:
+            if self.dm.exists(p.name):
+                attempt(p.remove)
+        for folder in self.nullbs:
+            attempt(nxdvm.nullb_destroy, folder)
+        return errors
+
+
+def _pc_durable(log):
+    small, seq, errs = {}, {}, []
+    with open(log) as f:
+        for line in f.read().splitlines():
+            w = line.split()
+            if len(w) == 3 and w[0] == "f":
+                small[w[1]] = w[2]
+            elif len(w) == 4 and w[0] == "s":
+                seq[w[1]] = (int(w[2]), w[3])
+            elif w and w[0] == "ERR":
+                errs.append(" ".join(w[1:]))
+    return small, seq, errs
+
+
+@pytest.mark.watchdog(1500)
+def test_pfs_power_cut_pcut(nxd_module):
+    """A power cut of every brick's disks at once with Gluster on top.
+    Every device under the bricks (the RAID6 members and the SSD of each)
+    is a dm-pcut device with a volatile write cache, all in one cut group:
+    a verified workload, then writers through both mounts (small files
+    fsync'd with their directory; 256 KiB appends fsync'd every MiB) record
+    each fsync that returned, and at a seeded group op all fifteen devices
+    lose power at once (each unflushed cached write kept with probability
+    1/2, torn at 512 B with 1/4; writes in flight lost).  Then the Gluster
+    processes are killed, the bricks unmounted, nxd removed and the arrays
+    stopped; the devices power on, the arrays are assembled, nxd recovers
+    its logs, XFS replays its log, glusterd starts the bricks, both volumes
+    are mounted: every file of the workload and every fsync'd file must be
+    there with its contents, the dispersed volume heals to 0 pending
+    entries, every nxd volume is `ok` without errors and every brick's
+    `xfs_repair -n` is clean.  Unlike scripts/pfs-powercut.sh (loop
+    devices on 9p, no volatile cache), a missing flush anywhere between
+    Gluster and the disks loses data here."""
+    import random
+    rng = random.Random(PC_SEED)
+    st = PcutStack(PC_SEED)
+    try:
+        st.build()
+        g = st.gluster
+        files = {}
+        for seed, vol in ((PC_SEED, PC_DIST), (PC_SEED + 1, PC_DISP)):
+            f = files[vol] = Files(g.mounts[vol], seed=seed)
+            f.small(30)
+            f.renames(8)
+            f.rewrites(8)
+            f.big("big/seq0.bin", 4)
+        pfslib.run(["sync"])
+        for vol in (PC_DIST, PC_DISP):
+            g.remount(vol)
+        pfslib.drop_caches()
+        for vol in (PC_DIST, PC_DISP):
+            files[vol].verify(g.mounts[vol])
+        logs = {}
+        procs = []
+        stop_ev = multiprocessing.Event()
+        for vol, kind in ((PC_DIST, "small"), (PC_DISP, "small"), (PC_DIST, "seq")):
+            log = f"{pfslib.ROOT}/pcut-{vol}-{kind}.log"
+            if os.path.exists(log):
+                os.unlink(log)
+            logs[(vol, kind)] = log
+            procs.append(multiprocessing.Process(
+                target=_pc_writer_main, args=(g.mounts[vol], f"cut-{kind}", log, kind, stop_ev),
+                daemon=True))
+        for p in procs:
+            p.start()
+
+        def recorded():
+            return [sum(1 for ln in open(lg) if ln[0] in "fs") if os.path.exists(lg) else 0
+                    for lg in logs.values()]
+        nxdvm.wait_for(lambda: min(recorded()) >= 5, timeout=600, interval=1,
+                       what="every writer past 5 fsyncs")
+        n = rng.randint(200, 3000)
+        first = st.pcuts[rng.randrange(len(st.pcuts))]
+        ops0 = first.status()["group_ops"]
+        phase(f"cut of all {len(st.pcuts)} devices at group op {ops0} + {n} "
+              f"(writers at {recorded()} fsyncs)")
+        first.cut_after(n, 0)
+        nxdvm.wait_for(lambda: all(p.status()["state"] == "cut" for p in st.pcuts),
+                       timeout=900, interval=0.5, what="every pcut device cut")
+        cut = {p.name: p.status() for p in st.pcuts}
+        phase("cut: " + ", ".join(f"{k} kept {s['kept']} dropped {s['dropped']} torn {s['torn']} "
+                                  f"inflight {s['lost_inflight']}" for k, s in cut.items()))
+        st.after_cut_down()
+        stop_ev.set()
+        for p in procs:
+            p.join(timeout=300)
+            assert not p.is_alive(), "a writer outlived the Gluster processes"
+        st.power_on()
+        notes = st.recover()
+        phase("; ".join(notes))
+        for b in st.bricks:
+            s = b.status()
+            assert s["state"] == "ok" and not s["ssd_errors"] and not s["hdd_errors"], (b.name, s)
+        st.start_gluster()
+        pfslib.drop_caches()
+        for vol in (PC_DIST, PC_DISP):
+            files[vol].verify(g.mounts[vol], skip=("cut-",))
+        bad = []
+        nsmall = nseq = 0
+        for (vol, kind), log in logs.items():
+            small, seq, _errs = _pc_durable(log)
+            nsmall += len(small)
+            nseq += len(seq)
+            for rel, want in small.items():
+                path = os.path.join(g.mounts[vol], rel)
+                got = pfslib.sha_file(path) if os.path.exists(path) else None
+                if got != want:
+                    bad.append((vol, rel, "missing" if got is None else "wrong"))
+            for rel, (size, want) in seq.items():
+                path = os.path.join(g.mounts[vol], rel)
+                if not os.path.exists(path) or os.path.getsize(path) < size:
+                    bad.append((vol, rel, f"shorter than {size}"))
+                    continue
+                with open(path, "rb") as fh:
+                    if pfslib.sha(fh.read(size)) != want:
+                        bad.append((vol, rel, f"first {size} bytes wrong"))
+        assert nsmall and nseq, (nsmall, nseq)
+        assert not bad, f"{len(bad)} fsync'd files lost or wrong after the cut: {bad[:10]}"
+        pending = g.heal(PC_DISP)
+        g.stop()
+        for b in st.bricks:
+            s = b.status()
+            assert s["state"] == "ok" and not s["degraded"], (b.name, s)
+            assert not s["ssd_errors"] and not s["hdd_errors"], (b.name, s)
+            b.umount()
+            phase(f"xfs_repair -n brick {b.i} ({b.name})")
+            b.fsck()
+        print(f"pcut power cut, seed {PC_SEED}: {nsmall} small + {nseq} sequential fsync'd "
+              f"files checked; heal {pending}; {'; '.join(notes)}")
+    finally:
+        errors = st.teardown()
+    assert not errors, "teardown: " + "; ".join(errors)
 
 
 # ------------------------------------------------ Lustre OST stand-in ---
