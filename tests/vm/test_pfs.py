@@ -342,6 +342,10 @@ def test_pfs_fsck(pfs):
 # ------------------------------------------- power cut under dm-pcut ---
 
 PC_SEED = int(os.environ.get("NXD_PFS_PCUT_SEED", "301"))
+# NXD_PFS_PCUT_LIE=1: every pcut device ignores flushes and FUA from the
+# writers' start (a lying disk), so this test must fail: the check that it
+# can see a loss.
+PC_LIE = os.environ.get("NXD_PFS_PCUT_LIE") == "1"
 PC_DIST, PC_DISP = "pcdist", "pcdisp"
 PC_MEMBER_MB, PC_SSD_MB = 170, 64
 
@@ -584,6 +588,10 @@ def test_pfs_power_cut_pcut(nxd_module):
             procs.append(multiprocessing.Process(
                 target=_pc_writer_main, args=(g.mounts[vol], f"cut-{kind}", log, kind, stop_ev),
                 daemon=True))
+        if PC_LIE:
+            phase("NXD_PFS_PCUT_LIE: every device ignores flushes from here on")
+            for p in st.pcuts:
+                p.message("ignore_flush", 1)
         for p in procs:
             p.start()
 
