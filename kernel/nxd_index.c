@@ -7,10 +7,8 @@
  * of entries per hashed 1 MiB region so that reads of ranges with no
  * logged blocks skip the table entirely.
  */
-#include "nxd_core.h"
+#include "nxd_index.h"
 
-#define NXD_U32_MAX	0xffffffffU
-#define NXD_U64_MAX	(~0ULL)
 #define NXD_IX_MIN	64
 
 static inline u32 nxd_ix_hash(u64 x)

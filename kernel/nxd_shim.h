@@ -28,4 +28,9 @@ static inline u32 nxd_crc32c(u32 seed, const void *p, size_t len)
 /* Userspace stand-ins (unit tests, fuzzers, nxdctl). */
 #include "user/nxd_shim_user.h"
 #endif /* __KERNEL__ */
+
+/* U32_MAX and U64_MAX for both builds (userspace has neither). */
+#define NXD_U32_MAX	0xffffffffU
+#define NXD_U64_MAX	(~0ULL)
+
 #endif /* NXD_SHIM_H */

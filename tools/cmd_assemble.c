@@ -67,7 +67,7 @@ static int assemble_one(const char *dev, const char *name,
 	if (r == ROLE_NONE) {
 		if (e == -ENOSYS)
 			return fail(NXDCTL_EXIT_KERNEL, "this nxdctl was "
-				    "built without kernel/nxd_core.c");
+				    "built without kernel/nxd_codec.c");
 		if (e && e != -EINVAL)
 			return fail(errno_code(-e), "%s: %s", dev,
 				    strerror(-e));

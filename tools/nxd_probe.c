@@ -2,7 +2,7 @@
 /*
  * nxd-probe DEVICE: the udev helper that recognises the two halves of a
  * dm-nxd volume by their metadata, with the module's own codec
- * (kernel/nxd_core.c), as probe-bcache does for bcache.  For
+ * (kernel/nxd_codec.c), as probe-bcache does for bcache.  For
  * IMPORT{program} in 64-nxd-members.rules: prints, for a device carrying
  * an nxd SSD superblock or HDD label,
  *

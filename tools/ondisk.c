@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxd metadata on block devices (ondisk.h), read with the module's own
- * codec, kernel/nxd_core.c.
+ * codec, kernel/nxd_codec.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>

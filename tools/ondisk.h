@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * nxd metadata on block devices, read with the module's own codec
- * (kernel/nxd_core.c): the SSD superblock, the HDD label and the log's
+ * (kernel/nxd_codec.c): the SSD superblock, the HDD label and the log's
  * live segments.  No sysfs, no device-mapper: nxd-probe (the udev helper)
  * links this file and the core only.
  */

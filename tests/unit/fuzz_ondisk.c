@@ -13,7 +13,8 @@
  * Whatever a decoder accepts must satisfy the documented invariants and
  * survive a re-encode / decode round trip unchanged.
  */
-#include "../../kernel/nxd_core.h"
+#include "../../kernel/nxd_codec.h"
+#include "../../kernel/nxd_route.h"	/* NXD_MODE_MAX */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -4,7 +4,7 @@
  * argv[1]: valid superblocks, labels and segments in the fuzzer's input
  * format (ctl, p1, p2, block), plus a few near misses.
  */
-#include "../../kernel/nxd_core.h"
+#include "../../kernel/nxd_codec.h"
 #include <stdio.h>
 
 #define BS NXD_BLOCK_SIZE

@@ -71,4 +71,26 @@ static inline u64 nt_seed(int argc, char **argv, u64 def)
 	return s && *s ? strtoull(s, NULL, 0) : def;
 }
 
+/* Seed the PRNG from argv[1] or $NXD_SEED (default 1) and say so. */
+static inline void nt_start(const char *name, int argc, char **argv)
+{
+	u64 seed = nt_seed(argc, argv, 1);
+
+	nt_rng_state = seed;
+	fprintf(stderr, "%s: seed %" PRIu64 "\n", name, seed);
+}
+
+/* main() of a test file: seed, run each of @tests, report and exit. */
+static inline int nt_main(const char *name, int argc, char **argv,
+			  void (*const *tests)(void), size_t n)
+{
+	size_t i;
+
+	nt_start(name, argc, argv);
+	for (i = 0; i < n; i++)
+		tests[i]();
+	nt_report();
+	return 0;
+}
+
 #endif /* NXD_TEST_H */

@@ -365,7 +365,7 @@ _CRC32C_TAB = []
 
 def crc32c_raw(data, crc=0xFFFFFFFF):
     """The kernel's crc32c(seed, p, len): reflected Castagnoli, no
-    inversion before or after (kernel/nxd_core.c seeds it with ~0)."""
+    inversion before or after (kernel/nxd_codec.c seeds it with ~0)."""
     if not _CRC32C_TAB:
         for i in range(256):
             c = i

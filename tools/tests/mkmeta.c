@@ -2,7 +2,7 @@
 /*
  * Write the metadata of an nxd volume the way the kernel's nxd_format()
  * would: both SSD superblock copies and the HDD label, with the shared
- * codec of kernel/nxd_core.c.  For the assemble / udev-info tests.
+ * codec of kernel/nxd_codec.c.  For the assemble / udev-info tests.
  *
  * Usage: mkmeta SSD HDD SEED [SEGS [NAME [TUNABLES]]]
  *   SEED: a byte that makes the UUIDs; SEGS: live segments to write at the

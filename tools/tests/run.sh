@@ -784,7 +784,7 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 	cleanup_loops
 	trap - EXIT
 else
-	echo "SKIP assemble/udev-info tests (need root, losetup, kernel/nxd_core.c)"
+	echo "SKIP assemble/udev-info tests (need root, losetup, kernel/nxd_codec.c)"
 fi
 
 # ---- grow, detach, attach, replace-ssd (--dry-run on test hooks) ----

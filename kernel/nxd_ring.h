@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-nxd log ring accounting: the live segments of the SSD log, oldest
+ * first, and where the next one goes.  Part of the kernel-neutral core
+ * (nxd_core.h).
+ */
+#ifndef NXD_RING_H
+#define NXD_RING_H
+
+#include "nxd_shim.h"
+
+/* ---- log ring accounting ---- */
+
+struct nxd_segd {
+	u32 pos;	/* ring offset of the header */
+	u16 nr_data;
+	u16 live;	/* data blocks still referenced by the index */
+};
+
+struct nxd_ring {
+	u64 ring_blocks;
+	u64 head;		/* end of the newest segment */
+	u64 next_seq;		/* seq of the next segment */
+	u64 first_seq;		/* seq of fifo[first] */
+	struct nxd_segd *fifo;	/* live segments, oldest first */
+	u32 cap, first, count;
+};
+
+int nxd_ring_init(struct nxd_ring *r, u64 ring_blocks, u64 head, u64 next_seq);
+void nxd_ring_free(struct nxd_ring *r);
+/* Empty the ring in place (no allocation), next segment at @head. */
+void nxd_ring_reset(struct nxd_ring *r, u64 head, u64 next_seq);
+/* Position for a segment of @nr_data data blocks, or -ENOSPC. */
+int nxd_ring_reserve(const struct nxd_ring *r, u32 nr_data, u64 *pos);
+/* Record a written segment (at the position reserve returned). */
+void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live);
+/* The live segment holding ring slot @slot, or NULL; *seq gets its seq. */
+struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq);
+struct nxd_segd *nxd_ring_at(struct nxd_ring *r, u32 i);
+
+static inline struct nxd_segd *nxd_ring_oldest(struct nxd_ring *r)
+{
+	return r->count ? nxd_ring_at(r, 0) : NULL;
+}
+
+void nxd_ring_pop(struct nxd_ring *r);
+/* Shrink the newest segment, still being filled, to @nr_data data blocks. */
+void nxd_ring_trim_newest(struct nxd_ring *r, u32 nr_data);
+/* Forget the newest segment (its header was never written). */
+void nxd_ring_unpush(struct nxd_ring *r);
+u64 nxd_ring_used(const struct nxd_ring *r);
+/* The (pos, seq) recovery must start from: the oldest live segment. */
+void nxd_ring_tail(const struct nxd_ring *r, u64 *pos, u64 *seq);
+
+#endif /* NXD_RING_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-nxd write routing (log or HDD) and modes, size histogram buckets,
+ * the size parser.  Part of the kernel-neutral core (nxd_core.h).
+ */
+#ifndef NXD_ROUTE_H
+#define NXD_ROUTE_H
+
+#include "nxd_shim.h"
+
+/* ---- routing ---- */
+
+enum nxd_mode {
+	NXD_MODE_AUTO = 0,	/* by size and alignment */
+	NXD_MODE_PASSTHROUGH,	/* every write to the HDD */
+	NXD_MODE_LOG_ALL,	/* every write to the log */
+	NXD_MODE_MAX
+};
+
+/* True if a write of @bytes at @sector goes to the SSD log. */
+bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
+			    u32 io_min, enum nxd_mode mode);
+const char *nxd_mode_name(enum nxd_mode m);
+int nxd_mode_parse(const char *s, enum nxd_mode *m);
+
+/* ---- histogram ---- */
+
+#define NXD_HIST_BUCKETS	16
+unsigned int nxd_hist_bucket(u64 bytes);
+extern const char *const nxd_hist_labels[NXD_HIST_BUCKETS];
+
+/* Parse "64K", "1M", "4096" into bytes; rejects overflow and junk. */
+int nxd_parse_size(const char *s, u64 *out);
+
+#endif /* NXD_ROUTE_H */
