@@ -718,11 +718,6 @@ static int nxd_destager_fn(void *data)
 	return 0;
 }
 
-void nxd_destager_wake(struct nxd_c *nc)
-{
-	wake_up_all(&nc->dwq);
-}
-
 int nxd_destager_start(struct nxd_c *nc)
 {
 	struct task_struct *t;

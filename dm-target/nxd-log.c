@@ -205,24 +205,6 @@ bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
 
 /* ---- segment commit ---- */
 
-/* Writer only.  A bio whose segment failed is redone, degraded. */
-void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
-{
-	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
-
-	if (!atomic_dec_and_test(&pb->pending))
-		return;
-	if (pb->error == NXD_PB_RETRY) {
-		pb->error = 0;
-		bio_list_add(&nc->held, bio);
-		atomic_set(&nc->kick, 1);
-		return;
-	}
-	if (pb->error)
-		bio->bi_status = errno_to_blk_status(pb->error);
-	bio_endio(bio);
-}
-
 static void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op)
 {
 	spin_lock(&nc->lock);
@@ -844,24 +826,6 @@ static u8 nxd_sector_mask(sector_t lo, sector_t hi)
 	return ((1U << (hi - lo)) - 1) << (lo & 7);
 }
 
-/* Foreground HDD I/O: the destager yields to it. */
-void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb)
-{
-	pb->fg_hdd = true;
-	atomic_inc(&nc->hdd_fg_inflight);
-	WRITE_ONCE(nc->hdd_fg_last, jiffies);
-}
-
-struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
-{
-	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
-
-	bio_set_dev(bio, nc->hdd->bdev);
-	pb->route = NXD_H_HDD;
-	nxd_fg_hdd(nc, pb);
-	return bio;
-}
-
 /*
  * Writer only.  Writes start (or stop) going round a full log.  The
  * log_full event is raised once per episode, not each time a destage
@@ -1358,12 +1322,6 @@ void nxd_writer_queue(struct nxd_c *nc, struct bio *bio)
 	spin_lock_irqsave(&nc->qlock, flags);
 	bio_list_add(&nc->queue, bio);
 	spin_unlock_irqrestore(&nc->qlock, flags);
-	wake_up(&nc->wq);
-}
-
-void nxd_writer_wake(struct nxd_c *nc)
-{
-	atomic_set(&nc->kick, 1);
 	wake_up(&nc->wq);
 }
 

@@ -114,24 +114,6 @@ int nxd_sb_write(struct nxd_c *nc, bool clean)
 	return nxd_sb_commit(nc, clean ? NXD_SB_CLEAN : 0, pos, seq);
 }
 
-static int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf)
-{
-	struct dm_io_region where = {
-		.bdev = nc->hdd->bdev,
-		.sector = sector,
-		.count = NXD_SECTORS_PER_BLOCK,
-	};
-	struct dm_io_request req = {
-		.bi_opf = opf,
-		.mem.type = DM_IO_KMEM,
-		.mem.ptr.addr = buf,
-		.client = nc->dmio,
-	};
-	unsigned long err_bits = 0;
-
-	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
-}
-
 /*
  * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
  * replay window.  Under sb_lock or in ctr.

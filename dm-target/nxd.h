@@ -318,35 +318,52 @@ struct nxd_c {
 	bool rec_clean;
 };
 
-/* nxd-target.c */
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
-bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
-bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
+/*
+ * The files, bottom layer first (docs/design.md, section 1): each calls
+ * only the files above it in this list, never one below.
+ */
+
+/* nxd-stats.c */
+int nxd_stats_alloc(struct nxd_vol *vol);
+void nxd_stats_free(struct nxd_vol *vol);
 void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v);
+void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
+void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
+void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
+const char *nxd_event_name(unsigned int kind);
+
+/* nxd-dev.c */
 sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot);
 int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 	       void *buf);
+int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
 void nxd_event(struct nxd_c *nc, unsigned int kind);
-void nxd_log_full_set(struct nxd_c *nc, bool full);
 int nxd_read_epoch_get(struct nxd_c *nc);
 void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
 void nxd_read_epoch_sync(struct nxd_c *nc);
+void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
+struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
+void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
+void nxd_writer_wake(struct nxd_c *nc);
+void nxd_destager_wake(struct nxd_c *nc);
+
+/* nxd-target.c */
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
+void nxd_log_full_set(struct nxd_c *nc, bool full);
 
 /* nxd-log.c */
 int nxd_writer_start(struct nxd_c *nc);
 void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
-void nxd_writer_wake(struct nxd_c *nc);
 int nxd_batch_commit(struct nxd_c *nc);
 bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_lazy_sync(struct nxd_c *nc);
 void nxd_lazy_free(struct nxd_c *nc);
-void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
-struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
-void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
 int nxd_batch_init(struct nxd_batch *b);
@@ -382,7 +399,6 @@ void nxd_destage_free(struct nxd_c *nc);
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
-void nxd_destager_wake(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);
 u32 nxd_log_used_pct(struct nxd_c *nc);
 
@@ -401,14 +417,6 @@ void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
 void nxd_vol_release_kobj(struct nxd_vol *vol);
 void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending);
 extern const struct kobj_type nxd_vol_ktype;
-
-/* nxd-stats.c */
-int nxd_stats_alloc(struct nxd_vol *vol);
-void nxd_stats_free(struct nxd_vol *vol);
-void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
-void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
-void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
-const char *nxd_event_name(unsigned int kind);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);
