@@ -42,8 +42,6 @@
 #include <linux/vmalloc.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
-#include <linux/hash.h>
-#include <linux/log2.h>
 
 #include "nxd.h"
 
@@ -69,21 +67,6 @@ void nxd_batch_free(struct nxd_batch *b)
 static void *nxd_batch_data(struct nxd_batch *b, u32 i)
 {
 	return b->buf + (size_t)(i + 1) * NXD_BLOCK_SIZE;
-}
-
-/* Is a block of [first, last] being merged by the writer?  Under nc->lock. */
-bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 r, rl = last >> NXD_REGION_SHIFT;
-
-	if (!nc->nr_merging)
-		return false;
-	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
-		return true;
-	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
-		if (*nxd_region_ctr(nc->merging, r << NXD_REGION_SHIFT))
-			return true;
-	return false;
 }
 
 static void nxd_unmerge_locked(struct nxd_c *nc, u64 block)
@@ -134,73 +117,6 @@ static void nxd_batch_reset(struct nxd_c *nc, struct nxd_batch *b)
 static bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs)
 {
 	return nxd_seg_fits(b->nr_data, b->nr_data + b->nr_inval, data, recs);
-}
-
-/* ---- index helpers, all under nc->lock ---- */
-
-void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
-{
-	struct nxd_segd *sd;
-	u64 seq;
-
-	sd = nxd_ring_find(&nc->ring, slot, &seq);
-	if (!WARN_ON_ONCE(!sd || !sd->live))
-		sd->live--;
-}
-
-void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
-{
-	struct nxd_ient old;
-
-	if (nxd_index_del(&nc->ix, block, &old))
-		nxd_seg_put_locked(nc, old.slot);
-}
-
-/* Drop every entry in [first, last]; returns how many. */
-u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	struct nxd_index *ix = &nc->ix;
-	u64 total = 0, b, i;
-
-	if (first > last)
-		return 0;
-	if (last - first < 4 * ix->count + 64) {
-		/* Few blocks: look each up. */
-		for (b = first; b <= last; b++) {
-			if (nxd_index_find(ix, b)) {
-				nxd_drop_entry_locked(nc, b);
-				total++;
-			}
-		}
-		return total;
-	}
-	/*
-	 * Many blocks: walk the table once.  Deleting shifts the following
-	 * entries of its cluster back by one, so look at the same slot again;
-	 * a cluster wrapping round the end only pulls slot 0's entry (already
-	 * seen, so not in range) to the last slot.
-	 */
-	for (i = 0; i < ix->cap; i++) {
-		struct nxd_ient *e = &ix->tab[i];
-
-		if (e->block != NXD_IE_EMPTY && e->block >= first &&
-		    e->block <= last) {
-			nxd_drop_entry_locked(nc, e->block);
-			total++;
-			i--;
-		}
-	}
-	return total;
-}
-
-bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	struct nxd_inval *op;
-
-	list_for_each_entry(op, &nc->invals, node)
-		if (op->first <= last && first <= op->last)
-			return true;
-	return false;
 }
 
 /* ---- segment commit ---- */
@@ -505,16 +421,6 @@ int nxd_batch_commit(struct nxd_c *nc)
 }
 
 /* ---- lazy INVALs (see the ordering rules at the top) ---- */
-
-bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	struct nxd_lazy *lz;
-
-	list_for_each_entry(lz, &nc->lazy, node)
-		if (lz->first <= last && first <= lz->last)
-			return true;
-	return false;
-}
 
 static u32 nxd_lazy_nr_recs(struct nxd_lazy *lz)
 {

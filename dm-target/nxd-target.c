@@ -563,19 +563,6 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	return DM_MAPIO_REMAPPED;
 }
 
-/* Any logged copy of a block in [first, last]?  Under nc->lock. */
-bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 b;
-
-	if (!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1))
-		return false;
-	for (b = first; b <= last; b++)
-		if (nxd_index_find(&nc->ix, b))
-			return true;
-	return false;
-}
-
 static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	struct nxd_tun *t = &nc->vol->tun;

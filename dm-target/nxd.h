@@ -350,10 +350,22 @@ void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
 void nxd_writer_wake(struct nxd_c *nc);
 void nxd_destager_wake(struct nxd_c *nc);
 
+/* nxd-lookup.c */
+u32 *nxd_region_ctr(u32 *ctrs, u64 block);
+int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
+void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
+void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
+void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
+u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+u32 nxd_log_used_pct(struct nxd_c *nc);
+
 /* nxd-target.c */
 int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
-bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
-bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_log_full_set(struct nxd_c *nc, bool full);
 
 /* nxd-log.c */
@@ -361,15 +373,10 @@ int nxd_writer_start(struct nxd_c *nc);
 void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 int nxd_batch_commit(struct nxd_c *nc);
-bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 void nxd_lazy_sync(struct nxd_c *nc);
 void nxd_lazy_free(struct nxd_c *nc);
-bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
-void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
 int nxd_batch_init(struct nxd_batch *b);
 void nxd_batch_free(struct nxd_batch *b);
-void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
-u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 
 /* nxd-fast.c */
 int nxd_fast_alloc(struct nxd_c *nc);
@@ -383,14 +390,9 @@ bool nxd_fast_has_work(struct nxd_c *nc);
 void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
 void nxd_fast_fail(struct nxd_c *nc, int err);
-bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot);
 bool nxd_fast_void_left(struct nxd_c *nc);
 void nxd_fast_wait_committed(struct nxd_c *nc);
-u32 *nxd_region_ctr(u32 *ctrs, u64 block);
-u32 nxd_blk_hash(u64 block);
-int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
-void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 
 /* nxd-destage.c */
 struct nxd_round;
@@ -400,7 +402,6 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);
-u32 nxd_log_used_pct(struct nxd_c *nc);
 
 /* nxd-recovery.c */
 int nxd_meta_check(struct nxd_c *nc, bool vol_active);
