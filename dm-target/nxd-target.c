@@ -13,143 +13,15 @@
 #include <linux/vmalloc.h>
 #include <linux/ktime.h>
 #include <linux/blk_types.h>
-#include <linux/sizes.h>
 #include <linux/sched/mm.h>
 
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd"
 
-/* Guards the volume list, vol->active and the target list. */
-DEFINE_MUTEX(nxd_vols_lock);
-LIST_HEAD(nxd_vols);
-static LIST_HEAD(nxd_targets);	/* every constructed table, for exclusivity */
-
-static const struct nxd_tun nxd_default_tun = {
-	.write_threshold = 64 * 1024,
-	.mode = NXD_MODE_AUTO,
-	.low_wm = 25,
-	.high_wm = 75,
-	.destage_rate = 0,
-	.ssd_discard = 1,
-	.drain_on_suspend = 0,
-};
-
-/* ---- events ---- */
-
-/*
- * Process context, never under a lock of ours: dm_table_event() takes a
- * mutex, and sysfs_notify() kernfs locks.  A table that is not (or no
- * longer) bound to its device has no event callback: dm_table_event()
- * does nothing then.
- */
-static void nxd_event_work(struct work_struct *w)
-{
-	struct nxd_c *nc = container_of(w, struct nxd_c, ev_work);
-	unsigned int pending = atomic_xchg(&nc->ev_pending, 0);
-
-	if (!pending)
-		return;
-	dm_table_event(nc->ti->table);
-	nxd_sysfs_notify(nc->vol, pending);
-}
-
-/* ---- volumes: state shared by every table of one dm device ---- */
-
-static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun)
-{
-	struct mapped_device *md = dm_table_get_md(ti->table);
-	dev_t dev = disk_devt(dm_disk(md));
-	struct nxd_vol *vol;
-
-	mutex_lock(&nxd_vols_lock);
-	list_for_each_entry(vol, &nxd_vols, node) {
-		if (vol->dev == dev) {
-			kobject_get(&vol->kobj);
-			vol->ntables++;
-			goto out;
-		}
-	}
-	vol = kzalloc(sizeof(*vol), GFP_KERNEL);
-	if (!vol)
-		goto out;
-	kobject_init(&vol->kobj, &nxd_vol_ktype);
-	vol->md = md;
-	vol->dev = dev;
-	if (nxd_stats_alloc(vol)) {
-		kobject_put(&vol->kobj);
-		vol = NULL;
-		goto out;
-	}
-	list_add_tail(&vol->node, &nxd_vols);
-	vol->tun = *tun;
-	vol->ntables = 1;
-out:
-	mutex_unlock(&nxd_vols_lock);
-	return vol;
-}
-
-static void nxd_vol_put(struct nxd_c *nc)
-{
-	struct nxd_vol *vol = nc->vol;
-	bool last;
-
-	/* Decided and unlisted under one lock: two dtrs never both miss it. */
-	mutex_lock(&nxd_vols_lock);
-	if (vol->active == nc)
-		vol->active = NULL;
-	last = !--vol->ntables;
-	if (last)
-		list_del(&vol->node);
-	mutex_unlock(&nxd_vols_lock);
-	if (last)
-		nxd_sysfs_del(vol);
-	kobject_put(&vol->kobj);
-}
+static LIST_HEAD(nxd_targets);	/* every constructed table, under nxd_vols_lock */
 
 /* ---- table parsing ---- */
-
-static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
-{
-	u64 x;
-	int r = nxd_parse_size(s, &x);
-
-	if (r)
-		return r;
-	if (x < min || x > max)
-		return -ERANGE;
-	*v = x;
-	return 0;
-}
-
-#define NXD_MAX_THRESHOLD	SZ_1G
-
-/* Apply one key/value option; shared by the table parser and sysfs. */
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
-{
-	enum nxd_mode m;
-	int r;
-
-	if (!strcasecmp(key, "write_threshold"))
-		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
-	if (!strcasecmp(key, "mode")) {
-		r = nxd_mode_parse(val, &m);
-		if (!r)
-			t->mode = m;
-		return r;
-	}
-	if (!strcasecmp(key, "low_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->low_wm);
-	if (!strcasecmp(key, "high_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->high_wm);
-	if (!strcasecmp(key, "destage_rate"))
-		return nxd_parse_u32(val, 0, 1000000, &t->destage_rate);
-	if (!strcasecmp(key, "ssd_discard"))
-		return nxd_parse_u32(val, 0, 1, &t->ssd_discard);
-	if (!strcasecmp(key, "drain_on_suspend"))
-		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
-	return -ENOENT;
-}
 
 /*
  * read_threshold (until target 2.0.0) was stored and shown but routed

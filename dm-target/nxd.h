@@ -66,9 +66,6 @@ struct nxd_vol {
 	atomic_t ev_last;
 };
 
-extern struct mutex nxd_vols_lock;
-extern struct list_head nxd_vols;
-
 /* An in-flight HDD write or discard that must invalidate logged copies. */
 struct nxd_inval {
 	struct list_head node;		/* nc->invals, under nc->lock */
@@ -364,8 +361,18 @@ bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 u32 nxd_log_used_pct(struct nxd_c *nc);
 
-/* nxd-target.c */
+/* nxd-vol.c */
+extern struct mutex nxd_vols_lock;
+extern struct list_head nxd_vols;
+extern const struct nxd_tun nxd_default_tun;
 int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
+void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
+int nxd_sysfs_add(struct nxd_vol *vol);
+void nxd_event_work(struct work_struct *w);
+struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun);
+void nxd_vol_put(struct nxd_c *nc);
+
+/* nxd-target.c */
 void nxd_log_full_set(struct nxd_c *nc, bool full);
 
 /* nxd-log.c */
@@ -410,14 +417,6 @@ int nxd_sb_write(struct nxd_c *nc, bool clean);
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
 int nxd_log_freeze(struct nxd_c *nc);
 int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
-
-/* nxd-sysfs.c */
-int nxd_sysfs_add(struct nxd_vol *vol);
-void nxd_sysfs_del(struct nxd_vol *vol);
-void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
-void nxd_vol_release_kobj(struct nxd_vol *vol);
-void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending);
-extern const struct kobj_type nxd_vol_ktype;
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);
