@@ -621,12 +621,8 @@ static int nxd_preresume(struct dm_target *ti)
 		if (!r)
 			nc->loaded = true;
 	} else if (!atomic_read(&nc->degraded)) {
-		mutex_lock(&nc->sb_lock);
-		nc->sb.gen++;
-		nc->sb.gen_start_seq = nc->ring.next_seq;
-		mutex_unlock(&nc->sb_lock);
 		/* A failure degrades and freezes the log; serve all the same. */
-		if (nxd_sb_write(nc, false) && !nc->frozen)
+		if (nxd_sb_new_gen(nc) && !nc->frozen)
 			r = -EIO;
 	}
 	memalloc_noio_restore(noio);

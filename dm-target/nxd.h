@@ -372,6 +372,15 @@ void nxd_event_work(struct work_struct *w);
 struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun);
 void nxd_vol_put(struct nxd_c *nc);
 
+/* nxd-meta.c */
+int nxd_meta_check(struct nxd_c *nc, bool vol_active);
+int nxd_meta_load(struct nxd_c *nc);
+int nxd_sb_write(struct nxd_c *nc, bool clean);
+int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
+int nxd_sb_new_gen(struct nxd_c *nc);
+int nxd_log_freeze(struct nxd_c *nc);
+int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
+
 /* nxd-target.c */
 void nxd_log_full_set(struct nxd_c *nc, bool full);
 
@@ -409,14 +418,6 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);
-
-/* nxd-recovery.c */
-int nxd_meta_check(struct nxd_c *nc, bool vol_active);
-int nxd_meta_load(struct nxd_c *nc);
-int nxd_sb_write(struct nxd_c *nc, bool clean);
-int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
-int nxd_log_freeze(struct nxd_c *nc);
-int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);

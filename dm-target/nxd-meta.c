@@ -115,6 +115,20 @@ int nxd_sb_write(struct nxd_c *nc, bool clean)
 }
 
 /*
+ * Start a new generation: segments after ours from earlier runs are stale
+ * from now on (nxd_seg_gen_ok).  At activation after recovery, and at each
+ * later resume.  A failed write degrades the volume as nxd_sb_commit().
+ */
+int nxd_sb_new_gen(struct nxd_c *nc)
+{
+	mutex_lock(&nc->sb_lock);
+	nc->sb.gen++;
+	nc->sb.gen_start_seq = nc->ring.next_seq;
+	mutex_unlock(&nc->sb_lock);
+	return nxd_sb_write(nc, false);
+}
+
+/*
  * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
  * replay window.  Under sb_lock or in ctr.
  */
@@ -554,12 +568,7 @@ int nxd_meta_load(struct nxd_c *nc)
 			return r;
 	}
 
-	/* New generation: segments after ours from earlier runs are now stale. */
-	mutex_lock(&nc->sb_lock);
-	nc->sb.gen++;
-	nc->sb.gen_start_seq = nc->ring.next_seq;
-	mutex_unlock(&nc->sb_lock);
-	r = nxd_sb_write(nc, false);
+	r = nxd_sb_new_gen(nc);
 	if (r) {
 		/*
 		 * The SSD still takes no writes: come up degraded, serving and
