@@ -2,7 +2,7 @@
 /*
  * dm-nxd: target methods, table parsing and bio routing.
  *
- * Small or unaligned writes are appended to a log on the SSD (nxd-log.c),
+ * Small or unaligned writes are appended to a log on the SSD (nxd-writer.c),
  * large aligned writes go straight to the HDD, a thread destages the log
  * to the HDD (nxd-destage.c).  Reads take each sector from wherever its
  * newest copy lives.

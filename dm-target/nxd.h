@@ -81,7 +81,7 @@ struct nxd_inval {
 
 /*
  * A plain HDD write over logged blocks that landed and was acknowledged,
- * its INVAL not logged yet (nxd-log.c, "lazy INVAL").  The index dropped
+ * its INVAL not logged yet (nxd-writer.c, "lazy INVAL").  The index dropped
  * the logged copies at once; the INVAL goes to the log, after an HDD
  * flush, before the next flush completes, before any newer copy of these
  * blocks is logged, and before a clean stop.
@@ -384,7 +384,7 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 /* nxd-target.c */
 void nxd_log_full_set(struct nxd_c *nc, bool full);
 
-/* nxd-log.c */
+/* nxd-writer.c */
 int nxd_writer_start(struct nxd_c *nc);
 void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
