@@ -316,8 +316,9 @@ struct nxd_c {
 };
 
 /*
- * The files, bottom layer first (docs/design.md, section 1): each calls
- * only the files above it in this list, never one below.
+ * The files, bottom layer first (docs/design.md, section 1; Kbuild lists
+ * them in this order).  A file calls only the files listed before it,
+ * never one after: scripts/callgraph.py checks it in make check.
  */
 
 /* nxd-stats.c */
@@ -381,30 +382,6 @@ int nxd_sb_new_gen(struct nxd_c *nc);
 int nxd_log_freeze(struct nxd_c *nc);
 int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 
-/* nxd-target.c */
-
-/* nxd-batch.c */
-int nxd_batch_init(struct nxd_batch *b);
-void nxd_batch_free(struct nxd_batch *b);
-bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs);
-void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op);
-void nxd_inval_park(struct nxd_c *nc, struct nxd_inval *op);
-int nxd_batch_commit(struct nxd_c *nc);
-void nxd_log_full_set(struct nxd_c *nc, bool full);
-void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask);
-int nxd_lazy_log(struct nxd_c *nc);
-int nxd_lazy_commit(struct nxd_c *nc);
-void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op);
-bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio);
-void nxd_lazy_drop_if_empty(struct nxd_c *nc);
-void nxd_lazy_sync(struct nxd_c *nc);
-void nxd_lazy_free(struct nxd_c *nc);
-
-/* nxd-writer.c */
-int nxd_writer_start(struct nxd_c *nc);
-void nxd_writer_stop(struct nxd_c *nc);
-void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
-
 /* nxd-fast.c */
 int nxd_fast_alloc(struct nxd_c *nc);
 void nxd_fast_free(struct nxd_c *nc);
@@ -429,6 +406,28 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);
+
+/* nxd-batch.c */
+int nxd_batch_init(struct nxd_batch *b);
+void nxd_batch_free(struct nxd_batch *b);
+bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs);
+void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op);
+void nxd_inval_park(struct nxd_c *nc, struct nxd_inval *op);
+int nxd_batch_commit(struct nxd_c *nc);
+void nxd_log_full_set(struct nxd_c *nc, bool full);
+void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask);
+int nxd_lazy_log(struct nxd_c *nc);
+int nxd_lazy_commit(struct nxd_c *nc);
+void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op);
+bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio);
+void nxd_lazy_drop_if_empty(struct nxd_c *nc);
+void nxd_lazy_sync(struct nxd_c *nc);
+void nxd_lazy_free(struct nxd_c *nc);
+
+/* nxd-writer.c */
+int nxd_writer_start(struct nxd_c *nc);
+void nxd_writer_stop(struct nxd_c *nc);
+void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);

@@ -9,7 +9,9 @@ the sources as text: comments, strings and character constants are
 stripped, functions are the names defined at brace depth 0 with a body,
 globals are the names a dm-target header declares extern.  A use is any
 mention of such a name in another file (a call, a function pointer, a
-macro body).  kernel/ is below every dm-target file and is not checked.
+macro body).  kernel/ is below every dm-target file and is not checked,
+but for its headers: the #include "..." graph of dm-target/ and kernel/
+must have no cycle either.
 
   scripts/callgraph.py            check; exit 1 on a cycle or upward call
   scripts/callgraph.py -v         also print every edge with its names
@@ -149,6 +151,24 @@ def build(top):
     return srcs, edges
 
 
+def includes(top):
+    """The #include "..." edges among dm-target/ and kernel/ files."""
+    files = {}
+    for d in ('dm-target', 'kernel'):
+        for f in sorted(os.listdir(os.path.join(top, d))):
+            if f.endswith(('.c', '.h')):
+                files.setdefault(f, os.path.join(top, d, f))
+    edges = {}
+    for f, path in files.items():
+        with open(path) as fh:
+            for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', fh.read(),
+                                 re.M):
+                g = os.path.basename(m.group(1))
+                if g in files:
+                    edges[(f, g)] = {g}
+    return sorted(files), edges
+
+
 def sccs(nodes, edges):
     """Tarjan: the strongly connected components of more than one file."""
     succ = {n: sorted(b for (a, b) in edges if a == n) for n in nodes}
@@ -216,6 +236,10 @@ def main():
             bad = 1
     for comp in sccs(srcs, edges):
         print('callgraph: cycle among %s' % ' '.join(comp))
+        bad = 1
+    inodes, iedges = includes(a.top)
+    for comp in sccs(inodes, iedges) + [[x] for (x, y) in iedges if x == y]:
+        print('callgraph: include cycle among %s' % ' '.join(comp))
         bad = 1
     print('callgraph: layers, bottom first: %s' % ' '.join(order))
     print('callgraph: %s' % ('FAILED (upward call or cycle)' if bad
