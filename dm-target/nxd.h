@@ -190,7 +190,12 @@ struct nxd_batch {
 	u32 lazy_recs;			/* of nc->lazy's covered entries */
 };
 
+/*
+ * One per table.  Grouped by what guards them: each lock stands first in
+ * the group of fields it guards (docs/design.md, section 14).
+ */
 struct nxd_c {
+	/* Set in ctr, then read-only. */
 	struct list_head node;		/* nxd_targets, under nxd_vols_lock */
 	struct dm_target *ti;
 	struct nxd_vol *vol;
@@ -199,12 +204,9 @@ struct nxd_c {
 	struct dm_io_client *dmio;
 	struct bio_set bs;		/* clones */
 	struct bio_set dbs;		/* destage writes */
-
-	/* table options */
-	struct nxd_tun opt;
+	struct nxd_tun opt;		/* table options */
 	bool opt_format;
 	bool opt_accept_loss;		/* replay what is readable, drop the rest */
-
 	u64 ssd_blocks;
 	sector_t hdd_sectors;
 	sector_t grow_to;		/* new data_sectors, set at preresume */
@@ -212,13 +214,9 @@ struct nxd_c {
 	u32 hdd_io_opt;
 	u64 max_block;			/* logical blocks of the volume */
 
-	struct mutex sb_lock;		/* superblock and label writes */
-	struct nxd_sb_info sb;
-	void *sb_buf;
-	bool frozen;			/* label says FROZEN, under @sb_lock */
-
+	/* Life cycle: dm serialises the methods that write these. */
 	bool loaded;
-	bool resumed;			/* has been live once */
+	bool resumed;			/* has been live once; under nxd_vols_lock */
 	bool running;			/* between resume and postsuspend */
 	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
 	/*
@@ -229,73 +227,84 @@ struct nxd_c {
 	atomic_t ssd_fail_reported;
 
 	/*
-	 * Events: nxd_event() records them and queues @ev_work, which raises
-	 * dm_table_event() and sysfs_notify() in process context.
+	 * Events, atomics: nxd_event() records them and queues @ev_work,
+	 * which raises dm_table_event() and sysfs_notify() in process context.
 	 */
 	struct work_struct ev_work;
 	atomic_t ev_pending;		/* BIT(NXD_EV_*) not yet raised */
 	atomic_t full_armed;		/* next log-full transition raises one */
 	atomic_t empty_armed;		/* degraded: raise drain_done when empty */
 
-	spinlock_t lock;		/* index, ring, invals, frozen_end */
+	/* Superblock and label writes; nests outside @lock. */
+	struct mutex sb_lock;
+	struct nxd_sb_info sb;
+	void *sb_buf;			/* superblock or label being written */
+	bool frozen;			/* label says FROZEN; READ_ONCE outside */
+
+	/* The in-memory log: map, the writer, the destager, recovery. */
+	spinlock_t lock;
 	struct nxd_index ix;
 	struct nxd_ring ring;
+	u64 commit_seq;			/* first seq not committed */
+	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
+	u64 frozen_end_pos;		/* where segment @frozen_end lies */
 	struct list_head invals;	/* in-flight nxd_inval */
 	struct list_head lazy;		/* nxd_lazy; changed by the writer only */
 	u32 nr_lazy;
-	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
-	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
-	u64 frozen_end_pos;		/* where segment @frozen_end lies */
+	/*
+	 * Blocks of the open batch merged with a logged copy, per hashed
+	 * 1 MiB region: until the merged block is indexed, a write must not
+	 * go round the writer to the HDD (nxd_merging_locked).
+	 */
+	u32 merging[NXD_MERGE_SLOTS];
+	u32 nr_merging;
+	/*
+	 * Direct log writes.  Segments are committed (header written, blocks
+	 * indexed) strictly in seq order; those from @commit_seq on are still
+	 * uncommitted, and the destager leaves them.
+	 */
+	struct nxd_fseg *fsegs;		/* NXD_FSEG_MAX, used as a ring */
+	u32 fs_first, fs_count;
+	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
+	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
+	u32 fast_blocks[NXD_MERGE_SLOTS];
+	struct nxd_round *dround;	/* destage copies in flight */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
 	atomic_t rd_inflight[2];
 	int rd_epoch;
 	wait_queue_head_t rd_wait;
 
-	/* Writer */
-	struct task_struct *writer;
-	spinlock_t qlock;		/* queue, done_invals; taken in endio */
+	/* The writer's inbox; taken in endio (irqsave). */
+	spinlock_t qlock;
 	struct bio_list queue;		/* from map */
 	struct list_head done_invals;	/* HDD part completed */
+					/* and each nxd_fseg's @bios */
+
+	/* Writer: the thread's own, atomics, or READ_ONCE outside it. */
+	struct task_struct *writer;
 	wait_queue_head_t wq;
 	wait_queue_head_t ewq;		/* index entries released */
 	atomic_t kick;			/* retry held bios */
 	atomic_t stuck_err;		/* a destage round failed: see nxd_fail_waiters */
-	struct bio_list held;		/* writer only */
-	/* writer only: degraded HDD writes waiting for their logged copies */
+	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
+	struct bio_list held;
+	/* degraded HDD writes waiting for their logged copies */
 	struct list_head parked;
-	/* writer only: inval ops waiting for a destage round's copies to land */
+	/* inval ops waiting for a destage round's copies to land */
 	struct list_head fenced;
 	bool log_full;
-	bool room_wait;			/* a held bio waits for log space; writer only */
+	bool room_wait;			/* a held bio waits for log space */
 	struct nxd_batch batch;
-	/*
-	 * Blocks of the open batch merged with a logged copy, per hashed
-	 * 1 MiB region, under @lock: until the merged block is indexed, a
-	 * write must not go round the writer to the HDD (nxd_merging_locked).
-	 */
-	u32 merging[NXD_MERGE_SLOTS];
-	u32 nr_merging;
+	void *fhdr;			/* direct segment header buffer */
 
 	/*
-	 * Direct log writes, under @lock.  Segments are committed (header
-	 * written, blocks indexed) strictly in seq order; those from
-	 * @commit_seq on are still uncommitted, and the destager leaves them.
+	 * Destager: held for a whole round; postsuspend takes it to wait
+	 * one out.  The rest is the thread's own, or atomics.
 	 */
-	struct nxd_fseg *fsegs;		/* NXD_FSEG_MAX, used as a ring */
-	u32 fs_first, fs_count;
-	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
-	u64 commit_seq;
-	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
-	u32 fast_blocks[NXD_MERGE_SLOTS];
-	void *fhdr;			/* header buffer, writer only */
-
-	/* Destager */
-	struct task_struct *destager;
-	/* held for a whole round; postsuspend takes it to wait one out */
 	struct mutex round_lock;
+	struct task_struct *destager;
 	struct nxd_round *drd;		/* the round's buffers, from ctr */
-	struct nxd_round *dround;	/* copies in flight, under @lock */
 	wait_queue_head_t dwq;
 	atomic_t drain_req;
 	atomic_t destage_paused;
@@ -308,7 +317,7 @@ struct nxd_c {
 	int d_error;
 	u64 destage_errors;
 
-	/* recovery report */
+	/* Recovery report, written at the first preresume. */
 	u64 rec_segments;
 	u64 rec_blocks;
 	u64 rec_us;
