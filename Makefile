@@ -121,8 +121,9 @@ deps:
 deps-runtime:
 	$(TOP)/scripts/deps.sh --runtime
 
-# W=1 build (any compiler or modpost warning fails), sparse (C=2), and
-# checkpatch --strict, on every TEST_KVERS.  Uses build/check/<kver> so the
+# The module's layers (scripts/callgraph.py: no call from a dm-target file
+# to one after it in Kbuild, no cycle), W=1 build (any compiler or modpost
+# warning fails), sparse (C=2), and checkpatch --strict, on every TEST_KVERS.  Uses build/check/<kver> so the
 # normal build's objects stay untouched.
 CHECKPATCH ?= $(firstword $(wildcard \
 	/usr/src/linux-headers-*/scripts/checkpatch.pl \
@@ -133,6 +134,9 @@ NXD_SRCS = $(sort $(wildcard $(TOP)/dm-target/*.[ch] $(TOP)/kernel/*.[ch]))
 check:
 	@[ -n '$(strip $(TEST_KVERS))' ] || { echo "error: TEST_KVERS empty; run 'make deps'" >&2; exit 1; }
 	@set -o pipefail; rc=0; mkdir -p '$(BUILD)/check'; \
+	if python3 '$(TOP)/scripts/callgraph.py' >'$(BUILD)/check/callgraph.log' 2>&1; \
+	then echo "check: call graph: calls go downward only"; \
+	else cat '$(BUILD)/check/callgraph.log'; echo "check: call graph: upward call or cycle (scripts/callgraph.py)" >&2; rc=1; fi; \
 	for kv in $(TEST_KVERS); do \
 		log='$(BUILD)/check/'"$$kv"-w1.log; \
 		rm -rf '$(BUILD)/check/'"$$kv"; \

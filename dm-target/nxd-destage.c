@@ -56,16 +56,6 @@ struct nxd_round {
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
 };
 
-u32 nxd_log_used_pct(struct nxd_c *nc)
-{
-	u64 used;
-
-	spin_lock(&nc->lock);
-	used = nxd_ring_used(&nc->ring);
-	spin_unlock(&nc->lock);
-	return div64_u64(used * 100, nc->ring.ring_blocks);
-}
-
 static bool nxd_hdd_idle(struct nxd_c *nc)
 {
 	return !atomic_read(&nc->hdd_fg_inflight) &&
@@ -716,11 +706,6 @@ static int nxd_destager_fn(void *data)
 			nxd_destage_sleep(nc, NXD_YIELD_MS);
 	}
 	return 0;
-}
-
-void nxd_destager_wake(struct nxd_c *nc)
-{
-	wake_up_all(&nc->dwq);
 }
 
 int nxd_destager_start(struct nxd_c *nc)

@@ -29,45 +29,10 @@
  *   redone on the degraded path.
  */
 #include <linux/slab.h>
-#include <linux/hash.h>
-#include <linux/log2.h>
 
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd fast"
-
-u32 *nxd_region_ctr(u32 *ctrs, u64 block)
-{
-	return &ctrs[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
-}
-
-/* A 256-slot open-addressing map of logical block -> data index. */
-u32 nxd_blk_hash(u64 block)
-{
-	return (u32)((block * 0x9E3779B97F4A7C15ULL) >> 56);
-}
-
-int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block)
-{
-	u32 h = nxd_blk_hash(block);
-
-	while (keys[h] != NXD_IE_EMPTY) {
-		if (keys[h] == block)
-			return vals[h];
-		h = (h + 1) & 255;
-	}
-	return -1;
-}
-
-void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx)
-{
-	u32 h = nxd_blk_hash(block);
-
-	while (keys[h] != NXD_IE_EMPTY && keys[h] != block)
-		h = (h + 1) & 255;
-	keys[h] = block;
-	vals[h] = idx;
-}
 
 int nxd_fast_alloc(struct nxd_c *nc)
 {
@@ -259,21 +224,6 @@ bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot)
 			}
 		}
 	}
-	return false;
-}
-
-/* Does an uncommitted direct segment hold a block of a region of the range? */
-bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 r, rl = last >> NXD_REGION_SHIFT;
-
-	if (!nc->fs_count)
-		return false;
-	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
-		return true;
-	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
-		if (*nxd_region_ctr(nc->fast_blocks, r << NXD_REGION_SHIFT))
-			return true;
 	return false;
 }
 

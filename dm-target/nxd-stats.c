@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-nxd statistics: the NytroXD-style size histogram and counters.
+ * dm-nxd statistics: the NytroXD-style size histogram and counters, and
+ * the names of the events.  The lowest layer: it calls no other file.
  *
  * Per-CPU atomic64 cells: the hot path touches only its own CPU's lines,
  * and read-and-clear (atomic64_xchg) neither loses nor doubles a count
@@ -22,6 +23,15 @@ void nxd_stats_free(struct nxd_vol *vol)
 {
 	free_percpu(vol->pcpu);
 	vol->pcpu = NULL;
+}
+
+/* Add @v to counter @ctr (NXD_CTR(name)) of @nc's volume; any context. */
+void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v)
+{
+	struct nxd_pcpu *p = get_cpu_ptr(nc->vol->pcpu);
+
+	atomic64_add(v, &p->ctr[ctr]);
+	put_cpu_ptr(nc->vol->pcpu);
 }
 
 void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb)
@@ -98,4 +108,18 @@ void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c)
 	c->recovery_us = nc->rec_us;
 	c->degraded = atomic_read(&nc->degraded);
 	c->log_full = READ_ONCE(nc->log_full);
+}
+
+const char *nxd_event_name(unsigned int kind)
+{
+	switch (kind) {
+	case NXD_EV_DEGRADED:
+		return "degraded";
+	case NXD_EV_LOG_FULL:
+		return "log_full";
+	case NXD_EV_DRAIN_DONE:
+		return "drain_done";
+	default:
+		return "none";
+	}
 }

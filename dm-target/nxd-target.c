@@ -2,7 +2,7 @@
 /*
  * dm-nxd: target methods, table parsing and bio routing.
  *
- * Small or unaligned writes are appended to a log on the SSD (nxd-log.c),
+ * Small or unaligned writes are appended to a log on the SSD (nxd-writer.c),
  * large aligned writes go straight to the HDD, a thread destages the log
  * to the HDD (nxd-destage.c).  Reads take each sector from wherever its
  * newest copy lives.
@@ -13,289 +13,15 @@
 #include <linux/vmalloc.h>
 #include <linux/ktime.h>
 #include <linux/blk_types.h>
-#include <linux/sizes.h>
 #include <linux/sched/mm.h>
 
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd"
 
-/* Guards the volume list, vol->active and the target list. */
-DEFINE_MUTEX(nxd_vols_lock);
-LIST_HEAD(nxd_vols);
-static LIST_HEAD(nxd_targets);	/* every constructed table, for exclusivity */
-
-static const struct nxd_tun nxd_default_tun = {
-	.write_threshold = 64 * 1024,
-	.mode = NXD_MODE_AUTO,
-	.low_wm = 25,
-	.high_wm = 75,
-	.destage_rate = 0,
-	.ssd_discard = 1,
-	.drain_on_suspend = 0,
-};
-
-/* ---- helpers shared by the role files ---- */
-
-void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v)
-{
-	struct nxd_pcpu *p = get_cpu_ptr(nc->vol->pcpu);
-
-	atomic64_add(v, &p->ctr[ctr]);
-	put_cpu_ptr(nc->vol->pcpu);
-}
-
-sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot)
-{
-	return (nc->sb.ring_start + slot) << 3;
-}
-
-static int nxd_dev_io(struct nxd_c *nc, struct block_device *bdev,
-		      blk_opf_t opf, sector_t sector, sector_t count, void *buf)
-{
-	struct dm_io_region where = {
-		.bdev = bdev,
-		.sector = sector,
-		.count = count,
-	};
-	struct dm_io_request req = {
-		.bi_opf = opf,
-		.mem.type = is_vmalloc_addr(buf) ? DM_IO_VMA : DM_IO_KMEM,
-		.client = nc->dmio,
-	};
-	unsigned long err_bits = 0;
-
-	if (is_vmalloc_addr(buf))
-		req.mem.ptr.vma = buf;
-	else
-		req.mem.ptr.addr = buf;
-	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
-}
-
-/* Synchronous I/O of whole 4 KiB blocks of the SSD. */
-int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
-	       void *buf)
-{
-	return nxd_dev_io(nc, nc->ssd->bdev, opf, ssd_block << 3,
-			  (sector_t)nr_blocks << 3, buf);
-}
-
-static int nxd_dev_flush(struct nxd_c *nc, struct block_device *bdev)
-{
-	struct dm_io_region where = { .bdev = bdev, .sector = 0, .count = 0 };
-	struct dm_io_request req = {
-		.bi_opf = REQ_OP_WRITE | REQ_PREFLUSH | REQ_SYNC,
-		.mem.type = DM_IO_KMEM,
-		.mem.ptr.addr = NULL,
-		.client = nc->dmio,
-	};
-	unsigned long err_bits = 0;
-
-	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
-}
-
-int nxd_hdd_flush(struct nxd_c *nc)
-{
-	return nxd_dev_flush(nc, nc->hdd->bdev);
-}
-
-int nxd_ssd_flush(struct nxd_c *nc)
-{
-	return nxd_dev_flush(nc, nc->ssd->bdev);
-}
-
-/*
- * An SSD write failed: stop logging, keep serving.  The caller freezes the
- * log (nxd_log_freeze) before acknowledging anything that depends on it.
- */
-void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
-{
-	nxd_count(nc, NXD_CTR(ssd_errors), 1);
-	if (!atomic_xchg(&nc->degraded, 1))
-		nxd_event(nc, NXD_EV_DEGRADED);
-	if (!atomic_xchg(&nc->ssd_fail_reported, 1))
-		DMERR("%s: SSD %s failed (%d): volume degraded, writes bypass the log",
-		      dm_table_device_name(nc->ti->table), what, err);
-}
-
-/*
- * Process context, never under a lock of ours: dm_table_event() takes a
- * mutex, and sysfs_notify() kernfs locks.  A table that is not (or no
- * longer) bound to its device has no event callback: dm_table_event()
- * does nothing then.
- */
-static void nxd_event_work(struct work_struct *w)
-{
-	struct nxd_c *nc = container_of(w, struct nxd_c, ev_work);
-	unsigned int pending = atomic_xchg(&nc->ev_pending, 0);
-
-	if (!pending)
-		return;
-	dm_table_event(nc->ti->table);
-	nxd_sysfs_notify(nc->vol, pending);
-}
-
-/*
- * Record an event of @kind (NXD_EV_*) and have it raised.  Callable from
- * any context, IRQ included: atomics and schedule_work() only.  The
- * counters are updated before the work is queued, so a waiter woken by
- * the dm event reads them already counted.
- */
-void nxd_event(struct nxd_c *nc, unsigned int kind)
-{
-	struct nxd_vol *vol = nc->vol;
-
-	if (WARN_ON_ONCE(!kind || kind >= NXD_EV_NR))
-		return;
-	atomic64_inc(&vol->ev_count[kind]);
-	atomic_set(&vol->ev_last, kind);
-	atomic_or(BIT(kind), &nc->ev_pending);
-	schedule_work(&nc->ev_work);
-}
-
-const char *nxd_event_name(unsigned int kind)
-{
-	switch (kind) {
-	case NXD_EV_DEGRADED:
-		return "degraded";
-	case NXD_EV_LOG_FULL:
-		return "log_full";
-	case NXD_EV_DRAIN_DONE:
-		return "drain_done";
-	default:
-		return "none";
-	}
-}
-
-int nxd_read_epoch_get(struct nxd_c *nc)
-{
-	int e;
-
-	for (;;) {
-		e = READ_ONCE(nc->rd_epoch);
-		atomic_inc(&nc->rd_inflight[e]);
-		/* Count us before looking at the index; pairs with epoch_sync. */
-		smp_mb__after_atomic();
-		/* A flip in between: that sync may not have seen us.  Retry. */
-		if (likely(READ_ONCE(nc->rd_epoch) == e))
-			return e;
-		nxd_read_epoch_put(nc, e);
-	}
-}
-
-void nxd_read_epoch_put(struct nxd_c *nc, int e)
-{
-	if (atomic_dec_and_test(&nc->rd_inflight[e]))
-		wake_up(&nc->rd_wait);
-}
-
-/* Wait until no read that might have seen a dropped index entry is in flight. */
-void nxd_read_epoch_sync(struct nxd_c *nc)
-{
-	int old = nc->rd_epoch;
-
-	WRITE_ONCE(nc->rd_epoch, !old);
-	/* New readers use the new epoch before we sample the old count. */
-	smp_mb();
-	wait_event(nc->rd_wait, !atomic_read(&nc->rd_inflight[old]));
-}
-
-/* ---- volumes: state shared by every table of one dm device ---- */
-
-static struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun)
-{
-	struct mapped_device *md = dm_table_get_md(ti->table);
-	dev_t dev = disk_devt(dm_disk(md));
-	struct nxd_vol *vol;
-
-	mutex_lock(&nxd_vols_lock);
-	list_for_each_entry(vol, &nxd_vols, node) {
-		if (vol->dev == dev) {
-			kobject_get(&vol->kobj);
-			vol->ntables++;
-			goto out;
-		}
-	}
-	vol = kzalloc(sizeof(*vol), GFP_KERNEL);
-	if (!vol)
-		goto out;
-	kobject_init(&vol->kobj, &nxd_vol_ktype);
-	vol->md = md;
-	vol->dev = dev;
-	if (nxd_stats_alloc(vol)) {
-		kobject_put(&vol->kobj);
-		vol = NULL;
-		goto out;
-	}
-	list_add_tail(&vol->node, &nxd_vols);
-	vol->tun = *tun;
-	vol->ntables = 1;
-out:
-	mutex_unlock(&nxd_vols_lock);
-	return vol;
-}
-
-static void nxd_vol_put(struct nxd_c *nc)
-{
-	struct nxd_vol *vol = nc->vol;
-	bool last;
-
-	/* Decided and unlisted under one lock: two dtrs never both miss it. */
-	mutex_lock(&nxd_vols_lock);
-	if (vol->active == nc)
-		vol->active = NULL;
-	last = !--vol->ntables;
-	if (last)
-		list_del(&vol->node);
-	mutex_unlock(&nxd_vols_lock);
-	if (last)
-		nxd_sysfs_del(vol);
-	kobject_put(&vol->kobj);
-}
+static LIST_HEAD(nxd_targets);	/* every constructed table, under nxd_vols_lock */
 
 /* ---- table parsing ---- */
-
-static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
-{
-	u64 x;
-	int r = nxd_parse_size(s, &x);
-
-	if (r)
-		return r;
-	if (x < min || x > max)
-		return -ERANGE;
-	*v = x;
-	return 0;
-}
-
-#define NXD_MAX_THRESHOLD	SZ_1G
-
-/* Apply one key/value option; shared by the table parser and sysfs. */
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
-{
-	enum nxd_mode m;
-	int r;
-
-	if (!strcasecmp(key, "write_threshold"))
-		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
-	if (!strcasecmp(key, "mode")) {
-		r = nxd_mode_parse(val, &m);
-		if (!r)
-			t->mode = m;
-		return r;
-	}
-	if (!strcasecmp(key, "low_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->low_wm);
-	if (!strcasecmp(key, "high_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->high_wm);
-	if (!strcasecmp(key, "destage_rate"))
-		return nxd_parse_u32(val, 0, 1000000, &t->destage_rate);
-	if (!strcasecmp(key, "ssd_discard"))
-		return nxd_parse_u32(val, 0, 1, &t->ssd_discard);
-	if (!strcasecmp(key, "drain_on_suspend"))
-		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
-	return -ENOENT;
-}
 
 /*
  * read_threshold (until target 2.0.0) was stored and shown but routed
@@ -709,19 +435,6 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	return DM_MAPIO_REMAPPED;
 }
 
-/* Any logged copy of a block in [first, last]?  Under nc->lock. */
-bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 b;
-
-	if (!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1))
-		return false;
-	for (b = first; b <= last; b++)
-		if (nxd_index_find(&nc->ix, b))
-			return true;
-	return false;
-}
-
 static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	struct nxd_tun *t = &nc->vol->tun;
@@ -908,12 +621,8 @@ static int nxd_preresume(struct dm_target *ti)
 		if (!r)
 			nc->loaded = true;
 	} else if (!atomic_read(&nc->degraded)) {
-		mutex_lock(&nc->sb_lock);
-		nc->sb.gen++;
-		nc->sb.gen_start_seq = nc->ring.next_seq;
-		mutex_unlock(&nc->sb_lock);
 		/* A failure degrades and freezes the log; serve all the same. */
-		if (nxd_sb_write(nc, false) && !nc->frozen)
+		if (nxd_sb_new_gen(nc) && !nc->frozen)
 			r = -EIO;
 	}
 	memalloc_noio_restore(noio);

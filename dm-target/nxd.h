@@ -66,9 +66,6 @@ struct nxd_vol {
 	atomic_t ev_last;
 };
 
-extern struct mutex nxd_vols_lock;
-extern struct list_head nxd_vols;
-
 /* An in-flight HDD write or discard that must invalidate logged copies. */
 struct nxd_inval {
 	struct list_head node;		/* nc->invals, under nc->lock */
@@ -84,7 +81,7 @@ struct nxd_inval {
 
 /*
  * A plain HDD write over logged blocks that landed and was acknowledged,
- * its INVAL not logged yet (nxd-log.c, "lazy INVAL").  The index dropped
+ * its INVAL not logged yet (nxd-writer.c, "lazy INVAL").  The index dropped
  * the logged copies at once; the INVAL goes to the log, after an HDD
  * flush, before the next flush completes, before any newer copy of these
  * blocks is logged, and before a clean stop.
@@ -193,7 +190,12 @@ struct nxd_batch {
 	u32 lazy_recs;			/* of nc->lazy's covered entries */
 };
 
+/*
+ * One per table.  Grouped by what guards them: each lock stands first in
+ * the group of fields it guards (docs/design.md, section 14).
+ */
 struct nxd_c {
+	/* Set in ctr, then read-only. */
 	struct list_head node;		/* nxd_targets, under nxd_vols_lock */
 	struct dm_target *ti;
 	struct nxd_vol *vol;
@@ -202,12 +204,9 @@ struct nxd_c {
 	struct dm_io_client *dmio;
 	struct bio_set bs;		/* clones */
 	struct bio_set dbs;		/* destage writes */
-
-	/* table options */
-	struct nxd_tun opt;
+	struct nxd_tun opt;		/* table options */
 	bool opt_format;
 	bool opt_accept_loss;		/* replay what is readable, drop the rest */
-
 	u64 ssd_blocks;
 	sector_t hdd_sectors;
 	sector_t grow_to;		/* new data_sectors, set at preresume */
@@ -215,13 +214,9 @@ struct nxd_c {
 	u32 hdd_io_opt;
 	u64 max_block;			/* logical blocks of the volume */
 
-	struct mutex sb_lock;		/* superblock and label writes */
-	struct nxd_sb_info sb;
-	void *sb_buf;
-	bool frozen;			/* label says FROZEN, under @sb_lock */
-
+	/* Life cycle: dm serialises the methods that write these. */
 	bool loaded;
-	bool resumed;			/* has been live once */
+	bool resumed;			/* has been live once; under nxd_vols_lock */
 	bool running;			/* between resume and postsuspend */
 	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
 	/*
@@ -232,73 +227,84 @@ struct nxd_c {
 	atomic_t ssd_fail_reported;
 
 	/*
-	 * Events: nxd_event() records them and queues @ev_work, which raises
-	 * dm_table_event() and sysfs_notify() in process context.
+	 * Events, atomics: nxd_event() records them and queues @ev_work,
+	 * which raises dm_table_event() and sysfs_notify() in process context.
 	 */
 	struct work_struct ev_work;
 	atomic_t ev_pending;		/* BIT(NXD_EV_*) not yet raised */
 	atomic_t full_armed;		/* next log-full transition raises one */
 	atomic_t empty_armed;		/* degraded: raise drain_done when empty */
 
-	spinlock_t lock;		/* index, ring, invals, frozen_end */
+	/* Superblock and label writes; nests outside @lock. */
+	struct mutex sb_lock;
+	struct nxd_sb_info sb;
+	void *sb_buf;			/* superblock or label being written */
+	bool frozen;			/* label says FROZEN; READ_ONCE outside */
+
+	/* The in-memory log: map, the writer, the destager, recovery. */
+	spinlock_t lock;
 	struct nxd_index ix;
 	struct nxd_ring ring;
+	u64 commit_seq;			/* first seq not committed */
+	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
+	u64 frozen_end_pos;		/* where segment @frozen_end lies */
 	struct list_head invals;	/* in-flight nxd_inval */
 	struct list_head lazy;		/* nxd_lazy; changed by the writer only */
 	u32 nr_lazy;
-	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
-	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
-	u64 frozen_end_pos;		/* where segment @frozen_end lies */
+	/*
+	 * Blocks of the open batch merged with a logged copy, per hashed
+	 * 1 MiB region: until the merged block is indexed, a write must not
+	 * go round the writer to the HDD (nxd_merging_locked).
+	 */
+	u32 merging[NXD_MERGE_SLOTS];
+	u32 nr_merging;
+	/*
+	 * Direct log writes.  Segments are committed (header written, blocks
+	 * indexed) strictly in seq order; those from @commit_seq on are still
+	 * uncommitted, and the destager leaves them.
+	 */
+	struct nxd_fseg *fsegs;		/* NXD_FSEG_MAX, used as a ring */
+	u32 fs_first, fs_count;
+	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
+	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
+	u32 fast_blocks[NXD_MERGE_SLOTS];
+	struct nxd_round *dround;	/* destage copies in flight */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
 	atomic_t rd_inflight[2];
 	int rd_epoch;
 	wait_queue_head_t rd_wait;
 
-	/* Writer */
-	struct task_struct *writer;
-	spinlock_t qlock;		/* queue, done_invals; taken in endio */
+	/* The writer's inbox; taken in endio (irqsave). */
+	spinlock_t qlock;
 	struct bio_list queue;		/* from map */
 	struct list_head done_invals;	/* HDD part completed */
+					/* and each nxd_fseg's @bios */
+
+	/* Writer: the thread's own, atomics, or READ_ONCE outside it. */
+	struct task_struct *writer;
 	wait_queue_head_t wq;
 	wait_queue_head_t ewq;		/* index entries released */
 	atomic_t kick;			/* retry held bios */
 	atomic_t stuck_err;		/* a destage round failed: see nxd_fail_waiters */
-	struct bio_list held;		/* writer only */
-	/* writer only: degraded HDD writes waiting for their logged copies */
+	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
+	struct bio_list held;
+	/* degraded HDD writes waiting for their logged copies */
 	struct list_head parked;
-	/* writer only: inval ops waiting for a destage round's copies to land */
+	/* inval ops waiting for a destage round's copies to land */
 	struct list_head fenced;
 	bool log_full;
-	bool room_wait;			/* a held bio waits for log space; writer only */
+	bool room_wait;			/* a held bio waits for log space */
 	struct nxd_batch batch;
-	/*
-	 * Blocks of the open batch merged with a logged copy, per hashed
-	 * 1 MiB region, under @lock: until the merged block is indexed, a
-	 * write must not go round the writer to the HDD (nxd_merging_locked).
-	 */
-	u32 merging[NXD_MERGE_SLOTS];
-	u32 nr_merging;
+	void *fhdr;			/* direct segment header buffer */
 
 	/*
-	 * Direct log writes, under @lock.  Segments are committed (header
-	 * written, blocks indexed) strictly in seq order; those from
-	 * @commit_seq on are still uncommitted, and the destager leaves them.
+	 * Destager: held for a whole round; postsuspend takes it to wait
+	 * one out.  The rest is the thread's own, or atomics.
 	 */
-	struct nxd_fseg *fsegs;		/* NXD_FSEG_MAX, used as a ring */
-	u32 fs_first, fs_count;
-	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
-	u64 commit_seq;
-	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
-	u32 fast_blocks[NXD_MERGE_SLOTS];
-	void *fhdr;			/* header buffer, writer only */
-
-	/* Destager */
-	struct task_struct *destager;
-	/* held for a whole round; postsuspend takes it to wait one out */
 	struct mutex round_lock;
+	struct task_struct *destager;
 	struct nxd_round *drd;		/* the round's buffers, from ctr */
-	struct nxd_round *dround;	/* copies in flight, under @lock */
 	wait_queue_head_t dwq;
 	atomic_t drain_req;
 	atomic_t destage_paused;
@@ -311,48 +317,79 @@ struct nxd_c {
 	int d_error;
 	u64 destage_errors;
 
-	/* recovery report */
+	/* Recovery report, written at the first preresume. */
 	u64 rec_segments;
 	u64 rec_blocks;
 	u64 rec_us;
 	bool rec_clean;
 };
 
-/* nxd-target.c */
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
-bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
-bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
+/*
+ * The files, bottom layer first (docs/design.md, section 1; Kbuild lists
+ * them in this order).  A file calls only the files listed before it,
+ * never one after: scripts/callgraph.py checks it in make check.
+ */
+
+/* nxd-stats.c */
+int nxd_stats_alloc(struct nxd_vol *vol);
+void nxd_stats_free(struct nxd_vol *vol);
 void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v);
+void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
+void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
+void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
+const char *nxd_event_name(unsigned int kind);
+
+/* nxd-dev.c */
 sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot);
 int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 	       void *buf);
+int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
 void nxd_event(struct nxd_c *nc, unsigned int kind);
-void nxd_log_full_set(struct nxd_c *nc, bool full);
 int nxd_read_epoch_get(struct nxd_c *nc);
 void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
 void nxd_read_epoch_sync(struct nxd_c *nc);
-
-/* nxd-log.c */
-int nxd_writer_start(struct nxd_c *nc);
-void nxd_writer_stop(struct nxd_c *nc);
-void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
-void nxd_writer_wake(struct nxd_c *nc);
-int nxd_batch_commit(struct nxd_c *nc);
-bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
-void nxd_lazy_sync(struct nxd_c *nc);
-void nxd_lazy_free(struct nxd_c *nc);
-void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
-struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
-bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
+void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
+void nxd_writer_wake(struct nxd_c *nc);
+void nxd_destager_wake(struct nxd_c *nc);
+
+/* nxd-lookup.c */
+u32 *nxd_region_ctr(u32 *ctrs, u64 block);
+int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
+void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
 void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
-int nxd_batch_init(struct nxd_batch *b);
-void nxd_batch_free(struct nxd_batch *b);
 void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
+u32 nxd_log_used_pct(struct nxd_c *nc);
+
+/* nxd-vol.c */
+extern struct mutex nxd_vols_lock;
+extern struct list_head nxd_vols;
+extern const struct nxd_tun nxd_default_tun;
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
+void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
+int nxd_sysfs_add(struct nxd_vol *vol);
+void nxd_event_work(struct work_struct *w);
+struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun);
+void nxd_vol_put(struct nxd_c *nc);
+
+/* nxd-meta.c */
+int nxd_meta_check(struct nxd_c *nc, bool vol_active);
+int nxd_meta_load(struct nxd_c *nc);
+int nxd_sb_write(struct nxd_c *nc, bool clean);
+int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
+int nxd_sb_new_gen(struct nxd_c *nc);
+int nxd_log_freeze(struct nxd_c *nc);
+int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 
 /* nxd-fast.c */
 int nxd_fast_alloc(struct nxd_c *nc);
@@ -366,14 +403,9 @@ bool nxd_fast_has_work(struct nxd_c *nc);
 void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
 void nxd_fast_fail(struct nxd_c *nc, int err);
-bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot);
 bool nxd_fast_void_left(struct nxd_c *nc);
 void nxd_fast_wait_committed(struct nxd_c *nc);
-u32 *nxd_region_ctr(u32 *ctrs, u64 block);
-u32 nxd_blk_hash(u64 block);
-int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
-void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 
 /* nxd-destage.c */
 struct nxd_round;
@@ -382,33 +414,29 @@ void nxd_destage_free(struct nxd_c *nc);
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
-void nxd_destager_wake(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);
-u32 nxd_log_used_pct(struct nxd_c *nc);
 
-/* nxd-recovery.c */
-int nxd_meta_check(struct nxd_c *nc, bool vol_active);
-int nxd_meta_load(struct nxd_c *nc);
-int nxd_sb_write(struct nxd_c *nc, bool clean);
-int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
-int nxd_log_freeze(struct nxd_c *nc);
-int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
+/* nxd-batch.c */
+int nxd_batch_init(struct nxd_batch *b);
+void nxd_batch_free(struct nxd_batch *b);
+bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs);
+void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op);
+void nxd_inval_park(struct nxd_c *nc, struct nxd_inval *op);
+int nxd_batch_commit(struct nxd_c *nc);
+void nxd_log_full_set(struct nxd_c *nc, bool full);
+void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask);
+int nxd_lazy_log(struct nxd_c *nc);
+int nxd_lazy_commit(struct nxd_c *nc);
+void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op);
+bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio);
+void nxd_lazy_drop_if_empty(struct nxd_c *nc);
+void nxd_lazy_sync(struct nxd_c *nc);
+void nxd_lazy_free(struct nxd_c *nc);
 
-/* nxd-sysfs.c */
-int nxd_sysfs_add(struct nxd_vol *vol);
-void nxd_sysfs_del(struct nxd_vol *vol);
-void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
-void nxd_vol_release_kobj(struct nxd_vol *vol);
-void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending);
-extern const struct kobj_type nxd_vol_ktype;
-
-/* nxd-stats.c */
-int nxd_stats_alloc(struct nxd_vol *vol);
-void nxd_stats_free(struct nxd_vol *vol);
-void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
-void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
-void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
-const char *nxd_event_name(unsigned int kind);
+/* nxd-writer.c */
+int nxd_writer_start(struct nxd_c *nc);
+void nxd_writer_stop(struct nxd_c *nc);
+void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);

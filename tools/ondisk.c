@@ -175,7 +175,7 @@ enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od,
 	return r;
 }
 
-/* Mirrors the replay loop of dm-target/nxd-recovery.c, headers only. */
+/* Mirrors the replay loop of dm-target/nxd-meta.c, headers only. */
 int ondisk_log_scan(int fd, const struct nxd_meta *ssd,
 		    const struct nxd_label_info *label, uint64_t max_segs,
 		    bool stop_at_data, struct nxd_log_scan *out)

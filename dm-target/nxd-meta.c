@@ -114,22 +114,18 @@ int nxd_sb_write(struct nxd_c *nc, bool clean)
 	return nxd_sb_commit(nc, clean ? NXD_SB_CLEAN : 0, pos, seq);
 }
 
-static int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf)
+/*
+ * Start a new generation: segments after ours from earlier runs are stale
+ * from now on (nxd_seg_gen_ok).  At activation after recovery, and at each
+ * later resume.  A failed write degrades the volume as nxd_sb_commit().
+ */
+int nxd_sb_new_gen(struct nxd_c *nc)
 {
-	struct dm_io_region where = {
-		.bdev = nc->hdd->bdev,
-		.sector = sector,
-		.count = NXD_SECTORS_PER_BLOCK,
-	};
-	struct dm_io_request req = {
-		.bi_opf = opf,
-		.mem.type = DM_IO_KMEM,
-		.mem.ptr.addr = buf,
-		.client = nc->dmio,
-	};
-	unsigned long err_bits = 0;
-
-	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+	mutex_lock(&nc->sb_lock);
+	nc->sb.gen++;
+	nc->sb.gen_start_seq = nc->ring.next_seq;
+	mutex_unlock(&nc->sb_lock);
+	return nxd_sb_write(nc, false);
 }
 
 /*
@@ -572,12 +568,7 @@ int nxd_meta_load(struct nxd_c *nc)
 			return r;
 	}
 
-	/* New generation: segments after ours from earlier runs are now stale. */
-	mutex_lock(&nc->sb_lock);
-	nc->sb.gen++;
-	nc->sb.gen_start_seq = nc->ring.next_seq;
-	mutex_unlock(&nc->sb_lock);
-	r = nxd_sb_write(nc, false);
+	r = nxd_sb_new_gen(nc);
 	if (r) {
 		/*
 		 * The SSD still takes no writes: come up degraded, serving and

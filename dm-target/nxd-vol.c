@@ -1,15 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-nxd sysfs: /sys/block/dm-N/nxd/, one directory per dm device, owned
- * by the volume object so old and new tables of a reload share it.
+ * dm-nxd volumes: the state every table of one dm device shares (it
+ * outlives reloads).  The volume list, a volume's lifetime (its kobject),
+ * its tunables, and its sysfs directory /sys/block/dm-N/nxd/, owned by
+ * the volume object so old and new tables of a reload share it.
  */
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/string.h>
+#include <linux/sizes.h>
 
 #include "nxd.h"
 
+/* Guards the volume list, vol->active and nxd-target.c's table list. */
+DEFINE_MUTEX(nxd_vols_lock);
+LIST_HEAD(nxd_vols);
+
+/* ---- tunables ---- */
+
+const struct nxd_tun nxd_default_tun = {
+	.write_threshold = 64 * 1024,
+	.mode = NXD_MODE_AUTO,
+	.low_wm = 25,
+	.high_wm = 75,
+	.destage_rate = 0,
+	.ssd_discard = 1,
+	.drain_on_suspend = 0,
+};
+
+/* Serialises writes of a volume's tunables, and copies of all of them. */
 static DEFINE_MUTEX(nxd_tun_lock);
+
+static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
+{
+	u64 x;
+	int r = nxd_parse_size(s, &x);
+
+	if (r)
+		return r;
+	if (x < min || x > max)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+#define NXD_MAX_THRESHOLD	SZ_1G
+
+/* Apply one key/value option; shared by the table parser and sysfs. */
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
+{
+	enum nxd_mode m;
+	int r;
+
+	if (!strcasecmp(key, "write_threshold"))
+		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
+	if (!strcasecmp(key, "mode")) {
+		r = nxd_mode_parse(val, &m);
+		if (!r)
+			t->mode = m;
+		return r;
+	}
+	if (!strcasecmp(key, "low_watermark"))
+		return nxd_parse_u32(val, 0, 100, &t->low_wm);
+	if (!strcasecmp(key, "high_watermark"))
+		return nxd_parse_u32(val, 0, 100, &t->high_wm);
+	if (!strcasecmp(key, "destage_rate"))
+		return nxd_parse_u32(val, 0, 1000000, &t->destage_rate);
+	if (!strcasecmp(key, "ssd_discard"))
+		return nxd_parse_u32(val, 0, 1, &t->ssd_discard);
+	if (!strcasecmp(key, "drain_on_suspend"))
+		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
+	return -ENOENT;
+}
 
 /* A consistent copy of @vol's tunables (for the superblock). */
 void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
@@ -18,6 +80,8 @@ void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
 	*t = vol->tun;
 	mutex_unlock(&nxd_tun_lock);
 }
+
+/* ---- sysfs ---- */
 
 struct nxd_attr {
 	struct attribute attr;
@@ -184,7 +248,7 @@ static void nxd_vol_release(struct kobject *k)
 	kfree(vol);
 }
 
-const struct kobj_type nxd_vol_ktype = {
+static const struct kobj_type nxd_vol_ktype = {
 	.sysfs_ops = &nxd_sysfs_ops,
 	.default_groups = nxd_groups,
 	.release = nxd_vol_release,
@@ -202,7 +266,7 @@ int nxd_sysfs_add(struct nxd_vol *vol)
  * the last table of the volume is destroyed, after its event work was
  * cancelled; it may not exist yet (added at the first resume).
  */
-void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending)
+static void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending)
 {
 	/* Pairs with the release in nxd_resume(): the kobject is added. */
 	if (!smp_load_acquire(&vol->kobj_added))
@@ -212,9 +276,79 @@ void nxd_sysfs_notify(struct nxd_vol *vol, unsigned int pending)
 		sysfs_notify(&vol->kobj, NULL, "state");
 }
 
-void nxd_sysfs_del(struct nxd_vol *vol)
+static void nxd_sysfs_del(struct nxd_vol *vol)
 {
 	if (vol->kobj_added)
 		kobject_del(&vol->kobj);
 	vol->kobj_added = false;
+}
+
+/*
+ * Process context, never under a lock of ours: dm_table_event() takes a
+ * mutex, and sysfs_notify() kernfs locks.  A table that is not (or no
+ * longer) bound to its device has no event callback: dm_table_event()
+ * does nothing then.
+ */
+void nxd_event_work(struct work_struct *w)
+{
+	struct nxd_c *nc = container_of(w, struct nxd_c, ev_work);
+	unsigned int pending = atomic_xchg(&nc->ev_pending, 0);
+
+	if (!pending)
+		return;
+	dm_table_event(nc->ti->table);
+	nxd_sysfs_notify(nc->vol, pending);
+}
+
+/* ---- the volume list ---- */
+
+struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun)
+{
+	struct mapped_device *md = dm_table_get_md(ti->table);
+	dev_t dev = disk_devt(dm_disk(md));
+	struct nxd_vol *vol;
+
+	mutex_lock(&nxd_vols_lock);
+	list_for_each_entry(vol, &nxd_vols, node) {
+		if (vol->dev == dev) {
+			kobject_get(&vol->kobj);
+			vol->ntables++;
+			goto out;
+		}
+	}
+	vol = kzalloc(sizeof(*vol), GFP_KERNEL);
+	if (!vol)
+		goto out;
+	kobject_init(&vol->kobj, &nxd_vol_ktype);
+	vol->md = md;
+	vol->dev = dev;
+	if (nxd_stats_alloc(vol)) {
+		kobject_put(&vol->kobj);
+		vol = NULL;
+		goto out;
+	}
+	list_add_tail(&vol->node, &nxd_vols);
+	vol->tun = *tun;
+	vol->ntables = 1;
+out:
+	mutex_unlock(&nxd_vols_lock);
+	return vol;
+}
+
+void nxd_vol_put(struct nxd_c *nc)
+{
+	struct nxd_vol *vol = nc->vol;
+	bool last;
+
+	/* Decided and unlisted under one lock: two dtrs never both miss it. */
+	mutex_lock(&nxd_vols_lock);
+	if (vol->active == nc)
+		vol->active = NULL;
+	last = !--vol->ntables;
+	if (last)
+		list_del(&vol->node);
+	mutex_unlock(&nxd_vols_lock);
+	if (last)
+		nxd_sysfs_del(vol);
+	kobject_put(&vol->kobj);
 }

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd devices: the bottom layer every other file builds on.
+ *
+ * Synchronous I/O and flushes of the SSD and the HDD, foreground HDD
+ * routing, read epochs (so that reclaim can wait for reads of log slots),
+ * events, SSD failure, the completion of logged bios, and the wake-ups of
+ * the two threads.  It calls nothing above it: the layers are listed in
+ * docs/design.md, section 1.
+ */
+#include <linux/vmalloc.h>
+#include <linux/jiffies.h>
+
+#include "nxd.h"
+
+#define DM_MSG_PREFIX "nxd"
+
+/* ---- synchronous I/O and flushes ---- */
+
+sector_t nxd_slot_sector(struct nxd_c *nc, u64 slot)
+{
+	return (nc->sb.ring_start + slot) << 3;
+}
+
+static int nxd_dev_io(struct nxd_c *nc, struct block_device *bdev,
+		      blk_opf_t opf, sector_t sector, sector_t count, void *buf)
+{
+	struct dm_io_region where = {
+		.bdev = bdev,
+		.sector = sector,
+		.count = count,
+	};
+	struct dm_io_request req = {
+		.bi_opf = opf,
+		.mem.type = is_vmalloc_addr(buf) ? DM_IO_VMA : DM_IO_KMEM,
+		.client = nc->dmio,
+	};
+	unsigned long err_bits = 0;
+
+	if (is_vmalloc_addr(buf))
+		req.mem.ptr.vma = buf;
+	else
+		req.mem.ptr.addr = buf;
+	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+}
+
+/* Synchronous I/O of whole 4 KiB blocks of the SSD. */
+int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
+	       void *buf)
+{
+	return nxd_dev_io(nc, nc->ssd->bdev, opf, ssd_block << 3,
+			  (sector_t)nr_blocks << 3, buf);
+}
+
+/* Synchronous I/O of one 4 KiB block of the HDD (its label area). */
+int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf)
+{
+	return nxd_dev_io(nc, nc->hdd->bdev, opf, sector, NXD_SECTORS_PER_BLOCK,
+			  buf);
+}
+
+static int nxd_dev_flush(struct nxd_c *nc, struct block_device *bdev)
+{
+	struct dm_io_region where = { .bdev = bdev, .sector = 0, .count = 0 };
+	struct dm_io_request req = {
+		.bi_opf = REQ_OP_WRITE | REQ_PREFLUSH | REQ_SYNC,
+		.mem.type = DM_IO_KMEM,
+		.mem.ptr.addr = NULL,
+		.client = nc->dmio,
+	};
+	unsigned long err_bits = 0;
+
+	return dm_io(&req, 1, &where, &err_bits, IOPRIO_DEFAULT);
+}
+
+int nxd_hdd_flush(struct nxd_c *nc)
+{
+	return nxd_dev_flush(nc, nc->hdd->bdev);
+}
+
+int nxd_ssd_flush(struct nxd_c *nc)
+{
+	return nxd_dev_flush(nc, nc->ssd->bdev);
+}
+
+/* ---- events and SSD failure ---- */
+
+/*
+ * An SSD write failed: stop logging, keep serving.  The caller freezes the
+ * log (nxd_log_freeze) before acknowledging anything that depends on it.
+ */
+void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what)
+{
+	nxd_count(nc, NXD_CTR(ssd_errors), 1);
+	if (!atomic_xchg(&nc->degraded, 1))
+		nxd_event(nc, NXD_EV_DEGRADED);
+	if (!atomic_xchg(&nc->ssd_fail_reported, 1))
+		DMERR("%s: SSD %s failed (%d): volume degraded, writes bypass the log",
+		      dm_table_device_name(nc->ti->table), what, err);
+}
+
+/*
+ * Record an event of @kind (NXD_EV_*) and have it raised.  Callable from
+ * any context, IRQ included: atomics and schedule_work() only.  The
+ * counters are updated before the work is queued, so a waiter woken by
+ * the dm event reads them already counted.
+ */
+void nxd_event(struct nxd_c *nc, unsigned int kind)
+{
+	struct nxd_vol *vol = nc->vol;
+
+	if (WARN_ON_ONCE(!kind || kind >= NXD_EV_NR))
+		return;
+	atomic64_inc(&vol->ev_count[kind]);
+	atomic_set(&vol->ev_last, kind);
+	atomic_or(BIT(kind), &nc->ev_pending);
+	schedule_work(&nc->ev_work);
+}
+
+/* ---- read epochs: reads of log slots, for reclaim to wait on ---- */
+
+int nxd_read_epoch_get(struct nxd_c *nc)
+{
+	int e;
+
+	for (;;) {
+		e = READ_ONCE(nc->rd_epoch);
+		atomic_inc(&nc->rd_inflight[e]);
+		/* Count us before looking at the index; pairs with epoch_sync. */
+		smp_mb__after_atomic();
+		/* A flip in between: that sync may not have seen us.  Retry. */
+		if (likely(READ_ONCE(nc->rd_epoch) == e))
+			return e;
+		nxd_read_epoch_put(nc, e);
+	}
+}
+
+void nxd_read_epoch_put(struct nxd_c *nc, int e)
+{
+	if (atomic_dec_and_test(&nc->rd_inflight[e]))
+		wake_up(&nc->rd_wait);
+}
+
+/* Wait until no read that might have seen a dropped index entry is in flight. */
+void nxd_read_epoch_sync(struct nxd_c *nc)
+{
+	int old = nc->rd_epoch;
+
+	WRITE_ONCE(nc->rd_epoch, !old);
+	/* New readers use the new epoch before we sample the old count. */
+	smp_mb();
+	wait_event(nc->rd_wait, !atomic_read(&nc->rd_inflight[old]));
+}
+
+/* ---- bios ---- */
+
+/* Foreground HDD I/O: the destager yields to it. */
+void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb)
+{
+	pb->fg_hdd = true;
+	atomic_inc(&nc->hdd_fg_inflight);
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+}
+
+struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	bio_set_dev(bio, nc->hdd->bdev);
+	pb->route = NXD_H_HDD;
+	nxd_fg_hdd(nc, pb);
+	return bio;
+}
+
+/* Writer only.  A bio whose segment failed is redone, degraded. */
+void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (!atomic_dec_and_test(&pb->pending))
+		return;
+	if (pb->error == NXD_PB_RETRY) {
+		pb->error = 0;
+		bio_list_add(&nc->held, bio);
+		atomic_set(&nc->kick, 1);
+		return;
+	}
+	if (pb->error)
+		bio->bi_status = errno_to_blk_status(pb->error);
+	bio_endio(bio);
+}
+
+/* ---- thread wake-ups: any layer may ask for one ---- */
+
+void nxd_writer_wake(struct nxd_c *nc)
+{
+	atomic_set(&nc->kick, 1);
+	wake_up(&nc->wq);
+}
+
+void nxd_destager_wake(struct nxd_c *nc)
+{
+	wake_up_all(&nc->dwq);
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd look-ups of what the log holds, for every layer above: index
+ * entries and the ring's live counts, the per-region counters of blocks
+ * being merged or written directly, HDD writes in flight over logged
+ * blocks, and how full the log is.  All but nxd_log_used_pct() run under
+ * nc->lock.  Calls only the kernel-neutral core.
+ */
+#include <linux/hash.h>
+#include <linux/log2.h>
+
+#include "nxd.h"
+
+/* ---- hashes ---- */
+
+u32 *nxd_region_ctr(u32 *ctrs, u64 block)
+{
+	return &ctrs[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
+}
+
+/* A 256-slot open-addressing map of logical block -> data index. */
+static u32 nxd_blk_hash(u64 block)
+{
+	return (u32)((block * 0x9E3779B97F4A7C15ULL) >> 56);
+}
+
+int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block)
+{
+	u32 h = nxd_blk_hash(block);
+
+	while (keys[h] != NXD_IE_EMPTY) {
+		if (keys[h] == block)
+			return vals[h];
+		h = (h + 1) & 255;
+	}
+	return -1;
+}
+
+void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx)
+{
+	u32 h = nxd_blk_hash(block);
+
+	while (keys[h] != NXD_IE_EMPTY && keys[h] != block)
+		h = (h + 1) & 255;
+	keys[h] = block;
+	vals[h] = idx;
+}
+
+/* ---- index and ring, under nc->lock ---- */
+
+/* Any logged copy of a block in [first, last]? */
+bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 b;
+
+	if (!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1))
+		return false;
+	for (b = first; b <= last; b++)
+		if (nxd_index_find(&nc->ix, b))
+			return true;
+	return false;
+}
+
+/* A live block of the segment holding @slot is gone. */
+void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
+{
+	struct nxd_segd *sd;
+	u64 seq;
+
+	sd = nxd_ring_find(&nc->ring, slot, &seq);
+	if (!WARN_ON_ONCE(!sd || !sd->live))
+		sd->live--;
+}
+
+/* Drop @block's index entry, if any. */
+void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
+{
+	struct nxd_ient old;
+
+	if (nxd_index_del(&nc->ix, block, &old))
+		nxd_seg_put_locked(nc, old.slot);
+}
+
+/* Drop every entry in [first, last]; returns how many. */
+u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_index *ix = &nc->ix;
+	u64 total = 0, b, i;
+
+	if (first > last)
+		return 0;
+	if (last - first < 4 * ix->count + 64) {
+		/* Few blocks: look each up. */
+		for (b = first; b <= last; b++) {
+			if (nxd_index_find(ix, b)) {
+				nxd_drop_entry_locked(nc, b);
+				total++;
+			}
+		}
+		return total;
+	}
+	/*
+	 * Many blocks: walk the table once.  Deleting shifts the following
+	 * entries of its cluster back by one, so look at the same slot again;
+	 * a cluster wrapping round the end only pulls slot 0's entry (already
+	 * seen, so not in range) to the last slot.
+	 */
+	for (i = 0; i < ix->cap; i++) {
+		struct nxd_ient *e = &ix->tab[i];
+
+		if (e->block != NXD_IE_EMPTY && e->block >= first &&
+		    e->block <= last) {
+			nxd_drop_entry_locked(nc, e->block);
+			total++;
+			i--;
+		}
+	}
+	return total;
+}
+
+/* ---- blocks in flight, under nc->lock ---- */
+
+/*
+ * Does a region (hashed 1 MiB, nxd_region_ctr) of [first, last] count a
+ * block in @ctrs?  A range over more regions than there are counters is
+ * taken as busy.
+ */
+static bool nxd_regions_busy(u32 *ctrs, u64 first, u64 last)
+{
+	u64 r, rl = last >> NXD_REGION_SHIFT;
+
+	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS)
+		return true;
+	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
+		if (*nxd_region_ctr(ctrs, r << NXD_REGION_SHIFT))
+			return true;
+	return false;
+}
+
+/* Is a block of [first, last] being merged by the writer? */
+bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	return nc->nr_merging && nxd_regions_busy(nc->merging, first, last);
+}
+
+/* Does an uncommitted direct segment hold a block of a region of the range? */
+bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last)
+{
+	return nc->fs_count && nxd_regions_busy(nc->fast_blocks, first, last);
+}
+
+/* Is an HDD write or discard over logged blocks in flight in the range? */
+bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_inval *op;
+
+	list_for_each_entry(op, &nc->invals, node)
+		if (op->first <= last && first <= op->last)
+			return true;
+	return false;
+}
+
+/* Has a block of the range a lazy INVAL not logged yet (nxd-batch.c)? */
+bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_lazy *lz;
+
+	list_for_each_entry(lz, &nc->lazy, node)
+		if (lz->first <= last && first <= lz->last)
+			return true;
+	return false;
+}
+
+/* ---- log space ---- */
+
+/* Percent of the ring in use; takes nc->lock. */
+u32 nxd_log_used_pct(struct nxd_c *nc)
+{
+	u64 used;
+
+	spin_lock(&nc->lock);
+	used = nxd_ring_used(&nc->ring);
+	spin_unlock(&nc->lock);
+	return div64_u64(used * 100, nc->ring.ring_blocks);
+}
