@@ -16,7 +16,7 @@ exactly, and the volume comes back by itself (plain table load, no format).
    writes since its last flush kept, dropped or torn at 512 B); see
    choose_cuts() for which pairs of cuts a power cut can produce.  A plain
    HDD write logged after an overlapping FUA write is ordered by the
-   workload's own op order (crashlib.DevReplayer, hdd_mask_legit), and
+   workload's own op order (logwrites.DevReplayer, hdd_mask_legit), and
    fails the test when that order does not explain it.
  - test_flakey_drop: dm-flakey drop_writes switched on at a random moment
    under a verified workload (SSD alone; HDD and SSD together, both devices
@@ -42,11 +42,15 @@ import time
 
 import pytest
 
-import crashlib
-import nxdvm
-from crashlib import (BLOCK, DM, SECTOR, DMError, Checker, CrashFailure, DevReplayer,
-                      DirectIO, Workload, nxd_table, parse_log, parse_nxd_status)
-from nxdlib import Loop, NullBlk
+from nxdt import facts, host, logwrites, rawio
+from nxdt.blkdev import Loop, NullBlk
+from nxdt.dmlib import DM, DMError
+from nxdt.facts import BLOCK, SECTOR, parse_params
+from nxdt.logwrites import DevReplayer, parse_log
+from nxdt.models import Checker, CrashFailure
+from nxdt.nxdvol import nxd_table
+from nxdt.rawio import DirectIO
+from nxdt.workloads import Workload
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
 KVER = os.uname().release
@@ -203,7 +207,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     lwh, lws, nx = (f"crlwh{seed}", f"crlws{seed}", f"crnx{seed}")
     dm.create(lwh, f"0 {H // 512} log-writes {back_h.dev} {log_h.dev}")
     dm.create(lws, f"0 {S // 512} log-writes {back_s.dev} {log_s.dev}")
-    vol = crashlib.data_sectors(H // 512)
+    vol = facts.data_sectors(H // 512)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(lwh), dm.devno(lws), opts))
     except DMError as e:
@@ -228,7 +232,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
         wl.final_sync()
         wd.arm()
         wd.disarm()
-        st = parse_nxd_status(dm.status(nx))
+        st = parse_params(dm.status(nx))
         wl.verify_all()
         wtime = time.monotonic() - t0
     finally:
@@ -279,7 +283,7 @@ class Loader:
                                        f"{dmesg_tail()}") from None
                 t = self._t("nxd_create", t)
                 try:
-                    st = parse_nxd_status(dm.status(nx))
+                    st = parse_params(dm.status(nx))
                     if st["state"] != "ok":
                         raise CrashFailure(f"nxd state after recovery: {st}")
                     got = self.dio.read_all(dm.node(nx), L["vol_sectors"] * 512)
@@ -340,8 +344,8 @@ def choose_cuts(eh, mh, es, ms, rng, nprefix, nvariant):
     assert all(a[1] < b[1] for a, b in zip(sync, sync[1:])), "marks out of order"
     sync_h = [x[0] for x in sync]
     sync_s = [x[1] for x in sync]
-    fl_h = [e.idx for e in eh if e.flags & crashlib.F_FLUSH]
-    fl_s = [e.idx for e in es if e.flags & crashlib.F_FLUSH]
+    fl_h = [e.idx for e in eh if e.flags & logwrites.F_FLUSH]
+    fl_s = [e.idx for e in es if e.flags & logwrites.F_FLUSH]
     end_h, end_s = len(eh) - 1, len(es) - 1
 
     def ssd_for(c):             # the SSD at the last shared mark with HDD copy <= c
@@ -390,7 +394,7 @@ def save_failure(seed, logpaths, layout, reps, cut, msg):
         with open(os.path.join(d, f"{dev}.img"), "wb") as f:
             f.write(rep.img)
         # Only the used part of the (sparse) log: up to the end of the last entry.
-        end = max(e.data_off + (0 if e.flags & crashlib.F_DISCARD else e.nr * 512)
+        end = max(e.data_off + (0 if e.flags & logwrites.F_DISCARD else e.nr * 512)
                   for e in rep.entries)
         with open(logpaths[dev], "rb") as src, \
                 open(os.path.join(d, f"log-writes-{dev}.log"), "wb") as dst:
@@ -443,7 +447,7 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
             return None
         lo = D[k] if k < len(D) else len(events)
         hi = D[k + 1] if k + 1 < len(D) else len(events)
-        discard = bool(entry.flags & crashlib.F_DISCARD)
+        discard = bool(entry.flags & logwrites.F_DISCARD)
         j = next((x for x in range(hi - 1, lo - 1, -1)
                   if events[x][0] != "d" and at(events[x], off) == fv), None)
         if j is None:
@@ -495,7 +499,7 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
 
     def ssd_sectors():
         if not ssd_set:
-            ssd_set.append(crashlib.log_sector_set(logpaths["ssd"], ent["ssd"]))
+            ssd_set.append(logwrites.log_sector_set(logpaths["ssd"], ent["ssd"]))
         return ssd_set[0]
     reps = {"hdd": DevReplayer("HDD", logpaths["hdd"], ent["hdd"], hdd.path, H,
                                legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors)),
@@ -643,7 +647,7 @@ def _flakey_once(dm, devs, seed, where):
     fl_h, fl_s, nx = f"crflh{seed}", f"crfls{seed}", f"crflnx{seed}"
     dm.create(fl_h, _linear(Hs, hdd.dev))
     dm.create(fl_s, _linear(Ss, ssd.dev))
-    vol = crashlib.data_sectors(Hs)
+    vol = facts.data_sectors(Hs)
     opts = rng.choice(["", "write_threshold 131072", "low_watermark 0"])
     threshold = 131072 if "write_threshold" in opts else 65536
     dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
@@ -722,21 +726,21 @@ def _flakey_once(dm, devs, seed, where):
     # and the volume goes degraded (writes bypass the log, no waiting for
     # room that never comes).  If it then had to write the HDD over logged
     # blocks, the HDD label says "log abandoned" and the reload is refused.
-    noticed = parse_nxd_status(dm.status(nx))["state"] == "degraded"
+    noticed = parse_params(dm.status(nx))["state"] == "degraded"
     # Degraded, a partial write over a logged block fails (section 13 of
     # docs/design.md); nothing else may.
     assert noticed or not wl.counts.get("eio"), f"seed {seed}: EIO while not degraded: {wl.counts}"
     dm.remove(nx)                                # clean shutdown goes nowhere
     for name, n, dev in targets:
         dm.reload(name, _linear(n, dev))
-    mark = nxdvm.kmsg_mark(f"flakey {seed} reload")
+    mark = host.kmsg_mark(f"flakey {seed} reload")
     tag = (f"flakey {where} seed {seed} opts '{opts}' (drop after {wl.nop} ops; last good "
            f"fsync = point {k}/{len(wl.durable)})")
     chk = Checker(vol * 512, wl.events, wl.durable)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     except DMError as e:
-        refused = [ln for ln in nxdvm.dmesg_since(mark) if "log abandoned" in ln]
+        refused = [ln for ln in host.dmesg_since(mark) if "log abandoned" in ln]
         if not (noticed and where == "ssd" and refused):
             raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
                                  f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
@@ -758,7 +762,7 @@ def _flakey_once(dm, devs, seed, where):
                 f"({refused[0].strip()}); HDD alone: {len(blocks)} never-logged 4K blocks "
                 f"equal the final model")
         return
-    st = parse_nxd_status(dm.status(nx))
+    st = parse_params(dm.status(nx))
     assert st["state"] == "ok", st
     got = DirectIO().read_all(dm.node(nx), vol * 512)
     chk.advance_to(k)
@@ -790,7 +794,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
     it so that the failure is reported instead of hanging the suite."""
     hdd = devs(Loop(HDD_MIB, "crash-dh"))
     ssd = devs(NullBlk(6, discard=True))
-    vol = crashlib.data_sectors(HDD_MIB * 2048)
+    vol = facts.data_sectors(HDD_MIB * 2048)
     dm.create("crdnx", nxd_table(vol, hdd.dev, ssd.dev))
     dm.message("crdnx", "pause_destage")
     dev = dm.node("crdnx")
@@ -804,7 +808,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
 
         def do_discard():
             try:
-                crashlib.discard(fd, 2739 * 512, 4608)
+                rawio.discard(fd, 2739 * 512, 4608)
             except OSError as e:
                 err.append(e)
             done.set()

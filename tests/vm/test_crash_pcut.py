@@ -64,10 +64,12 @@ import time
 
 import pytest
 
-import crashlib
-import pcutlib
-from crashlib import DM, DMError, DirectIO, nxd_table, parse_nxd_status
-from nxdlib import NullBlk
+from nxdt import facts, ondisk, pcut, rawio
+from nxdt.blkdev import NullBlk
+from nxdt.dmlib import DM, DMError
+from nxdt.facts import parse_params
+from nxdt.nxdvol import nxd_table
+from nxdt.rawio import DirectIO
 
 KVER = os.uname().release
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -191,7 +193,7 @@ class Workload:
         rng = random.Random(self.rseed * 16 + tid)
         qd = rng.randint(2, QD)
         fd = os.open(self.dev, os.O_RDWR | os.O_DIRECT)
-        aio = pcutlib.AIO(qd, 512 * 1024)
+        aio = rawio.AIO(qd, 512 * 1024)
         fails = 0
         try:
             while not self.stop_ev.is_set():
@@ -204,7 +206,7 @@ class Workload:
                             self.recs.append(r)
                             self.counts["d"] += 1
                         try:
-                            crashlib.discard(fd, s0 * SECTOR, n * SECTOR)
+                            rawio.discard(fd, s0 * SECTOR, n * SECTOR)
                             r.done(True)
                         except OSError:
                             r.done(False)
@@ -520,9 +522,9 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
     try:
         # A chain that grows starts on the first HDD_MIB - GROW_MIB.
         hdd_sec = (HDD_MIB - (GROW_MIB if grow else 0)) * 2048
-        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
-        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
-        vol = crashlib.data_sectors(ph.sectors)
+        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
+        ps = pcut.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
+        vol = facts.data_sectors(ph.sectors)
         table = nxd_table(vol, ph.devno, ps.devno, opts)
         nx = names[2]
         created = False
@@ -561,7 +563,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     except DMError as e2:
                         tot.failures.append(f"{tag}: and with format: {e2}\n{dmesg_tail(6)}")
                         return
-            st = parse_nxd_status(dm.status(nx))
+            st = parse_params(dm.status(nx))
             img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
             bad = nonzero_sectors(img, 0, vol)
             summary(fname, f"{tag}: cut {was_cut} (uncut load: {ops} ops){refused}; "
@@ -590,7 +592,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     return
                 ph.sectors = HDD_MIB * 2048
                 ph.power_on()
-                old_vol, vol = vol, crashlib.data_sectors(ph.sectors)
+                old_vol, vol = vol, facts.data_sectors(ph.sectors)
                 table = nxd_table(vol, ph.devno, ps.devno, opts)
                 r = cut_load(dm, nx, table, ps if grow[2] == "ssd" else ph, grow[1], grow[3],
                              (ph, ps), tot, tag)
@@ -606,7 +608,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                         tot.failures.append(f"{tag}: the longer table did not load: {e}\n"
                                             f"{dmesg_tail(6)}")
                         return
-                st = parse_nxd_status(dm.status(nx))
+                st = parse_params(dm.status(nx))
                 img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
                 old = old_vol * SECTOR
                 lost = 0 if img[:old] == init[:old] else \
@@ -653,7 +655,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             alive = wl.stop()
             t_work = time.monotonic() - t0
             st_first, st_other = first.status(), other.status()
-            nst = parse_nxd_status(dm.status(nx))
+            nst = parse_params(dm.status(nx))
             tot.forced += len(forced)
             if alive or wl.stuck:
                 tot.stuck += 1
@@ -691,7 +693,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 created, was_cut, _ = r
                 tot.recovery_cuts += was_cut
                 if created:
-                    st_r = parse_nxd_status(dm.status(nx))
+                    st_r = parse_params(dm.status(nx))
                     dm.remove(nx)           # and load it the normal way below
                     if st_r["state"] != "ok":
                         tot.failures.append(f"{tag}: state {st_r['state']} after an uncut recovery")
@@ -709,7 +711,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     tot.failures.append(f"{tag}: and with format: {e2}")
                     return
                 formatted = True
-            st = parse_nxd_status(dm.status(nx))
+            st = parse_params(dm.status(nx))
             if st["state"] != "ok":
                 tot.no_comeback += 1
                 tot.failures.append(f"{tag}: nxd state after recovery {st['state']}")
@@ -772,17 +774,16 @@ def _log_summary(ssd):
     """The newest superblock and the segments a replay would walk from
     its tail, for the loss record (best effort)."""
     try:
-        import nxdaux
-        _, sb = nxdaux.newest_sb(ssd)
-        segs = nxdaux.walk_log(ssd, sb, max_segs=4096)
+        _, sb = ondisk.newest_sb(ssd)
+        segs = ondisk.walk_log(ssd, sb, max_segs=4096)
         nxt = None
         if segs:
             last = segs[-1]
-            pos = nxdaux.next_seg_pos(sb["ring_blocks"], last["pos"] + 1 + last["nr_data"])
+            pos = ondisk.next_seg_pos(sb["ring_blocks"], last["pos"] + 1 + last["nr_data"])
         else:
             pos = sb["tail_pos"]
-        raw = nxdaux.pread_dev(ssd, (sb["ring_start"] + pos) * 4096, 4096)
-        nxt = nxdaux.parse_seg(raw)
+        raw = rawio.pread_dev(ssd, (sb["ring_start"] + pos) * 4096, 4096)
+        nxt = ondisk.parse_seg(raw)
         return {"sb": {k: (v.hex() if isinstance(v, bytes) else v) for k, v in sb.items()},
                 "segments": [(g["seq"], g["pos"], g["nr_data"], g["flags"]) for g in segs],
                 "after_end": None if not nxt else
@@ -803,9 +804,9 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
     ssd_nb = NullBlk(SSD_MIB, discard=True)
     names = (f"psh{seed}", f"pss{seed}", f"psn{seed}")
     try:
-        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
-        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
-        vol = crashlib.data_sectors(ph.sectors)
+        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
+        ps = pcut.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
+        vol = facts.data_sectors(ph.sectors)
         table = nxd_table(vol, ph.devno, ps.devno, opts)
         nx = names[2]
         dm.create(nx, table)
@@ -846,7 +847,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                     ps.power_on()
                     log_before = _log_summary(ps.path)
                     dm.create(nx, table)
-                nst = parse_nxd_status(dm.status(nx))
+                nst = parse_params(dm.status(nx))
                 img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
                 res = oracle(img, init, wl, vol, seed, wid_base)
                 results.append(f"{phase}: lost {res['lost']} unexplained {res['unexplained']}")
@@ -890,7 +891,7 @@ def dmesg_tail(n=15):
 
 @pytest.fixture(scope="module", autouse=True)
 def pcut_module():
-    pcutlib.load_module()
+    pcut.load_module()
     yield
 
 
@@ -910,7 +911,7 @@ def run_bare(dm, seed, lying):
     nb = NullBlk(32, discard=True)
     name = f"pbare{seed}"
     try:
-        pc = pcutlib.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
+        pc = pcut.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
         pc.set(keep=0, torn=0)
         if lying:
             pc.message("ignore_flush", 1)

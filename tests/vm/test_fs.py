@@ -36,9 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import nxdvm
-from nxdfacts import data_sectors, parse_status
-from nxdvm import CmdError, run
+from nxdt import blkdev, host
+from nxdt.facts import data_sectors, parse_status
+from nxdt.host import CmdError, run
 
 MiB = 1 << 20
 BIG_MB = int(os.environ.get("NXD_FS_BIG_MB", "100"))
@@ -67,12 +67,12 @@ def nxd_status(dm, name):
 
 
 def queue_attr(dev, attr):
-    with open(f"/sys/block/{nxdvm.blk_name(dev)}/queue/{attr}") as f:
+    with open(f"/sys/block/{blkdev.blk_name(dev)}/queue/{attr}") as f:
         return int(f.read())
 
 
 def nxd_sysfs(dev, key, value=None):
-    path = f"/sys/block/{nxdvm.blk_name(dev)}/nxd/{key}"
+    path = f"/sys/block/{blkdev.blk_name(dev)}/nxd/{key}"
     if value is not None:
         with open(path, "w") as f:
             f.write(f"{value}\n")
@@ -127,14 +127,14 @@ def md_grow_members(md, members, new_mb):
             path = f.read().strip()
         os.truncate(path, new_mb * MiB)
         run(["losetup", "-c", m])
-    before = nxdvm.dev_sectors(md)
+    before = blkdev.dev_sectors(md)
     p = run(["mdadm", "--grow", md, "--size=max", "--assume-clean"], check=False)
     if p.returncode != 0:       # older mdadm: grow, then wait for the resync
         run(["mdadm", "--grow", md, "--size=max"])
         run(["mdadm", "--wait", md], check=False)
-    nxdvm.wait_for(lambda: nxdvm.dev_sectors(md) > before, timeout=30,
+    host.wait_for(lambda: blkdev.dev_sectors(md) > before, timeout=30,
                    what=f"{md} to grow")
-    return nxdvm.dev_sectors(md)
+    return blkdev.dev_sectors(md)
 
 
 T0 = [time.monotonic()]
@@ -145,7 +145,7 @@ def phase(what):
     it in the kernel log."""
     msg = f"[{time.monotonic() - T0[0]:7.1f}s] {what}"
     print(msg, flush=True)
-    nxdvm.kmsg_write(f"{nxdvm.MARK_PREFIX} fs: {what}")
+    host.kmsg_write(f"{host.MARK_PREFIX} fs: {what}")
 
 
 @pytest.fixture(autouse=True)
@@ -157,10 +157,10 @@ class Kmsg:
     """Kernel log lines written after construction."""
 
     def __init__(self, what):
-        self.marker = nxdvm.kmsg_mark(what)
+        self.marker = host.kmsg_mark(what)
 
     def lines(self):
-        return nxdvm.dmesg_since(self.marker)
+        return host.dmesg_since(self.marker)
 
     def grep(self, regex):
         r = re.compile(regex)
@@ -552,7 +552,7 @@ class Stack:
         self.members = md_raid6.members[self.md]
         self.ndisks = ndisks
         self.ssd_base = nullb(ssd_mb, discard=1, irqmode=0)
-        self.md_sectors = nxdvm.dev_sectors(self.md)
+        self.md_sectors = blkdev.dev_sectors(self.md)
         self.views = views
         if views:
             # dm-linear views we can switch to flakey drop_writes at one instant.
@@ -560,12 +560,12 @@ class Stack:
             self.ssd = dm.create("fsssdv", self._view_line(self.ssd_base, "linear"))
         else:
             self.hdd, self.ssd = self.md, self.ssd_base
-        self.length = data_sectors(nxdvm.dev_sectors(self.hdd))
+        self.length = data_sectors(blkdev.dev_sectors(self.hdd))
         self.dev = dm.create(self.NAME, nxd_line(self.hdd, self.ssd, self.length))
 
     @staticmethod
     def _view_line(dev, kind):
-        n = nxdvm.dev_sectors(dev)
+        n = blkdev.dev_sectors(dev)
         if kind == "linear":
             return f"0 {n} linear {dev} 0"
         # up 0 s, down 3600 s: always down; down means writes are dropped.
@@ -638,7 +638,7 @@ def test_fs_workload_on_raid6(kind, big_stack, fsmount):
         assert m and (int(m.group(1)) * 4096, int(m.group(2)) * 4096) == (su, sw), dry
         # OST-like bytes-per-inode, but with inodes enough for our files.
         ratio = MiB
-        while ratio > 16384 and nxdvm.dev_size_bytes(st.dev) // ratio < 2 * (NFILES + 1500):
+        while ratio > 16384 and blkdev.dev_size_bytes(st.dev) // ratio < 2 * (NFILES + 1500):
             ratio //= 2
         fs.mkfs(ext4_ratio=ratio)
     else:
@@ -703,7 +703,7 @@ def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
         dm.load(st.NAME, nxd_line(st.md, st.ssd, new_len, "format"))
     assert k.grep(r"Refusing to format the log of an active volume"), k.lines()
     run(["dmsetup", "clear", st.NAME])
-    assert nxdvm.dev_sectors(st.dev) == old_len
+    assert blkdev.dev_sectors(st.dev) == old_len
     dm.message(st.NAME, "pause_destage")
     tree.new_small(100)
     os.sync()
@@ -712,7 +712,7 @@ def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
     k = Kmsg("grow: longer table")
     dm.reload(st.NAME, nxd_line(st.md, st.ssd, new_len))
     assert k.grep(rf"grew volume .* from {old_len} to {new_len} data sectors"), k.lines()
-    assert nxdvm.dev_sectors(st.dev) == new_len
+    assert blkdev.dev_sectors(st.dev) == new_len
     assert st.status()["state"] == "ok"
     fs.grow()
     assert os.statvfs(MNT).f_blocks * os.statvfs(MNT).f_frsize > old_len * 512
@@ -926,7 +926,7 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
     down, the views restored and the volume assembled again: recovery runs
     (unclean), the file system replays its log, fsck is clean, and every file
     fsynced before the cut has its content."""
-    nxdvm.modprobe("dm-flakey")
+    host.modprobe("dm-flakey")
     st = Stack(dm, md_raid6, nullb, SMALL_DISKS, SMALL_DISK_MB, ssd_mb=32, views=True)
     fs = _crash_setup_fs(kind, st, fsmount)
     tree = Tree(MNT, seed=41)
@@ -1002,7 +1002,7 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
           f"{dr.drains} drains, recovery: {rec[-1]}")
 
 
-NXDCTL = os.path.join(nxdvm.REPO, "tools", "nxdctl")
+NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 
 
 def test_assemble_after_hdd_grew(dm, md_raid6, nullb):
@@ -1013,7 +1013,7 @@ def test_assemble_after_hdd_grew(dm, md_raid6, nullb):
         pytest.skip("tools/nxdctl not built (make tools)")
     md = md_raid6(ndisks=4, disk_mb=64)
     ssd = nullb(16, discard=1, irqmode=0)
-    length = data_sectors(nxdvm.dev_sectors(md))
+    length = data_sectors(blkdev.dev_sectors(md))
     dm.create("fsasm", nxd_line(md, ssd, length))
     dm.remove("fsasm")
 
