@@ -282,3 +282,25 @@ class NullBlk:
             with open(f"{self.cfg}/power", "w") as f:
                 f.write("0")
             os.rmdir(self.cfg)
+
+
+def queue_attr(dev, attr):
+    with open(f"/sys/block/{blk_name(dev)}/queue/{attr}") as f:
+        return int(f.read())
+
+
+def md_grow_members(md, members, new_mb):
+    """Enlarge every loop member of @md to @new_mb and let md use it all."""
+    for m in members:
+        with open(f"/sys/block/{os.path.basename(m)}/loop/backing_file") as f:
+            path = f.read().strip()
+        os.truncate(path, new_mb * MiB)
+        run(["losetup", "-c", m])
+    before = dev_sectors(md)
+    p = run(["mdadm", "--grow", md, "--size=max", "--assume-clean"], check=False)
+    if p.returncode != 0:       # older mdadm: grow, then wait for the resync
+        run(["mdadm", "--grow", md, "--size=max"])
+        run(["mdadm", "--wait", md], check=False)
+    host.wait_for(lambda: dev_sectors(md) > before, timeout=30,
+                   what=f"{md} to grow")
+    return dev_sectors(md)

@@ -38,9 +38,9 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 from nxdt import blkdev, ctl, dmlib, facts, host, nxdvol, workloads
-from nxdt.host import run
 from nxdt.facts import MiB
 from nxdt.fstack import fsync_path, sha, sha_file
+from nxdt.host import run
 
 IP = os.environ.get("NXD_PFS_IP", "10.77.0.1")
 IFACE = "nxdpfs0"

@@ -182,3 +182,17 @@ def as_nobody(script, timeout=120):
 
 def libc():
     return ctypes.CDLL(None, use_errno=True)
+
+
+class Kmsg:
+    """Kernel log lines written after construction."""
+
+    def __init__(self, what):
+        self.marker = kmsg_mark(what)
+
+    def lines(self):
+        return dmesg_since(self.marker)
+
+    def grep(self, regex):
+        r = re.compile(regex)
+        return [ln for ln in self.lines() if r.search(ln)]

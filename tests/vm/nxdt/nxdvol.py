@@ -16,7 +16,7 @@ import re
 from nxdt import blkdev, host
 from nxdt.blkdev import getsz
 from nxdt.dmlib import dm_create, dm_remove, dm_status
-from nxdt.facts import SECTOR, TUNABLES, data_sectors, parse_status
+from nxdt.facts import data_sectors, parse_status, SECTOR, TUNABLES
 from nxdt.host import wait_kmsg
 
 
@@ -203,3 +203,12 @@ def recovered_entries(marker):
     hits = wait_kmsg(marker, RECOVERED_RE)
     assert hits, "no recovery message"
     return int(RECOVERED_RE.search(hits[-1]).group(3))
+
+
+def nxd_sysfs(dev, key, value=None):
+    path = f"/sys/block/{blkdev.blk_name(dev)}/nxd/{key}"
+    if value is not None:
+        with open(path, "w") as f:
+            f.write(f"{value}\n")
+    with open(path) as f:
+        return f.read().strip()

@@ -10,7 +10,7 @@ import random
 import time
 from nxdt.facts import BLOCK, SECTOR
 from nxdt.host import run
-from nxdt.models import Model, first_diff, op_is_write
+from nxdt.models import first_diff, Model, op_is_write
 from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all, zeroout
 
 
