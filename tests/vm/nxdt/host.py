@@ -196,3 +196,24 @@ class Kmsg:
     def grep(self, regex):
         r = re.compile(regex)
         return [ln for ln in self.lines() if r.search(ln)]
+
+
+# ------------------------------------------- logs of the crash tests ---
+
+
+def summary(fname, line):
+    print(line, flush=True)
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{KVER}-{fname}"), "a") as f:
+        f.write(f"{time.strftime('%F %T')} {line}\n")
+
+
+def dmesg_tail(n=15):
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return "\n".join(out.splitlines()[-n:])
+
+
+def progress(line):
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{KVER}-crash-progress.txt"), "a") as f:
+        f.write(f"{time.strftime('%T')} {line}\n")
