@@ -57,7 +57,7 @@ HDDSIM_KO = os.path.join(REPO, "build", KVER, "hddsim", "dm-hddsim.ko")
 NXD_KO = os.environ.get("NXD_KO", os.path.join(REPO, "build", KVER, "dm-nxd.ko"))
 MKRAID = os.path.join(REPO, "bench", "mkraid.sh")
 sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
-from nxdfacts import data_sectors  # noqa: E402 (the tests' volume-length rule)
+from nxdt.facts import data_sectors
 
 KiB, MiB = 1024, 1 << 20
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Guest side of `make demo-pfs` and of the Gluster power cut
 (scripts/demo-pfs.sh, scripts/pfs-powercut.sh); runs as root in the test
-guest (scripts/vm-run.sh), on the stack of tests/vm/pfslib.py.
+guest (scripts/vm-run.sh), on the stack of tests/vm/nxdt/gluster.py.
 
   pfs_guest.py demo OUTDIR
       Bricks over emulated HDD arrays (dm-hddsim drives over memory-backed
@@ -41,10 +41,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
-import nxdvm  # noqa: E402
-import pfslib  # noqa: E402
-from nxdvm import run  # noqa: E402
-from pfslib import Brick, Files, Gluster, IorJob, phase  # noqa: E402
+from nxdt import blkdev, facts, fstack, gluster, host
+from nxdt.gluster import Brick, Files, Gluster, IorJob, phase
+from nxdt.host import run
 
 NBRICKS, MEMBERS = 3, 4
 DIST, DISP = "gdist", "gdisp"
@@ -69,7 +68,7 @@ def workload(g, nsmall, big_mb, ior_count, seed0=1):
             f.big(f"big/seq{k}.bin", big_mb)
         f.small(n // 4, into="small2", fsync=False)
         run(["sync"])
-        iors[vol] = IorJob(mnt, f"{pfslib.ROOT}/fio-{vol}", count=ior_count)
+        iors[vol] = IorJob(mnt, f"{gluster.ROOT}/fio-{vol}", count=ior_count)
         iors[vol].write()
         nbytes += f.bytes + iors[vol].total_bytes()
     return files, iors, time.monotonic() - t, nbytes
@@ -78,7 +77,7 @@ def workload(g, nsmall, big_mb, ior_count, seed0=1):
 def verify(g, files, iors, skip=()):
     for vol in (DIST, DISP):
         g.remount(vol)
-    pfslib.drop_caches()
+    fstack.drop_caches()
     n = 0
     for vol in (DIST, DISP):
         n += files[vol].verify(g.mounts[vol], skip=("ior/",) + tuple(skip))
@@ -101,16 +100,16 @@ class DemoStack:
         for i in range(NBRICKS):
             members = []
             for j in range(MEMBERS):
-                base, folder = nxdvm.nullb_create(self.hdd_mb, irqmode=0, queue_mode=2)
+                base, folder = blkdev.nullb_create(self.hdd_mb, irqmode=0, queue_mode=2)
                 self.nullbs.append(folder)
                 name = f"pfshdd{i}{j}"
-                sz = nxdvm.dev_sectors(base)
+                sz = blkdev.dev_sectors(base)
                 run(["dmsetup", "create", name], input=f"0 {sz} hddsim {base} {self.opts}".rstrip() + "\n")
                 self.hdds.append(name)
                 members.append(f"/dev/mapper/{name}")
             ssd = None
             if self.nxd:
-                ssd, folder = nxdvm.nullb_create(64, discard=1, irqmode=0)
+                ssd, folder = blkdev.nullb_create(64, discard=1, irqmode=0)
                 self.nullbs.append(folder)
             b = Brick(i, members, ssd, nxd=self.nxd)
             self.bricks.append(b)
@@ -127,14 +126,14 @@ class DemoStack:
         for name in self.hdds:
             run(["dmsetup", "remove", "--retry", name], check=False)
         for folder in self.nullbs:
-            nxdvm.nullb_destroy(folder)
+            blkdev.nullb_destroy(folder)
 
 
 def demo(out):
     os.makedirs(out, exist_ok=True)
-    pfslib.prepare_guest()
-    pfslib.load_nxd()
-    ko = os.path.join(nxdvm.BUILD, KVER, "hddsim", "dm-hddsim.ko")
+    gluster.prepare_guest()
+    gluster.load_nxd()
+    ko = os.path.join(host.BUILD, KVER, "hddsim", "dm-hddsim.ko")
     if "hddsim" not in run(["dmsetup", "targets"]).stdout:
         run(["insmod", ko])
     # No udev re-probe of every device each time something closes it.
@@ -156,7 +155,7 @@ def demo(out):
         g = None
         try:
             st.build()
-            g = Gluster(workdir=f"{pfslib.ROOT}/glusterd-{'nxd' if nxd else 'md'}")
+            g = Gluster(workdir=f"{gluster.ROOT}/glusterd-{'nxd' if nxd else 'md'}")
             g.start()
             g.create(DIST, st.bricks)
             g.create(DISP, st.bricks, disperse=True)
@@ -173,11 +172,11 @@ def demo(out):
             results[tag] = (secs, nbytes)
             if nxd:
                 for b in st.bricks:
-                    n, nb, ns, nbs = pfslib.ssd_share(b.stats())
+                    n, nb, ns, nbs = gluster.ssd_share(b.stats())
                     hists.append(f"brick {b.i} ({b.name} over {b.md}): {n} writes, {ns} "
                                  f"({100 * ns / max(n, 1):.0f} %) to the SSD, "
                                  f"{100 * nbs / max(nb, 1):.0f} % of the bytes\n"
-                                 + pfslib.nxdctl("histogram", b.name, "--routes"))
+                                 + gluster.nxdctl("histogram", b.name, "--routes"))
         finally:
             if g:
                 g.stop()
@@ -230,16 +229,16 @@ class CutStack:
             for members, ssd in imgs:
                 for m in members:
                     with open(m, "wb") as f:
-                        f.truncate(MEMBER_MB * pfslib.MiB)
+                        f.truncate(MEMBER_MB * facts.MiB)
                 with open(ssd, "wb") as f:
-                    f.truncate(SSD_MB * pfslib.MiB)
+                    f.truncate(SSD_MB * facts.MiB)
             with open(f"{d}/state.img", "wb") as f:
-                f.truncate(STATE_MB * pfslib.MiB)
+                f.truncate(STATE_MB * facts.MiB)
         for i, (members, ssd) in enumerate(imgs):
             mdevs = [self._loop(m) for m in members]
             self.bricks.append(Brick(i, mdevs, self._loop(ssd)))
         self.state = self._loop(f"{d}/state.img")
-        self.state_mnt = f"{pfslib.ROOT}/state"
+        self.state_mnt = f"{gluster.ROOT}/state"
 
     def _loop(self, path):
         # As scripts/powercut.sh: the image sits on 9p without a cache, so
@@ -296,8 +295,8 @@ class CutWriters:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            pfslib.fsync_path(d)
-            self._record(f"f {vol} {rel} {pfslib.sha(data)}")
+            fstack.fsync_path(d)
+            self._record(f"f {vol} {rel} {fstack.sha(data)}")
             i += 1
 
     def _seq(self, vol):
@@ -320,7 +319,7 @@ class CutWriters:
                         f.flush()
                         os.fsync(f.fileno())
                         if k == 3:
-                            pfslib.fsync_path(d)
+                            fstack.fsync_path(d)
                         self._record(f"s {vol} {rel} {(k + 1) * 256 * 1024} {h.hexdigest()}")
             n += 1
 
@@ -332,8 +331,8 @@ class CutWriters:
 def cut1(d, seed):
     r = random.Random(seed)
     delay = round(r.uniform(8, 25), 1)
-    pfslib.prepare_guest()
-    pfslib.load_nxd()
+    gluster.prepare_guest()
+    gluster.load_nxd()
     st = CutStack(d, create=True)
     for b in st.bricks:
         b.create_md(bitmap=True)
@@ -381,17 +380,17 @@ def cut2(d, seed):
     tag = f"pfs-powercut {KVER} seed {seed}"
     problems = []
     notes = []
-    marker = nxdvm.kmsg_mark("pfs-powercut boot 2")
-    pfslib.prepare_guest()
-    pfslib.load_nxd()
+    marker = host.kmsg_mark("pfs-powercut boot 2")
+    gluster.prepare_guest()
+    gluster.load_nxd()
     st = CutStack(d, create=False)
     g = None
     try:
         for b in st.bricks:
             b.assemble_md()
-            k = nxdvm.kmsg_mark(f"assemble {b.name}")
+            k = host.kmsg_mark(f"assemble {b.name}")
             b.create_volume()
-            rec = [ln for ln in nxdvm.dmesg_since(k) if "recovered" in ln]
+            rec = [ln for ln in host.dmesg_since(k) if "recovered" in ln]
             s = b.status()
             notes.append(f"{b.name}: {rec[-1].split('] ', 1)[-1] if rec else 'no recovery line'}")
             if s["state"] != "ok":
@@ -404,7 +403,7 @@ def cut2(d, seed):
         for vol in (DIST, DISP):
             g.wait_online(vol)
             g.mount(vol)
-        pfslib.drop_caches()
+        fstack.drop_caches()
         # The workload verified before the writers started.
         for vol in (DIST, DISP):
             f = Files(g.mounts[vol], seed=0)
@@ -412,7 +411,7 @@ def cut2(d, seed):
                 f.sums = json.load(fh)["sums"]
             try:
                 f.verify(g.mounts[vol], skip=("ior/", "cut/", "seq/"))
-                IorJob(g.mounts[vol], f"{pfslib.ROOT}/fio-{vol}", count=p["ior_count"]).verify()
+                IorJob(g.mounts[vol], f"{gluster.ROOT}/fio-{vol}", count=p["ior_count"]).verify()
             except AssertionError as e:
                 problems.append(f"{vol} before the writers: {str(e)[:400]}")
         # Every fsync'd file of the writers.
@@ -426,7 +425,7 @@ def cut2(d, seed):
         bad = []
         for (vol, rel), want in small.items():
             path = os.path.join(g.mounts[vol], rel)
-            got = pfslib.sha_file(path) if os.path.exists(path) else None
+            got = fstack.sha_file(path) if os.path.exists(path) else None
             if got != want:
                 bad.append((vol, rel, "missing" if got is None else "wrong"))
         for (vol, rel), (n, want) in seq.items():
@@ -435,7 +434,7 @@ def cut2(d, seed):
                 bad.append((vol, rel, "short"))
                 continue
             with open(path, "rb") as fh:
-                if pfslib.sha(fh.read(n)) != want:
+                if fstack.sha(fh.read(n)) != want:
                     bad.append((vol, rel, "prefix"))
         if bad:
             problems.append(f"{len(bad)} fsync'd files lost or wrong: {bad[:10]}")
@@ -474,8 +473,8 @@ def cut2(d, seed):
             except Exception as e:  # noqa: BLE001
                 problems.append(f"teardown {b.name}: {e}")
         for dev in st.loops:
-            nxdvm.loop_destroy(dev, None)
-    kbad = nxdvm.find_kernel_problems(nxdvm.dmesg_since(marker))
+            blkdev.loop_destroy(dev, None)
+    kbad = host.find_kernel_problems(host.dmesg_since(marker))
     if kbad:
         problems.append("kernel problems: " + " | ".join(kbad[:5]))
     nsmall = len(small) if "small" in locals() else 0

@@ -39,7 +39,7 @@ export VM_TIMEOUT=${VM_TIMEOUT:-600}
 
 say "boot 1: workload, then sysrq-b"
 VM_CONSOLE=$logs/$kver-powercut-$seed-boot1-console.log \
-	scripts/vm-run.sh "$kver" "python3 tests/vm/crashlib.py powercut1 $dir $seed" \
+	scripts/vm-run.sh "$kver" "python3 scripts/powercut_guest.py powercut1 $dir $seed" \
 	>"$dir/boot1.out" 2>&1
 rc1=$?
 grep '^powercut1' "$dir/boot1.out" | tail -n 3 >&2
@@ -74,7 +74,7 @@ say "boot 1 cut after $(wc -l <"$dir/durable.log") durability points"
 
 say "boot 2: recover and check"
 out=$(VM_CONSOLE=$logs/$kver-powercut-$seed-boot2-console.log \
-	scripts/vm-run.sh "$kver" "python3 tests/vm/crashlib.py powercut2 $dir $seed" 2>&1)
+	scripts/vm-run.sh "$kver" "python3 scripts/powercut_guest.py powercut2 $dir $seed" 2>&1)
 rc2=$?
 echo "$out" >"$dir/boot2.out"
 line=$(grep -E "^powercut .*: (PASS|FAIL)" <<<"$out" | tail -n 1)

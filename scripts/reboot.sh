@@ -13,7 +13,7 @@
 #          volume (name, DM UUID, threshold from nxdtab, log replayed) and
 #          every file must verify.
 # The guest's init is not systemd (virtme-ng), so the unit's command lines
-# run in its place (tests/vm/rebootlib.py has the details).
+# run in its place (scripts/reboot_guest.py has the details).
 # Prints one line "reboot KVER: PASS|FAIL ..." and exits 0/1 (2: setup).
 # Environment: REBOOT_KEEP=1 keeps the images after a PASS; VM_* as for
 # scripts/vm-run.sh.
@@ -35,7 +35,7 @@ export VM_TIMEOUT=${VM_TIMEOUT:-600}
 for b in 1 2; do
 	echo "reboot[$kver]: boot $b" >&2
 	VM_CONSOLE=$logs/$kver-reboot-boot$b-console.log \
-		scripts/vm-run.sh "$kver" "python3 tests/vm/rebootlib.py boot$b $dir" \
+		scripts/vm-run.sh "$kver" "python3 scripts/reboot_guest.py boot$b $dir" \
 		>"$dir/boot$b.out" 2>&1
 	rc=$?
 	last=$(grep '^reboot: ' "$dir/boot$b.out" | tail -n 1)

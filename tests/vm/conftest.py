@@ -9,7 +9,7 @@ Fixtures:
   nxd_module (session, autouse)  dm-mod + libcrc32c + insmod
                                  build/<uname -r>/dm-nxd.ko; rmmod must work
   dmesg_check (autouse)          fails a test whose kernel log shows a
-                                 problem (nxdvm.DMESG_BAD_RE); lines matching
+                                 problem (host.DMESG_BAD_RE); lines matching
                                  @pytest.mark.dmesg_allow(regex, ...) pass
   brd (session)                  list of /dev/ramN (NXD_BRD_NR x
                                  NXD_BRD_SIZE_MB; shared by the session)
@@ -19,7 +19,7 @@ Fixtures:
                                  sector_size=None, direct_io=False) -> /dev/loopN
   md_raid6                       factory: md_raid6(ndisks=4, disk_mb=64,
                                  chunk_kb=64, assume_clean=True) -> /dev/mdN
-  dm                             nxdvm.DMSetup; its devices are removed first
+  dm                             dmlib.DMSetup; its devices are removed first
 Every device is torn down after its test, also when the test fails; dm
 devices before the devices under them.
 """
@@ -32,8 +32,8 @@ import time
 
 import pytest
 
-import nxdvm
-from nxdvm import run
+from nxdt import blkdev, dmlib, host
+from nxdt.host import run
 
 
 def pytest_configure(config):
@@ -110,7 +110,7 @@ def pytest_collection_modifyitems(config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = [it for it in items if it not in drop]
-    if nxdvm.in_vm():
+    if host.in_vm():
         return
     skip = pytest.mark.skip(reason="tests/vm run inside the test guest: "
                             "use `make test` or scripts/vm-run.sh")
@@ -123,7 +123,7 @@ def pytest_collection_finish(session):
     selected goes to $NXD_COLLECTED_FILE, so that a run that stops early (or
     collects fewer tests than the host) is a failure, not a smaller total."""
     path = os.environ.get("NXD_COLLECTED_FILE")
-    if path and nxdvm.in_vm():
+    if path and host.in_vm():
         with open(path, "w") as f:
             f.write(f"{len(session.items)}\n")
 
@@ -161,9 +161,9 @@ def guest_setup():
     if "AUTO -all" not in text:
         with open(conf, "a") as f:
             f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
-    nxdvm.modprobe("loop", "max_loop=16", check=False)
-    nxdvm.modprobe("null_blk", "nr_devices=0", check=False)
-    nxdvm.ensure_configfs()
+    host.modprobe("loop", "max_loop=16", check=False)
+    host.modprobe("null_blk", "nr_devices=0", check=False)
+    blkdev.ensure_configfs()
     # Report tasks blocked in D state within a minute, not two.
     try:
         with open("/proc/sys/kernel/hung_task_timeout_secs", "w") as f:
@@ -185,13 +185,13 @@ def guest_setup():
 
 @pytest.fixture(scope="session", autouse=True)
 def nxd_module(guest_setup):
-    ko = nxdvm.MODULE_KO
+    ko = host.MODULE_KO
     if not os.path.exists(ko):
         pytest.fail(f"{ko} not built: run `make modules-all`", pytrace=False)
-    marker = nxdvm.kmsg_mark("loading dm-nxd")
-    nxdvm.modprobe("dm-mod")
-    nxdvm.modprobe("libcrc32c", check=False)
-    if nxdvm.module_loaded("dm_nxd"):
+    marker = host.kmsg_mark("loading dm-nxd")
+    host.modprobe("dm-mod")
+    host.modprobe("libcrc32c", check=False)
+    if host.module_loaded("dm_nxd"):
         run(["rmmod", "dm_nxd"])
     run(["insmod", ko])
     yield ko
@@ -201,10 +201,10 @@ def nxd_module(guest_setup):
         if p.returncode == 0:
             break
         time.sleep(0.25)
-    lines = nxdvm.dmesg_since(marker)
-    bad = nxdvm.find_kernel_problems(lines)
+    lines = host.dmesg_since(marker)
+    bad = host.find_kernel_problems(lines)
     if bad:
-        nxdvm.save_log("dmesg-session.txt", "\n".join(lines) + "\n")
+        host.save_log("dmesg-session.txt", "\n".join(lines) + "\n")
     assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
     assert not bad, "kernel problems around module load/unload:\n" + "\n".join(bad[:40])
 
@@ -245,7 +245,7 @@ def _watchdog_fire(nodeid):
             pass
         time.sleep(2)
     try:
-        nxdvm.save_log(f"dmesg-{nodeid}-watchdog.txt",
+        host.save_log(f"dmesg-{nodeid}-watchdog.txt",
                        run(["dmesg"], check=False).stdout)
     finally:
         sys.stderr.flush()
@@ -254,7 +254,7 @@ def _watchdog_fire(nodeid):
 
 @pytest.fixture(autouse=True)
 def dmesg_check(request):
-    marker = nxdvm.kmsg_mark(f"begin {request.node.nodeid}")
+    marker = host.kmsg_mark(f"begin {request.node.nodeid}")
     wd = request.node.get_closest_marker("watchdog")
     dog = threading.Timer(wd.args[0] if wd else WATCHDOG_S, _watchdog_fire,
                           (request.node.nodeid,))
@@ -264,14 +264,14 @@ def dmesg_check(request):
         yield
     finally:
         dog.cancel()
-    lines = nxdvm.dmesg_since(marker)
+    lines = host.dmesg_since(marker)
     allow = [a for m in request.node.iter_markers("dmesg_allow") for a in m.args]
-    bad = nxdvm.find_kernel_problems(lines, allow)
+    bad = host.find_kernel_problems(lines, allow)
     failed = any(getattr(getattr(request.node, f"rep_{w}", None), "failed", False)
                  for w in ("setup", "call"))
     path = None
     if bad or failed:
-        path = nxdvm.save_log(f"dmesg-{request.node.nodeid}.txt", "\n".join(lines) + "\n")
+        path = host.save_log(f"dmesg-{request.node.nodeid}.txt", "\n".join(lines) + "\n")
     if bad:
         pytest.fail(f"kernel problems in dmesg during {request.node.nodeid} "
                     f"(log: {path}):\n" + "\n".join(bad[:40]), pytrace=False)
@@ -283,19 +283,19 @@ def dmesg_check(request):
 def brd():
     nr = int(os.environ.get("NXD_BRD_NR", "4"))
     size_mb = int(os.environ.get("NXD_BRD_SIZE_MB", "256"))
-    if nxdvm.module_loaded("brd"):
+    if host.module_loaded("brd"):
         run(["rmmod", "brd"])
-    nxdvm.modprobe("brd", f"rd_nr={nr}", f"rd_size={size_mb * 1024}", "max_part=0")
+    host.modprobe("brd", f"rd_nr={nr}", f"rd_size={size_mb * 1024}", "max_part=0")
     devs = [f"/dev/ram{i}" for i in range(nr)]
     for d in devs:
-        nxdvm.wait_for(lambda d=d: os.path.exists(d), what=d)
+        host.wait_for(lambda d=d: os.path.exists(d), what=d)
     yield devs
     for _ in range(40):
         if run(["rmmod", "brd"], check=False).returncode == 0:
             break
         time.sleep(0.25)
     else:
-        raise nxdvm.CmdError("rmmod brd failed: a ram disk is still in use")
+        raise host.CmdError("rmmod brd failed: a ram disk is still in use")
 
 
 @pytest.fixture
@@ -303,11 +303,11 @@ def loopdev():
     made = []
 
     def make(size_mb=256, sector_size=None, direct_io=False):
-        dev, path = nxdvm.loop_create(size_mb, sector_size, direct_io)
+        dev, path = blkdev.loop_create(size_mb, sector_size, direct_io)
         made.append((dev, path))
         return dev
     yield make
-    _teardown_all([lambda d=d, p=p: nxdvm.loop_destroy(d, p) for d, p in reversed(made)])
+    _teardown_all([lambda d=d, p=p: blkdev.loop_destroy(d, p) for d, p in reversed(made)])
 
 
 @pytest.fixture
@@ -316,13 +316,13 @@ def md_raid6(loopdev):
 
     def make(ndisks=4, disk_mb=64, chunk_kb=64, assume_clean=True):
         members = [loopdev(disk_mb) for _ in range(ndisks)]
-        dev = nxdvm.md_create(members, level=6, chunk_kb=chunk_kb, assume_clean=assume_clean)
+        dev = blkdev.md_create(members, level=6, chunk_kb=chunk_kb, assume_clean=assume_clean)
         arrays.append(dev)
         make.members[dev] = members
         return dev
     make.members = {}
     yield make
-    _teardown_all([lambda d=d: nxdvm.md_stop(d) for d in reversed(arrays)])
+    _teardown_all([lambda d=d: blkdev.md_stop(d) for d in reversed(arrays)])
 
 
 @pytest.fixture
@@ -330,18 +330,18 @@ def nullb():
     made = []
 
     def make(size_mb=256, blocksize=512, **attrs):
-        dev, folder = nxdvm.nullb_create(size_mb, blocksize, **attrs)
+        dev, folder = blkdev.nullb_create(size_mb, blocksize, **attrs)
         made.append(folder)
         return dev
     yield make
-    _teardown_all([lambda f=f: nxdvm.nullb_destroy(f) for f in reversed(made)])
+    _teardown_all([lambda f=f: blkdev.nullb_destroy(f) for f in reversed(made)])
 
 
 @pytest.fixture
 def dm(nullb, loopdev, md_raid6):
     # Requesting the device factories makes pytest set them up first, so
     # dm devices (stacked on them) are torn down before them.
-    d = nxdvm.DMSetup()
+    d = dmlib.DMSetup()
     yield d
     errors = d.cleanup()
     assert not errors, "dm cleanup failed:\n" + "\n".join(errors)

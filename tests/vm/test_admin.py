@@ -7,7 +7,7 @@
   from the raw array to the nxd volume; nxdctl wipe gives them back;
 * create's safety checks, wipe's refusals, on an md array and null_blk;
 * status, show-super, list and stats --prometheus against the kernel's
-  own counters and the on-disk format read independently (nxdaux);
+  own counters and the on-disk format read independently (nxdt.ondisk);
 * the Debian packages of `make deb`, installed in the guest's overlay.
 
 The links and types expected here are those udev's own rules
@@ -23,11 +23,10 @@ import time
 
 import pytest
 
-import nxdvm
-from nxdvm import run
-import nxdaux as X
+from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.host import run
 
-REPO = nxdvm.REPO
+REPO = host.REPO
 TOOLS = os.path.join(REPO, "tools")
 NXDCTL = os.path.join(TOOLS, "nxdctl")
 PROBE = os.path.join(TOOLS, "nxd-probe")
@@ -75,7 +74,7 @@ def settle(*devs):
     """A change event for @devs and a settled udev queue."""
     for d in devs:
         run(["udevadm", "trigger", "--action=change", "--settle", d])
-    nxdvm.udev_settle()
+    host.udev_settle()
 
 
 def lsblk(dev):
@@ -102,7 +101,7 @@ def udev_env(dev):
 
 def ext4_on_data_area(md, label):
     """An ext4 that ends below the nxd label area; its UUID."""
-    kib = X.data_sectors(nxdvm.dev_sectors(md)) // 2
+    kib = facts.data_sectors(blkdev.dev_sectors(md)) // 2
     run(["mkfs.ext4", "-q", "-F", "-L", label, md, f"{kib}k"])
     return run(["blkid", "-p", "-s", "UUID", "-o", "value", md]).stdout.strip()
 
@@ -139,8 +138,8 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     dm.created.append("adm0")
     vol = dm.path("adm0")
     settle(md, ssd, vol)
-    vuuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
-    huuid = X.uuid_str(X.newest_sb(ssd)[1]["hdd_uuid"])
+    vuuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["vol_uuid"])
+    huuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["hdd_uuid"])
 
     # During: both halves are nxd members, the volume owns the links.
     m, s, v = lsblk(md), lsblk(ssd), lsblk(vol)
@@ -238,14 +237,14 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     vol = dm.path("adm1")
     nxdctl("pause-destage", "adm1")
     nxdctl("histogram", "adm1", "--reset")
-    with X.Fd(vol) as f:
+    with rawio.Fd(vol) as f:
         for i in range(10):                     # logged: size
-            f.pwrite(i * X.BLOCK, os.urandom(X.BLOCK))
+            f.pwrite(i * facts.BLOCK, os.urandom(facts.BLOCK))
         for i in range(2):                      # logged: not chunk aligned
-            f.pwrite(X.MiB + i * 256 * 1024 + X.BLOCK, os.urandom(128 * 1024))
+            f.pwrite(facts.MiB + i * 256 * 1024 + facts.BLOCK, os.urandom(128 * 1024))
         for i in range(2):                      # HDD: two whole stripes
-            f.pwrite(4 * X.MiB + i * 256 * 1024, os.urandom(256 * 1024))
-    ioc = X.get_stats("adm1")
+            f.pwrite(4 * facts.MiB + i * 256 * 1024, os.urandom(256 * 1024))
+    ioc = ctl.get_stats("adm1")
     c = ioc["counters"]
     assert c["writes_logged"] == 12 and c["writes_direct"] == 2, c
 
@@ -296,21 +295,21 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     nxdctl("remove", "adm1")
     dm.created.remove("adm1")
     sup = json.loads(nxdctl("show-super", ssd, "--json").stdout)
-    i, sb = X.newest_sb(ssd)
+    i, sb = ondisk.newest_sb(ssd)
     s = sup["superblock"]
     assert sup["in_use"] == i and s["sb_seq"] == sb["sb_seq"], (sup, sb)
     for k in ("tail_seq", "head_seq", "tail_pos", "head_pos", "gen",
               "ring_blocks", "data_sectors"):
         assert s[k] == sb[k], k
-    assert s["hdd_label_sector"] == sb["label_sector"] == X.data_sectors(nxdvm.dev_sectors(md))
-    assert s["vol_uuid"] == X.uuid_str(sb["vol_uuid"]) and s["clean"], s
+    assert s["hdd_label_sector"] == sb["label_sector"] == facts.data_sectors(blkdev.dev_sectors(md))
+    assert s["vol_uuid"] == ondisk.uuid_str(sb["vol_uuid"]) and s["clean"], s
     assert sup["log"]["hdd"] == real(md), sup["log"]
     hs = json.loads(nxdctl("show-super", md, "--json").stdout)["label"]
     assert hs["sector"] == sb["label_sector"] and hs["vol_uuid"] == s["vol_uuid"]
     assert not hs["log_frozen"] and not hs["log_abandoned"]
     nxdctl("create", "adm1", md, ssd)
     dm.created.append("adm1")
-    c = X.get_stats("adm1")["counters"]
+    c = ctl.get_stats("adm1")["counters"]
     assert (sup["log"]["live_segments"], sup["log"]["data_blocks"]) == \
         (c["recovered_segments"], c["recovered_blocks"]), (sup["log"], c)
     assert c["recovered_blocks"] >= 10 + 2 * 32
@@ -410,11 +409,11 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
         assert lsblk(ssd)["fstype"] == "nxd_log"
         assert lsblk(hdd)["fstype"] == "nxd_hdd"
         data = os.urandom(64 * 1024)
-        X.pwrite_dev(dm.path("pkg0"), 8192, data)
+        rawio.pwrite_dev(dm.path("pkg0"), 8192, data)
         run(["/usr/sbin/nxdctl", "drain", "pkg0"])
         remove_vol(dm, "pkg0")
         run(["/usr/sbin/nxdctl", "wipe", hdd, ssd])
-        assert X.pread_dev(hdd, 8192, len(data)) == data
+        assert rawio.pread_dev(hdd, 8192, len(data)) == data
         run(["dpkg", "-r", "nxdctl"])
         assert not any(os.path.exists(f) for f in listed
                        if f.startswith("/usr/") and not os.path.isdir(f)), listed
@@ -452,22 +451,22 @@ def test_package_dkms(dm, loopdev, nullb, debs):
         with open("/sys/module/dm_nxd/srcversion") as f:
             assert f.read().strip() == run(["modinfo", "-F", "srcversion", ko]).stdout.strip()
         hdd, ssd = loopdev(64), nullb(16)
-        v = X.Vol(dm, "pkgdkms", hdd, ssd)
+        v = nxdvol.Vol(dm, "pkgdkms", hdd, ssd)
         data = os.urandom(256 * 1024)
-        X.pwrite_dev(v.dev, 4096, data)
+        rawio.pwrite_dev(v.dev, 4096, data)
         v.remove()
-        v = X.Vol(dm, "pkgdkms", hdd, ssd)          # loaded again, read back
-        assert X.pread_dev(v.dev, 4096, len(data)) == data
+        v = nxdvol.Vol(dm, "pkgdkms", hdd, ssd)          # loaded again, read back
+        assert rawio.pread_dev(v.dev, 4096, len(data)) == data
         v.remove()
     finally:
-        if nxdvm.module_loaded("dm_nxd"):
+        if host.module_loaded("dm_nxd"):
             run(["rmmod", "dm_nxd"], check=False)
         t1 = time.monotonic()
         run(["dpkg", "-r", "dm-nxd-dkms"], check=False, timeout=1200)
         timing.append(f"dpkg -r dm-nxd-dkms: {time.monotonic() - t1:.0f} s")
-        nxdvm.save_log("package-dkms-timing.txt", "\n".join(timing) + "\n")
-        if not nxdvm.module_loaded("dm_nxd"):
-            run(["insmod", nxdvm.MODULE_KO])
+        host.save_log("package-dkms-timing.txt", "\n".join(timing) + "\n")
+        if not host.module_loaded("dm_nxd"):
+            run(["insmod", host.MODULE_KO])
     assert not os.path.exists(ko)
     assert "dm-nxd" not in run(["dkms", "status"]).stdout
     assert not os.path.exists("/usr/src/dm-nxd-0.1.0")

@@ -16,10 +16,10 @@ import struct
 
 import pytest
 
-import nxdvm
-from nxdvm import run
-import nxdaux as X
-from nxdaux import BLOCK, KiB, MiB, SECTOR, Vol
+from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.facts import BLOCK, KiB, MiB, SECTOR
+from nxdt.host import run
+from nxdt.nxdvol import Vol
 
 HDD_MB = 64
 SSD_MB = 8
@@ -34,12 +34,12 @@ def dev_digest(dev):
     """Hash of the parts of a device nxd could write at table load: the
     first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
     (HDD label area)."""
-    size = nxdvm.dev_size_bytes(dev)
+    size = blkdev.dev_size_bytes(dev)
     h = hashlib.sha256()
-    h.update(X.pread_dev(dev, 0, min(64 * KiB, size)))
+    h.update(rawio.pread_dev(dev, 0, min(64 * KiB, size)))
     tail = min(2 * MiB, size)
     off = (size - tail) // BLOCK * BLOCK
-    h.update(X.pread_dev(dev, off, size - off))
+    h.update(rawio.pread_dev(dev, off, size - off))
     return h.hexdigest()
 
 
@@ -53,16 +53,16 @@ def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
     device @load) of @line must fail with @msg_re logged by dm core for the
     nxd constructor, and change nothing.  Returns the matching log lines."""
     before = {d: dev_digest(d) for d in devs}
-    nvols = X.list_vols()[1]
+    nvols = ctl.list_vols()[1]
     sysdirs = nxd_sysfs_dirs()
-    marker = nxdvm.kmsg_mark(f"refuse {line}")
+    marker = host.kmsg_mark(f"refuse {line}")
     if load:
         p = run(["dmsetup", "load", load], input=line + "\n", check=False)
     else:
         p = run(["dmsetup", "create", name], input=line + "\n", check=False)
-    nxdvm.udev_settle()
-    hits = X.wait_kmsg(marker, X.table_error_re(msg_re))
-    log = "\n".join(nxdvm.dmesg_since(marker))
+    host.udev_settle()
+    hits = host.wait_kmsg(marker, nxdvol.table_error_re(msg_re))
+    log = "\n".join(host.dmesg_since(marker))
     assert p.returncode != 0, f"table accepted: {line}"
     assert hits, f"no 'nxd: {msg_re}' in the kernel log for {line!r}:\n{log}"
     if load:
@@ -71,11 +71,11 @@ def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
     else:
         assert not dm.exists(name), f"{name} left behind by a refused table"
         assert not os.path.exists(f"/dev/mapper/{name}")
-    assert X.list_vols()[1] == nvols, "an nxd volume was left behind"
+    assert ctl.list_vols()[1] == nvols, "an nxd volume was left behind"
     assert nxd_sysfs_dirs() == sysdirs
     for d in devs:
         assert dev_digest(d) == before[d], f"refused table {line!r} modified {d}"
-    return nxdvm.dmesg_since(marker)
+    return host.dmesg_since(marker)
 
 
 def fill(vol, seed, nbytes=4 * MiB):
@@ -83,7 +83,7 @@ def fill(vol, seed, nbytes=4 * MiB):
     4 KiB and 512 B writes over it.  Returns the model (first @nbytes)."""
     rng = random.Random(seed)
     model = bytearray(rng.randbytes(nbytes))
-    with X.Fd(vol.dev) as f:
+    with rawio.Fd(vol.dev) as f:
         for off in range(0, nbytes, MiB):
             f.pwrite(off, bytes(model[off:off + MiB]))
         for _ in range(48):
@@ -101,7 +101,7 @@ def fill(vol, seed, nbytes=4 * MiB):
 
 
 def check(vol, model):
-    with X.Fd(vol.dev, write=False) as f:
+    with rawio.Fd(vol.dev, write=False) as f:
         got = f.pread(0, len(model))
     if got != bytes(model):
         bad = next(i for i in range(len(model)) if got[i] != model[i])
@@ -169,14 +169,14 @@ def _bad_lines(hdd, ssd, L):
 
 def test_table_lines_refused(dm, pair):
     hdd, ssd = pair
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     lines = _bad_lines(hdd, ssd, L)
     for line, msg in lines:
         refuse(dm, line, msg, devs=(hdd, ssd))
     # The devices are still usable: the same line without the error works.
     v = Vol(dm, "nxdok", hdd, ssd, ["write_threshold", "1G", "low_watermark", "100",
                                     "high_watermark", "100"])
-    opts = X.table_opts(v.table())
+    opts = nxdvol.table_opts(v.table())
     assert opts["write_threshold"] == str(1 << 30)
     assert opts["low_watermark"] == opts["high_watermark"] == "100"
     v.remove()
@@ -186,7 +186,7 @@ def test_table_boundaries_accepted(dm, pair):
     """The largest accepted values and size suffixes (so that the refusals
     above are about the value, not the syntax)."""
     hdd, ssd = pair
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     for opts, want in [
         (["write_threshold", "64K", "mode", "auto"],
          {"write_threshold": "65536", "mode": "auto"}),
@@ -200,7 +200,7 @@ def test_table_boundaries_accepted(dm, pair):
          {"mode": "log_all", "ssd_discard": "0", "drain_on_suspend": "1"}),
     ]:
         v = Vol(dm, "nxdok", hdd, ssd, opts, length=L)
-        got = X.table_opts(v.table())
+        got = nxdvol.table_opts(v.table())
         for k, val in want.items():
             assert got[k] == val, (opts, got)
             assert v.sget(k) == val
@@ -213,19 +213,19 @@ def test_ssd_minimum_size(dm, loopdev):
     made = []
     try:
         hdd = loopdev(HDD_MB)
-        small = X.loop_bytes(2076 * KiB, made)
-        L = X.data_sectors(nxdvm.dev_sectors(hdd))
+        small = blkdev.loop_bytes(2076 * KiB, made)
+        L = facts.data_sectors(blkdev.dev_sectors(hdd))
         refuse(dm, f"0 {L} nxd {hdd} {small}",
                r"SSD smaller than the minimum log size \(2080 KiB\)", devs=(hdd, small))
-        tiny = X.loop_bytes(2 * MiB, made)
+        tiny = blkdev.loop_bytes(2 * MiB, made)
         refuse(dm, f"0 {L} nxd {hdd} {tiny}", r"SSD smaller than the minimum", devs=(hdd, tiny))
-        ok = X.loop_bytes(2080 * KiB, made)
+        ok = blkdev.loop_bytes(2080 * KiB, made)
         v = Vol(dm, "nxdmin", hdd, ok)
         st = v.status()
         assert st["log_blocks"] == 512, st
         rng = random.Random(11)
         model = bytearray(4 * MiB)
-        with X.Fd(v.dev) as f:
+        with rawio.Fd(v.dev) as f:
             # 3 MiB of small writes through a 2 MiB log: it fills and wraps.
             for i in range(768):
                 off = rng.randrange(1024) * BLOCK
@@ -239,33 +239,33 @@ def test_ssd_minimum_size(dm, loopdev):
         v.remove()
     finally:
         for d, p in reversed(made):
-            nxdvm.loop_destroy(d, p)
+            blkdev.loop_destroy(d, p)
 
 
 def test_hdd_too_small_for_length(dm, loopdev, nullb):
     hdd = loopdev(HDD_MB)
     ssd = nullb(SSD_MB)
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     assert L == (HDD_MB - 1) * 2048
-    for bad in (L + 1, L + 8, L + 2048, nxdvm.dev_sectors(hdd)):
+    for bad in (L + 1, L + 8, L + 2048, blkdev.dev_sectors(hdd)):
         refuse(dm, f"0 {bad} nxd {hdd} {ssd}",
                "Volume larger than the HDD less its 1 MiB label area", devs=(hdd, ssd))
     made = []
     try:
-        one = X.loop_bytes(MiB, made)            # no room at all beside the label
+        one = blkdev.loop_bytes(MiB, made)            # no room at all beside the label
         refuse(dm, f"0 8 nxd {one} {ssd}", "Volume larger than the HDD", devs=(one, ssd))
     finally:
         for d, p in made:
-            nxdvm.loop_destroy(d, p)
+            blkdev.loop_destroy(d, p)
     v = Vol(dm, "nxdlen", hdd, ssd, length=L)
-    assert nxdvm.dev_sectors(v.dev) == L
+    assert blkdev.dev_sectors(v.dev) == L
     v.remove()
 
 
 def test_same_device_twice(dm, loopdev, nullb):
     hdd = loopdev(HDD_MB)
     st = os.stat(hdd)
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     refuse(dm, f"0 {L} nxd {hdd} {hdd}", "HDD and SSD are the same device", devs=(hdd,))
     # Same device under two names.
     mm = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
@@ -274,24 +274,24 @@ def test_same_device_twice(dm, loopdev, nullb):
 
 def test_ssd_with_foreign_data(dm, pair):
     hdd, ssd = pair
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     junk = random.Random(5).randbytes(8192)
-    X.pwrite_dev(ssd, 0, junk)
+    rawio.pwrite_dev(ssd, 0, junk)
     refuse(dm, f"0 {L} nxd {hdd} {ssd}",
            "SSD holds data that is not an nxd log: add 'format'", devs=(hdd, ssd))
     # A single non-zero byte in block 1 is enough.
-    X.pwrite_dev(ssd, 0, bytes(8192))
-    X.flip_byte(ssd, 4096 + 4095, 0x01)
+    rawio.pwrite_dev(ssd, 0, bytes(8192))
+    rawio.flip_byte(ssd, 4096 + 4095, 0x01)
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", "SSD holds data that is not an nxd log",
            devs=(hdd, ssd))
     # 'format' takes it.
     v = Vol(dm, "nxdfmt", hdd, ssd, ["format"])
     assert "format" not in v.table()
     v.remove()
-    sbs = X.read_sbs(ssd)
+    sbs = ondisk.read_sbs(ssd)
     assert sbs[0] and sbs[1], "format did not write both superblock copies"
     # A blank SSD with an HDD that carries a label: refused, not formatted.
-    X.pwrite_dev(ssd, 0, bytes(2 * BLOCK))
+    rawio.pwrite_dev(ssd, 0, bytes(2 * BLOCK))
     refuse(dm, f"0 {L} nxd {hdd} {ssd}",
            "HDD belongs to an nxd volume but the SSD has no log", devs=(hdd, ssd))
 
@@ -310,20 +310,20 @@ def test_ssd_log_of_another_volume(dm, loopdev, nullb):
     b = Vol(dm, "nxdb", hdd_b, ssd_b)
     model_b = fill(b, 22)
     b.remove()
-    ua = X.newest_sb(ssd_a)[1]["vol_uuid"]
-    ub = X.newest_sb(ssd_b)[1]["vol_uuid"]
-    L = X.data_sectors(nxdvm.dev_sectors(hdd_a))
+    ua = ondisk.newest_sb(ssd_a)[1]["vol_uuid"]
+    ub = ondisk.newest_sb(ssd_b)[1]["vol_uuid"]
+    L = facts.data_sectors(blkdev.dev_sectors(hdd_a))
     lines = refuse(dm, f"0 {L} nxd {hdd_b} {ssd_a}",
                    "SSD log and HDD label belong to different volumes",
                    devs=(hdd_b, ssd_a, hdd_a, ssd_b))
     # Both volumes are named: the SSD log's, then the HDD label's.
-    assert any(X.uuid_str(ua) in ln and X.uuid_str(ub) in ln
-               and ln.find(X.uuid_str(ua)) < ln.find(X.uuid_str(ub)) for ln in lines), lines
+    assert any(ondisk.uuid_str(ua) in ln and ondisk.uuid_str(ub) in ln
+               and ln.find(ondisk.uuid_str(ua)) < ln.find(ondisk.uuid_str(ub)) for ln in lines), lines
     refuse(dm, f"0 {L} nxd {hdd_a} {ssd_b}",
            "SSD log and HDD label belong to different volumes", devs=(hdd_a, ssd_b))
     refuse(dm, f"0 {L} nxd {hdd_c} {ssd_a}",
            "HDD has no nxd label: this SSD log belongs to a different HDD", devs=(hdd_c, ssd_a))
-    Ls = X.data_sectors(nxdvm.dev_sectors(hdd_s))
+    Ls = facts.data_sectors(blkdev.dev_sectors(hdd_s))
     refuse(dm, f"0 {Ls} nxd {hdd_s} {ssd_a}",
            "HDD is smaller than this SSD log's volume", devs=(hdd_s, ssd_a))
     a.recreate()
@@ -381,7 +381,7 @@ def test_read_threshold_refused(dm, pair):
     table0, tun0 = a.table(), a.tunables()
     w = table0.split()
     assert w[5] == "14" and "read_threshold" not in w, table0
-    assert X.table_opts(table0) == tun0, (table0, tun0)
+    assert nxdvol.table_opts(table0) == tun0, (table0, tun0)
     assert not os.path.exists(a.sysfs("read_threshold"))
     st0 = a.status()
     # The 16-argument line of the old TABLE format, as a saved
@@ -400,7 +400,7 @@ def test_read_threshold_refused(dm, pair):
     for k in ("state", "log_blocks", "writes_logged", "writes_direct",
               "ssd_errors", "hdd_errors", "recovered_segments", "degraded"):
         assert st[k] == st0[k], (k, st0, st)
-    lv = next(x for x in X.list_vols()[2] if x["name"] == a.name)
+    lv = next(x for x in ctl.list_vols()[2] if x["name"] == a.name)
     assert lv["reserved0"] == 0 and lv["write_threshold"] == 32768, lv
     check(a, model)
     # The same line without read_threshold loads.
@@ -417,11 +417,11 @@ def test_messages_refused(dm, pair):
     v.pause()
     model = fill(v, 51, MiB)
     for msg in (["frobnicate"], ["drain", "now"], ["pause_destage", "1"], ["resume"]):
-        marker = nxdvm.kmsg_mark(f"message {msg}")
+        marker = host.kmsg_mark(f"message {msg}")
         p = run(["dmsetup", "message", v.name, "0", *msg], check=False)
         assert p.returncode != 0, f"message {msg} accepted"
         assert "Invalid argument" in p.stderr, p.stderr
-        assert X.wait_kmsg(marker, r"nxd: .*unrecognised message"), msg
+        assert host.wait_kmsg(marker, r"nxd: .*unrecognised message"), msg
     assert v.status()["index_entries"] > 0
     # drain while suspended: EBUSY, right away, and the log is kept.
     v.dm.suspend(v.name)
@@ -474,7 +474,7 @@ def test_sysfs_bad_values(dm, pair):
     # Good values still work (also with a suffix or a newline).
     assert v.sset("write_threshold", "128K\n") == 0
     assert v.sget("write_threshold") == "131072"
-    assert X.table_opts(v.table())["write_threshold"] == "131072"
+    assert nxdvol.table_opts(v.table())["write_threshold"] == "131072"
     assert v.sset("low_watermark", "75") == 0 and v.sset("high_watermark", "75") == 0
     assert n >= 30
 
@@ -482,9 +482,9 @@ def test_sysfs_bad_values(dm, pair):
 # ----------------------------------------------------- control device ---
 
 def _stats_req(size, bufsize=None, **kw):
-    b = X.RawBuf(bufsize or max(size, X.HDR_SIZE))
+    b = ctl.RawBuf(bufsize or max(size, ctl.HDR_SIZE))
     b.put(b"\xa5" * b.n)
-    b.put(X.hdr(size, **kw))
+    b.put(ctl.hdr(size, **kw))
     return b
 
 
@@ -493,19 +493,19 @@ def test_control_bad_requests(dm, pair):
     v = Vol(dm, "nxdio", hdd, ssd)
     fill(v, 61, MiB)
     ma, mi = v.devnum()
-    vdev = X.encode_dev(ma, mi)
-    fd = os.open(X.CONTROL, os.O_RDONLY)
-    G, L = X.GET_STATS, X.LIST
+    vdev = ctl.encode_dev(ma, mi)
+    fd = os.open(ctl.CONTROL, os.O_RDONLY)
+    G, L = ctl.GET_STATS, ctl.LIST
     try:
         # A good request, by name and by device number.
-        b = _stats_req(X.STATS_SIZE, name=v.name)
-        assert X.ioctl(fd, G, b) == 0
-        st = X.parse_stats(b.get())
-        assert st["size"] == X.STATS_SIZE and st["dev"] == vdev
+        b = _stats_req(ctl.STATS_SIZE, name=v.name)
+        assert ctl.ioctl(fd, G, b) == 0
+        st = ctl.parse_stats(b.get())
+        assert st["size"] == ctl.STATS_SIZE and st["dev"] == vdev
         assert st["counters"]["writes_logged"] > 0
         assert all(r == 0 for r in st["reserved"])
-        b = _stats_req(X.STATS_SIZE, name="whatever-name", dev=vdev)
-        assert X.ioctl(fd, G, b) == 0, "dev must select the volume when set"
+        b = _stats_req(ctl.STATS_SIZE, name="whatever-name", dev=vdev)
+        assert ctl.ioctl(fd, G, b) == 0, "dev must select the volume when set"
 
         cases = [
             (dict(name=v.name, version=0), errno.EINVAL),
@@ -515,81 +515,81 @@ def test_control_bad_requests(dm, pair):
             (dict(name=v.name, flags=3), errno.EINVAL),
             (dict(name=v.name, flags=0x80000000), errno.EINVAL),
             (dict(name=v.name, reserved=1), errno.EINVAL),
-            (dict(name=b"A" * X.NAME_LEN), errno.EINVAL),     # unterminated
-            (dict(name=b"A" * (X.NAME_LEN - 1)), errno.ENODEV),
+            (dict(name=b"A" * ctl.NAME_LEN), errno.EINVAL),     # unterminated
+            (dict(name=b"A" * (ctl.NAME_LEN - 1)), errno.ENODEV),
             (dict(name="nosuch"), errno.ENODEV),
             (dict(name=""), errno.ENODEV),
-            (dict(dev=X.encode_dev(1, 3)), errno.ENODEV),      # /dev/null
-            (dict(dev=X.encode_dev(ma, mi + 1000)), errno.ENODEV),
+            (dict(dev=ctl.encode_dev(1, 3)), errno.ENODEV),      # /dev/null
+            (dict(dev=ctl.encode_dev(ma, mi + 1000)), errno.ENODEV),
         ]
         for kw, want in cases:
-            b = _stats_req(X.STATS_SIZE, **kw)
-            got = X.ioctl(fd, G, b)
+            b = _stats_req(ctl.STATS_SIZE, **kw)
+            got = ctl.ioctl(fd, G, b)
             assert got == want, f"GET_STATS {kw}: errno {got}, want {want}"
-        for size in (0, 1, 8, X.HDR_SIZE - 1):
-            b = _stats_req(size, bufsize=X.STATS_SIZE, name=v.name)
-            assert X.ioctl(fd, G, b) == errno.EINVAL, size
+        for size in (0, 1, 8, ctl.HDR_SIZE - 1):
+            b = _stats_req(size, bufsize=ctl.STATS_SIZE, name=v.name)
+            assert ctl.ioctl(fd, G, b) == errno.EINVAL, size
 
         # Short and long requests: the kernel fills min(size, its size) and
         # never writes past it.
-        for size in (X.HDR_SIZE, 1000, X.STATS_SIZE - 8):
-            b = _stats_req(size, bufsize=X.STATS_SIZE + 512, name=v.name)
-            assert X.ioctl(fd, G, b) == 0, size
+        for size in (ctl.HDR_SIZE, 1000, ctl.STATS_SIZE - 8):
+            b = _stats_req(size, bufsize=ctl.STATS_SIZE + 512, name=v.name)
+            assert ctl.ioctl(fd, G, b) == 0, size
             out = b.get()
             assert struct.unpack_from("<I", out, 0)[0] == size
             assert out[size:] == b"\xa5" * (len(out) - size), f"wrote past size {size}"
-        for size in (X.STATS_SIZE + 8, 8192, 0xFFFFFFFF):
+        for size in (ctl.STATS_SIZE + 8, 8192, 0xFFFFFFFF):
             b = _stats_req(size, bufsize=8192, name=v.name)
-            assert X.ioctl(fd, G, b) == 0, size
+            assert ctl.ioctl(fd, G, b) == 0, size
             out = b.get()
-            assert struct.unpack_from("<I", out, 0)[0] == X.STATS_SIZE
-            assert out[X.STATS_SIZE:] == b"\xa5" * (8192 - X.STATS_SIZE)
+            assert struct.unpack_from("<I", out, 0)[0] == ctl.STATS_SIZE
+            assert out[ctl.STATS_SIZE:] == b"\xa5" * (8192 - ctl.STATS_SIZE)
 
         # Bad addresses: EFAULT, nothing else.
-        assert X.ioctl(fd, G, 0) == errno.EFAULT
-        g = X.RawBuf(X.HDR_SIZE, guard=True, at_end=True)
-        g.put(X.hdr(X.STATS_SIZE, name=v.name))
-        assert X.ioctl(fd, G, g) == errno.EFAULT       # header ok, rest unmapped
-        assert X.ioctl(fd, G, g.addr + X.HDR_SIZE) == errno.EFAULT
+        assert ctl.ioctl(fd, G, 0) == errno.EFAULT
+        g = ctl.RawBuf(ctl.HDR_SIZE, guard=True, at_end=True)
+        g.put(ctl.hdr(ctl.STATS_SIZE, name=v.name))
+        assert ctl.ioctl(fd, G, g) == errno.EFAULT       # header ok, rest unmapped
+        assert ctl.ioctl(fd, G, g.addr + ctl.HDR_SIZE) == errno.EFAULT
 
         # Commands that are not ours.
-        for cmd in (X.IOC(3, 0xDC, 1, X.STATS_SIZE), X.IOC(2, 0xDB, 1, X.STATS_SIZE),
-                    X.IOC(1, 0xDB, 1, X.STATS_SIZE), X.IOC(0, 0xDB, 1, 0),
-                    X.IOC(3, 0xDB, 0, X.STATS_SIZE), X.IOC(3, 0xDB, 3, X.STATS_SIZE),
-                    X.IOC(3, 0xDB, 255, X.STATS_SIZE), 0x80081272, 0x1261):
-            b = _stats_req(X.STATS_SIZE, name=v.name)
-            assert X.ioctl(fd, cmd, b) == errno.ENOTTY, hex(cmd)
+        for cmd in (ctl.IOC(3, 0xDC, 1, ctl.STATS_SIZE), ctl.IOC(2, 0xDB, 1, ctl.STATS_SIZE),
+                    ctl.IOC(1, 0xDB, 1, ctl.STATS_SIZE), ctl.IOC(0, 0xDB, 1, 0),
+                    ctl.IOC(3, 0xDB, 0, ctl.STATS_SIZE), ctl.IOC(3, 0xDB, 3, ctl.STATS_SIZE),
+                    ctl.IOC(3, 0xDB, 255, ctl.STATS_SIZE), 0x80081272, 0x1261):
+            b = _stats_req(ctl.STATS_SIZE, name=v.name)
+            assert ctl.ioctl(fd, cmd, b) == errno.ENOTTY, hex(cmd)
         # The size in the number does not matter (hdr.size versions the ABI).
-        b = _stats_req(X.STATS_SIZE, name=v.name)
-        assert X.ioctl(fd, X.IOC(3, 0xDB, 1, 0), b) == 0
+        b = _stats_req(ctl.STATS_SIZE, name=v.name)
+        assert ctl.ioctl(fd, ctl.IOC(3, 0xDB, 1, 0), b) == 0
 
         # LIST
-        b = X.RawBuf(X.LIST_SIZE)
-        b.put(X.hdr(X.LIST_SIZE))
-        assert X.ioctl(fd, L, b) == 0
-        count, total, vols = X.list_vols(fd)
+        b = ctl.RawBuf(ctl.LIST_SIZE)
+        b.put(ctl.hdr(ctl.LIST_SIZE))
+        assert ctl.ioctl(fd, L, b) == 0
+        count, total, vols = ctl.list_vols(fd)
         assert count == total >= 1 and any(x["name"] == v.name for x in vols)
         for kw, want in ((dict(flags=1), errno.EINVAL), (dict(version=2), errno.EINVAL),
                          (dict(reserved=7), errno.EINVAL),
-                         (dict(name=b"B" * X.NAME_LEN), errno.EINVAL)):
-            b = X.RawBuf(X.LIST_SIZE)
-            b.put(X.hdr(X.LIST_SIZE, **kw))
-            assert X.ioctl(fd, L, b) == want, kw
-        b = X.RawBuf(X.LIST_SIZE)
-        b.put(b"\xa5" * X.LIST_SIZE)
-        b.put(X.hdr(X.LIST_VOLS_OFF - 1))
-        assert X.ioctl(fd, L, b) == errno.EINVAL
-        b.put(X.hdr(X.LIST_VOLS_OFF))
-        assert X.ioctl(fd, L, b) == 0
+                         (dict(name=b"B" * ctl.NAME_LEN), errno.EINVAL)):
+            b = ctl.RawBuf(ctl.LIST_SIZE)
+            b.put(ctl.hdr(ctl.LIST_SIZE, **kw))
+            assert ctl.ioctl(fd, L, b) == want, kw
+        b = ctl.RawBuf(ctl.LIST_SIZE)
+        b.put(b"\xa5" * ctl.LIST_SIZE)
+        b.put(ctl.hdr(ctl.LIST_VOLS_OFF - 1))
+        assert ctl.ioctl(fd, L, b) == errno.EINVAL
+        b.put(ctl.hdr(ctl.LIST_VOLS_OFF))
+        assert ctl.ioctl(fd, L, b) == 0
         out = b.get()
-        c, t = struct.unpack_from("<II", out, X.HDR_SIZE)
+        c, t = struct.unpack_from("<II", out, ctl.HDR_SIZE)
         assert c == t == total
-        assert out[X.LIST_VOLS_OFF:] == b"\xa5" * (X.LIST_SIZE - X.LIST_VOLS_OFF)
+        assert out[ctl.LIST_VOLS_OFF:] == b"\xa5" * (ctl.LIST_SIZE - ctl.LIST_VOLS_OFF)
     finally:
         os.close(fd)
     # Still answering, and the reset (root) works.
-    assert X.get_stats(v.name, reset=True)["counters"]["writes_logged"] > 0
-    assert X.get_stats(v.name)["counters"]["writes_logged"] == 0
+    assert ctl.get_stats(v.name, reset=True)["counters"]["writes_logged"] > 0
+    assert ctl.get_stats(v.name)["counters"]["writes_logged"] == 0
 
 
 # ---------------------------------------------------------- non-root ----
@@ -648,23 +648,23 @@ def test_unprivileged_caller(dm, pair):
     hdd, ssd = pair
     v = Vol(dm, "nxdnobody", hdd, ssd)
     fill(v, 71, MiB)
-    st0 = os.stat(X.CONTROL)
-    script = NOBODY_SCRIPT % dict(stats=X.STATS_SIZE, list=X.LIST_SIZE, get=X.GET_STATS,
-                                  lst=X.LIST, name=v.name,
+    st0 = os.stat(ctl.CONTROL)
+    script = NOBODY_SCRIPT % dict(stats=ctl.STATS_SIZE, list=ctl.LIST_SIZE, get=ctl.GET_STATS,
+                                  lst=ctl.LIST, name=v.name,
                                   sysfs=v.sysfs("write_threshold"))
     try:
-        os.chown(X.CONTROL, 0, 0)
-        os.chmod(X.CONTROL, 0o640)
-        p = X.as_nobody(script)
+        os.chown(ctl.CONTROL, 0, 0)
+        os.chmod(ctl.CONTROL, 0o640)
+        p = host.as_nobody(script)
         assert p.returncode == 0, p.stderr
         r = json.loads(p.stdout)
         assert r["open_ro"] == errno.EACCES, r          # 0640 root:root
         assert r["sysfs_write"] in (errno.EACCES, errno.EPERM), r
         assert r["sysfs_read"] == "65536"
 
-        os.chown(X.CONTROL, 0, 65534)                   # the group of the caller
-        writes = X.get_stats(v.name)["counters"]["writes_logged"]
-        p = X.as_nobody(script)
+        os.chown(ctl.CONTROL, 0, 65534)                   # the group of the caller
+        writes = ctl.get_stats(v.name)["counters"]["writes_logged"]
+        p = host.as_nobody(script)
         assert p.returncode == 0, p.stderr
         r = json.loads(p.stdout)
         assert r["open_ro"] == 0 and r["stats"] == 0, r
@@ -673,15 +673,15 @@ def test_unprivileged_caller(dm, pair):
         assert r["list"] == 0 and r["list_total"] >= 1, r
         assert r["open_rw"] == errno.EACCES, r
         # The refused reset cleared nothing.
-        assert X.get_stats(v.name)["counters"]["writes_logged"] == writes
+        assert ctl.get_stats(v.name)["counters"]["writes_logged"] == writes
         # Not through dm's control node either.
-        p = X.as_nobody("import subprocess,sys; sys.exit(subprocess.run(['dmsetup','message',"
+        p = host.as_nobody("import subprocess,sys; sys.exit(subprocess.run(['dmsetup','message',"
                         f"'{v.name}','0','drain']).returncode)")
         assert p.returncode != 0
         assert v.sget("write_threshold") == "65536"
     finally:
-        os.chown(X.CONTROL, st0.st_uid, st0.st_gid)
-        os.chmod(X.CONTROL, st0.st_mode & 0o7777)
+        os.chown(ctl.CONTROL, st0.st_uid, st0.st_gid)
+        os.chmod(ctl.CONTROL, st0.st_mode & 0o7777)
 
 
 # ---------------------------------------------- corrupt on-disk metadata ---
@@ -703,10 +703,10 @@ def filled(dm, pair):
                                          ("newest", "magic"), ("older", "magic")])
 def test_one_superblock_copy_corrupt(dm, filled, which, where):
     hdd, ssd, model = filled
-    i, sb = X.newest_sb(ssd)
+    i, sb = ondisk.newest_sb(ssd)
     victim = i if which == "newest" else 1 - i
     # crc: a byte of the volume UUID (covered by the checksum); magic: byte 1.
-    X.flip_byte(ssd, victim * BLOCK + (30 if where == "crc" else 1))
+    rawio.flip_byte(ssd, victim * BLOCK + (30 if where == "crc" else 1))
     v = Vol(dm, "nxdmeta", hdd, ssd)
     check(v, model)
     st = v.status()
@@ -723,27 +723,27 @@ def test_one_superblock_copy_corrupt(dm, filled, which, where):
 ])
 def test_both_superblock_copies_corrupt(dm, filled, where, msg):
     hdd, ssd, model = filled
-    saved = X.pread_dev(ssd, 0, 2 * BLOCK)
+    saved = rawio.pread_dev(ssd, 0, 2 * BLOCK)
     for c in (0, 1):
-        X.flip_byte(ssd, c * BLOCK + (30 if where == "crc" else 1))
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+        rawio.flip_byte(ssd, c * BLOCK + (30 if where == "crc" else 1))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", msg, devs=(hdd, ssd))
-    X.pwrite_dev(ssd, 0, saved)
+    rawio.pwrite_dev(ssd, 0, saved)
     v = Vol(dm, "nxdmeta", hdd, ssd)
     check(v, model)
 
 
 def test_hdd_label_corrupt(dm, filled):
     hdd, ssd, model = filled
-    off = X.label_offset(nxdvm.dev_sectors(hdd))
-    saved = X.pread_dev(hdd, off, BLOCK)
-    assert struct.unpack_from("<Q", saved)[0] == X.LABEL_MAGIC
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    off = nxdvol.label_offset(blkdev.dev_sectors(hdd))
+    saved = rawio.pread_dev(hdd, off, BLOCK)
+    assert struct.unpack_from("<Q", saved)[0] == ondisk.LABEL_MAGIC
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     for pos in (1, 20, 4000):       # magic, volume UUID, reserved (crc only)
-        X.flip_byte(hdd, off + pos)
+        rawio.flip_byte(hdd, off + pos)
         refuse(dm, f"0 {L} nxd {hdd} {ssd}",
                "HDD has no nxd label: this SSD log belongs to a different HDD", devs=(hdd, ssd))
-        X.pwrite_dev(hdd, off, saved)
+        rawio.pwrite_dev(hdd, off, saved)
     v = Vol(dm, "nxdmeta", hdd, ssd)
     check(v, model)
 
@@ -767,7 +767,7 @@ def _seg_setup(dm, hdd, ssd, name, seed):
     v.pause()
     base = rng.randbytes(MiB)
     writes = []
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(0, base)                       # 1 MiB aligned: HDD, not logged
         f.fsync()
         assert v.status()["index_entries"] == 0
@@ -790,12 +790,12 @@ def _check_log_matches_writes(ssd, sb, writes):
     """The on-disk log as the format says it is: one segment per write,
     a full and a 7-sector DATA record each, data equal to what was
     written."""
-    segs = X.walk_log(ssd, sb)
-    assert len(segs) == len(writes), [X.data_recs(s) for s in segs]
+    segs = ondisk.walk_log(ssd, sb)
+    assert len(segs) == len(writes), [ondisk.data_recs(s) for s in segs]
     for s, (off, d) in zip(segs, writes):
         b = off // BLOCK
-        assert X.data_recs(s) == [(b, 0xFF), (b + 1, 0x7F)], (s["seq"], X.data_recs(s))
-        assert X.pread_dev(ssd, s["ssd_off"] + BLOCK, len(d)) == d
+        assert ondisk.data_recs(s) == [(b, 0xFF), (b + 1, 0x7F)], (s["seq"], ondisk.data_recs(s))
+        assert rawio.pread_dev(ssd, s["ssd_off"] + BLOCK, len(d)) == d
     return segs
 
 
@@ -803,13 +803,13 @@ def test_segment_header_corrupt_clean_log(dm, pair):
     hdd, ssd = pair
     v, base, writes = _seg_setup(dm, hdd, ssd, "nxdseg", 91)
     v.remove()                                  # clean shutdown
-    i, sb = X.newest_sb(ssd)
+    i, sb = ondisk.newest_sb(ssd)
     assert sb["flags"] & 1, sb
     segs = _check_log_matches_writes(ssd, sb, writes)
-    X.flip_byte(ssd, segs[CUT]["ssd_off"] + 4000)       # header checksum breaks
-    marker = nxdvm.kmsg_mark("recover cut log")
+    rawio.flip_byte(ssd, segs[CUT]["ssd_off"] + 4000)       # header checksum breaks
+    marker = host.kmsg_mark("recover cut log")
     v.recreate()
-    assert X.wait_kmsg(marker, r"clean log ends early"), "no warning about the cut log"
+    assert host.wait_kmsg(marker, r"clean log ends early"), "no warning about the cut log"
     st = v.status()
     assert st["recovered_segments"] == CUT, st
     want = _expect(base, writes[:CUT])
@@ -826,16 +826,16 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
     hdd3, ssd3 = loopdev(HDD_MB), nullb(SSD_MB)
     v, base, writes = _seg_setup(dm, hdd, ssd, "nxdcrash", 92)
-    X.copy_dev(ssd, ssd2, SSD_MB * MiB)
-    X.copy_dev(hdd, hdd2, HDD_MB * MiB)
+    blkdev.copy_dev(ssd, ssd2, SSD_MB * MiB)
+    blkdev.copy_dev(hdd, hdd2, HDD_MB * MiB)
     v.remove()
-    i, sb = X.newest_sb(ssd2)
+    i, sb = ondisk.newest_sb(ssd2)
     assert not sb["flags"] & 1, "the crash image has a clean superblock"
     segs = _check_log_matches_writes(ssd2, sb, writes)
     if what == "header":
-        X.flip_byte(ssd2, segs[CUT]["ssd_off"] + 4000)
+        rawio.flip_byte(ssd2, segs[CUT]["ssd_off"] + 4000)
     else:
-        X.flip_byte(ssd2, segs[CUT]["ssd_off"] + BLOCK + 100)   # first data block
+        rawio.flip_byte(ssd2, segs[CUT]["ssd_off"] + BLOCK + 100)   # first data block
     v2 = Vol(dm, "nxdcrash2", hdd2, ssd2)
     st = v2.status()
     assert st["recovered_segments"] == CUT, st
@@ -845,22 +845,22 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     # sequence number it expects; only its generation tells it apart.
     v2.pause()
     new = (14 * BLOCK, random.Random(93).randbytes(2 * BLOCK))
-    with X.Fd(v2.dev) as f:
+    with rawio.Fd(v2.dev) as f:
         f.pwrite(*new)
         f.fsync()
     # (v2's destager may have reclaimed the recovered segments already: the
     # segments are found by position, the counts taken from the superblock.)
-    i2, sb2 = X.newest_sb(ssd2)
-    fresh = X.parse_seg(X.pread_dev(ssd2, segs[CUT]["ssd_off"], BLOCK))
-    stale = X.parse_seg(X.pread_dev(ssd2, segs[CUT + 1]["ssd_off"], BLOCK))
+    i2, sb2 = ondisk.newest_sb(ssd2)
+    fresh = ondisk.parse_seg(rawio.pread_dev(ssd2, segs[CUT]["ssd_off"], BLOCK))
+    stale = ondisk.parse_seg(rawio.pread_dev(ssd2, segs[CUT + 1]["ssd_off"], BLOCK))
     assert fresh and fresh["gen"] == sb2["gen"] and fresh["seq"] == segs[CUT]["seq"], fresh
-    assert X.data_recs(fresh) == [(14, 0xFF), (15, 0xFF)], fresh
+    assert ondisk.data_recs(fresh) == [(14, 0xFF), (15, 0xFF)], fresh
     assert stale and stale["seq"] == fresh["seq"] + 1 and stale["gen"] < sb2["gen"], \
         "layout assumption broken"
-    X.copy_dev(ssd2, ssd3, SSD_MB * MiB)
-    X.copy_dev(hdd2, hdd3, HDD_MB * MiB)
+    blkdev.copy_dev(ssd2, ssd3, SSD_MB * MiB)
+    blkdev.copy_dev(hdd2, hdd3, HDD_MB * MiB)
     v2.remove()
-    i3, sb3 = X.newest_sb(ssd3)
+    i3, sb3 = ondisk.newest_sb(ssd3)
     assert not sb3["flags"] & 1 and sb3["tail_seq"] <= fresh["seq"], sb3
     v3 = Vol(dm, "nxdcrash3", hdd3, ssd3)
     st = v3.status()
@@ -873,27 +873,27 @@ def test_inactive_table_and_clear(dm, pair):
     control device, holds its devices against other volumes, has no sysfs
     directory yet; `dmsetup clear` and remove drop it without a trace."""
     hdd, ssd = pair
-    n0 = X.list_vols()[1]
+    n0 = ctl.list_vols()[1]
     run(["dmsetup", "create", "nxdinact", "--notable"])
     dm.created.append("nxdinact")
     # No table yet: udev makes no /dev/mapper link; find dm-N from the minor.
     minor = int(run(["dmsetup", "info", "-c", "--noheadings", "-o", "minor", "nxdinact"]).stdout)
     kname = f"dm-{minor}"
-    L = X.data_sectors(nxdvm.dev_sectors(hdd))
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
     run(["dmsetup", "load", "nxdinact"], input=f"0 {L} nxd {hdd} {ssd} 2 write_threshold 8K\n")
-    count, total, vols = X.list_vols()
+    count, total, vols = ctl.list_vols()
     assert total == n0 + 1 and any(x["name"] == "nxdinact" for x in vols), vols
-    st = X.get_stats("nxdinact")
+    st = ctl.get_stats("nxdinact")
     assert st["counters"]["log_blocks"] == 0      # no active table: no gauges
     assert os.path.isdir(f"/sys/block/{kname}/dm")
     assert not os.path.exists(f"/sys/block/{kname}/nxd")
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", "HDD or SSD already used by another nxd volume")
     run(["dmsetup", "clear", "nxdinact"])
-    assert X.list_vols()[1] == n0
+    assert ctl.list_vols()[1] == n0
     run(["dmsetup", "load", "nxdinact"], input=f"0 {L} nxd {hdd} {ssd}\n")
     run(["dmsetup", "remove", "nxdinact"])
     dm.created.remove("nxdinact")
-    assert X.list_vols()[1] == n0
+    assert ctl.list_vols()[1] == n0
     # The devices are free again and hold a volume.
     v = Vol(dm, "nxdafter", hdd, ssd)
     assert v.status()["state"] == "ok"

@@ -17,13 +17,11 @@ import random
 import shutil
 import struct
 
-import nxdvm
-from nxdvm import run
-import nxdaux as X
-from nxdfacts import unit_cmd
-from nxdaux import KiB, MiB
+from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.facts import KiB, MiB, unit_cmd
+from nxdt.host import run
 
-REPO = nxdvm.REPO
+REPO = host.REPO
 NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 REGION = 8 * MiB            # written and checksummed at the volume's start
 
@@ -73,14 +71,14 @@ def write_some(dev, seed):
     """Small writes (logged) and a large one (to the HDD) in REGION."""
     rnd = random.Random(seed)
     for _ in range(24):
-        X.pwrite_dev(dev, rnd.randrange(REGION // 4096 - 16) * 4096,
+        rawio.pwrite_dev(dev, rnd.randrange(REGION // 4096 - 16) * 4096,
                      rnd.randbytes(4096 * rnd.choice([1, 2, 8])))
-    X.pwrite_dev(dev, 2 * MiB, rnd.randbytes(MiB))
-    X.pwrite_dev(dev, 5 * MiB + 512, rnd.randbytes(3 * KiB))
+    rawio.pwrite_dev(dev, 2 * MiB, rnd.randbytes(MiB))
+    rawio.pwrite_dev(dev, 5 * MiB + 512, rnd.randbytes(3 * KiB))
 
 
 def region_sum(dev):
-    return hashlib.sha256(X.pread_dev(dev, 0, REGION)).hexdigest()
+    return hashlib.sha256(rawio.pread_dev(dev, 0, REGION)).hexdigest()
 
 
 def test_boot_assembly(dm, loopdev, tmp_path):
@@ -125,7 +123,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     assert dm_uuid("boota") == dmu["boota"]
     assert threshold(env, "boota") == thr["boota"]
     assert region_sum(dm.path("boota")) == csum["boota"]
-    c = X.get_stats("boota")["counters"]
+    c = ctl.get_stats("boota")["counters"]
     assert c["recovered_blocks"] > 0, c          # the log was replayed
 
     # Removed on purpose: assemble --all leaves it alone.
@@ -169,7 +167,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     env.run(start)
     st = status(env, "boota")
     assert st["log_used_bytes"] == 0 and st["dirty_blocks"] == 0, st
-    assert X.get_stats("boota")["counters"]["recovered_blocks"] == 0
+    assert ctl.get_stats("boota")["counters"]["recovered_blocks"] == 0
     assert region_sum(dm.path("boota")) == csum["boota"]
     assert not dm.exists("bootb")
     env.run(stop)
@@ -181,12 +179,12 @@ def reseal_without_meta(ssd):
     copies and reseal them: a superblock as the module wrote it before
     they were stored."""
     for i in range(2):
-        blk = bytearray(X.pread_dev(ssd, i * X.BLOCK, X.BLOCK))
-        assert X.parse_sb(bytes(blk)) is not None
+        blk = bytearray(rawio.pread_dev(ssd, i * facts.BLOCK, facts.BLOCK))
+        assert ondisk.parse_sb(bytes(blk)) is not None
         blk[160:312] = bytes(152)
         struct.pack_into("<I", blk, 8, 0)
-        struct.pack_into("<I", blk, 8, X.crc32c_raw(blk))
-        X.pwrite_dev(ssd, i * X.BLOCK, bytes(blk))
+        struct.pack_into("<I", blk, 8, ondisk.crc32c_raw(blk))
+        rawio.pwrite_dev(ssd, i * facts.BLOCK, bytes(blk))
 
 
 def test_stored_name_tunables(dm, loopdev, tmp_path):
@@ -201,12 +199,12 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     env.nxdctl("create", "ostx", hdd, ssd)
     dm.created.append("ostx")
     uuid, dmu = vol_uuid(env, "ostx"), dm_uuid("ostx")
-    sb = X.newest_sb(ssd)[1]
+    sb = ondisk.newest_sb(ssd)[1]
     assert sb["name"] == "ostx", sb
     assert sb["tun_flags"] & 1 and sb["write_threshold"] == 64 * KiB, sb
 
     # Changed live through sysfs: on disk once the volume is stopped.
-    sysfs = f"/sys/block/{nxdvm.blk_name(dm.path('ostx'))}/nxd"
+    sysfs = f"/sys/block/{blkdev.blk_name(dm.path('ostx'))}/nxd"
     with open(f"{sysfs}/write_threshold", "w") as f:
         f.write("32768")
     with open(f"{sysfs}/low_watermark", "w") as f:
@@ -221,7 +219,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     want = dict(name="ostx", write_threshold=32768, mode=0, low_watermark=10,
                 high_watermark=75, destage_rate=0, ssd_discard=1,
                 drain_on_suspend=0)
-    sb = X.newest_sb(ssd)[1]
+    sb = ondisk.newest_sb(ssd)[1]
     assert sb["tun_flags"] == 1, sb
     assert {k: sb[k] for k in want} == want, sb
     sup = json.loads(env.nxdctl("show-super", ssd, "--json").stdout)
@@ -240,13 +238,13 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     assert dm_uuid("ostx") == dmu
     assert vol_uuid(env, "ostx") == uuid
     assert threshold(env, "ostx") == 32 * KiB
-    sysfs = f"/sys/block/{nxdvm.blk_name(dm.path('ostx'))}/nxd"
+    sysfs = f"/sys/block/{blkdev.blk_name(dm.path('ostx'))}/nxd"
     with open(f"{sysfs}/low_watermark") as f:
         assert f.read().strip() == "10"
-    opts = X.table_opts(dm.table("ostx"))
+    opts = nxdvol.table_opts(dm.table("ostx"))
     assert opts["write_threshold"] == "32768" and opts["low_watermark"] == "10", opts
     assert region_sum(dm.path("ostx")) == csum
-    assert X.get_stats("ostx")["counters"]["recovered_blocks"] > 0
+    assert ctl.get_stats("ostx")["counters"]["recovered_blocks"] > 0
 
     # A superblock without them: the name from the UUID, the defaults;
     # the next superblock write stores them again.
@@ -260,7 +258,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     dm.created.append(old)
     assert threshold(env, old) == 64 * KiB
     assert region_sum(dm.path(old)) == csum
-    sb = X.newest_sb(ssd)[1]
+    sb = ondisk.newest_sb(ssd)[1]
     assert sb["name"] == old and sb["write_threshold"] == 64 * KiB, sb
     env.nxdctl("stop", old)
     assert not dm.exists(old)

@@ -16,7 +16,7 @@ exactly, and the volume comes back by itself (plain table load, no format).
    writes since its last flush kept, dropped or torn at 512 B); see
    choose_cuts() for which pairs of cuts a power cut can produce.  A plain
    HDD write logged after an overlapping FUA write is ordered by the
-   workload's own op order (crashlib.DevReplayer, hdd_mask_legit), and
+   workload's own op order (logwrites.DevReplayer, hdd_mask_legit), and
    fails the test when that order does not explain it.
  - test_flakey_drop: dm-flakey drop_writes switched on at a random moment
    under a verified workload (SSD alone; HDD and SSD together, both devices
@@ -30,11 +30,7 @@ Counts go to stdout (pytest -s) and to build/logs/<kver>-crash-summary.txt.
 NXD_CRASH_LONG=1: more seeds, ops and cut points.  NXD_CRASH_SEEDS=1,2: seeds.
 NXD_FLAKEY_SEEDS=21-60: the drop_writes test's seeds.
 """
-import faulthandler
-import hashlib
-import json
 import os
-import sys
 import random
 import subprocess
 import threading
@@ -42,11 +38,17 @@ import time
 
 import pytest
 
-import crashlib
-import nxdvm
-from crashlib import (BLOCK, DM, SECTOR, DMError, Checker, CrashFailure, DevReplayer,
-                      DirectIO, Workload, nxd_table, parse_log, parse_nxd_status)
-from nxdlib import Loop, NullBlk
+from nxdt import facts, host, logwrites, rawio
+from nxdt.blkdev import Loop, NullBlk
+from nxdt.dmlib import DM, DMError
+from nxdt.facts import BLOCK, parse_params, SECTOR
+from nxdt.host import dmesg_tail, progress, summary
+from nxdt.logwrites import (choose_cuts, DevReplayer, hdd_mask_legit, Loader, parse_log,
+                            save_failure, unstick, Watchdog)
+from nxdt.models import Checker, CrashFailure
+from nxdt.nxdvol import nxd_table
+from nxdt.rawio import DirectIO
+from nxdt.workloads import Workload
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
 KVER = os.uname().release
@@ -76,88 +78,10 @@ elif LONG:
     CASES = CASES + LONG_CASES
 
 HDD_MIB = 16
-# dm-snapshot splits I/O at its chunk size: 64 KiB keeps reads fast.
-SNAP_CHUNK = 128
 NOPS = int(os.environ.get("NXD_CRASH_OPS", "900" if LONG else "200"))
 # Cut points per interval between marks: prefix cuts and crash variants.
 PREFIX_CUTS = 6 if LONG else 2
 VARIANT_CUTS = 3 if LONG else 1
-
-
-def summary(line):
-    print(line, flush=True)
-    os.makedirs(LOGS, exist_ok=True)
-    with open(os.path.join(LOGS, f"{KVER}-crash-summary.txt"), "a") as f:
-        f.write(f"{time.strftime('%F %T')} {line}\n")
-
-
-class Watchdog:
-    """If a step takes longer than @secs: dump the Python stacks and the
-    kernel's blocked tasks (sysrq-w) so that a hang leaves evidence."""
-
-    def __init__(self, secs=float(os.environ.get("NXD_CRASH_WATCHDOG", "240")), info=None,
-                 unstick=None):
-        self.secs = secs
-        self.timer = None
-        self.info = info
-        self.unstick = unstick
-        self.fired = None
-
-    def _fire(self):
-        print(f"WATCHDOG: step still running after {self.secs}s", file=sys.stderr, flush=True)
-        faulthandler.dump_traceback(file=sys.stderr)
-        if self.info:
-            try:
-                msg = self.info()
-            except Exception as e:  # noqa: BLE001 - best effort
-                msg = repr(e)
-            print(f"WATCHDOG: {msg}", file=sys.stderr, flush=True)
-            progress(f"WATCHDOG: {msg}")
-            self.fired = msg
-        if self.unstick:
-            threading.Thread(target=self.unstick, daemon=True).start()
-        try:
-            with open("/proc/sysrq-trigger", "w") as f:
-                f.write("w")
-        except OSError:
-            pass
-
-    def arm(self):
-        self.disarm()
-        if self.fired:
-            raise AssertionError(f"hang: an I/O did not complete within {self.secs}s "
-                                 f"(unstuck by another write): {self.fired}")
-        self.timer = threading.Timer(self.secs, self._fire)
-        self.timer.daemon = True
-        self.timer.start()
-
-    def disarm(self):
-        if self.timer:
-            self.timer.cancel()
-            self.timer = None
-
-
-def unstick(wl):
-    """Rewrite the last 4 KiB of the volume with its current model contents:
-    a logged write that commits a segment (and so acknowledges whatever
-    waited for one) without changing the data."""
-    off = wl.size - 4096
-    fd = os.open(wl.dev, os.O_RDWR | os.O_DIRECT)
-    try:
-        DirectIO().pwrite(fd, off, bytes(wl.model.latest[off:off + 4096]))
-    finally:
-        os.close(fd)
-
-
-def progress(line):
-    os.makedirs(LOGS, exist_ok=True)
-    with open(os.path.join(LOGS, f"{KVER}-crash-progress.txt"), "a") as f:
-        f.write(f"{time.strftime('%T')} {line}\n")
-
-
-def dmesg_tail(n=15):
-    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    return "\n".join(out.splitlines()[-n:])
 
 
 @pytest.fixture
@@ -203,7 +127,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     lwh, lws, nx = (f"crlwh{seed}", f"crlws{seed}", f"crnx{seed}")
     dm.create(lwh, f"0 {H // 512} log-writes {back_h.dev} {log_h.dev}")
     dm.create(lws, f"0 {S // 512} log-writes {back_s.dev} {log_s.dev}")
-    vol = crashlib.data_sectors(H // 512)
+    vol = facts.data_sectors(H // 512)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(lwh), dm.devno(lws), opts))
     except DMError as e:
@@ -228,7 +152,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
         wl.final_sync()
         wd.arm()
         wd.disarm()
-        st = parse_nxd_status(dm.status(nx))
+        st = parse_params(dm.status(nx))
         wl.verify_all()
         wtime = time.monotonic() - t0
     finally:
@@ -242,234 +166,6 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
               "vol_sectors": vol, "nops": nops, "workload_s": round(wtime, 1),
               "log_status": lwstat, "nxd_status": st}
     return {"hdd": log_h.path, "ssd": log_s.path}, wl, layout
-
-
-class Loader:
-    """Loads nxd over transient snapshots of the two image loop devices,
-    reads the whole volume, removes everything again."""
-
-    def __init__(self, dm, hdd_img, ssd_img, cow_h, cow_s, layout, tag):
-        self.dm, self.layout = dm, layout
-        self.hdd_img, self.ssd_img, self.cow_h, self.cow_s = hdd_img, ssd_img, cow_h, cow_s
-        self.names = (f"crsh{tag}", f"crss{tag}", f"crnxr{tag}")
-        self.dio = DirectIO()
-        self.stats = {"loads": 0, "recovered_segments": 0, "recovered_blocks": 0,
-                      "recovery_us_max": 0, "bytes_read": 0}
-        self.times = {}
-
-    def _t(self, what, t0):
-        t = time.monotonic()
-        self.times[what] = self.times.get(what, 0.0) + t - t0
-        return t
-
-    def load_and_read(self):
-        dm, L = self.dm, self.layout
-        sh, ss, nx = self.names
-        t = time.monotonic()
-        dm.create(sh, f"0 {L['hdd_bytes'] // 512} snapshot {self.hdd_img} {self.cow_h} N {SNAP_CHUNK}")
-        try:
-            dm.create(ss, f"0 {L['ssd_bytes'] // 512} snapshot {self.ssd_img} {self.cow_s} N {SNAP_CHUNK}")
-            t = self._t("snap_create", t)
-            try:
-                try:
-                    dm.create(nx, nxd_table(L["vol_sectors"], dm.devno(sh), dm.devno(ss),
-                                            L["opts"]))
-                except DMError as e:
-                    raise CrashFailure(f"nxd did not come back by itself: {e}\n"
-                                       f"{dmesg_tail()}") from None
-                t = self._t("nxd_create", t)
-                try:
-                    st = parse_nxd_status(dm.status(nx))
-                    if st["state"] != "ok":
-                        raise CrashFailure(f"nxd state after recovery: {st}")
-                    got = self.dio.read_all(dm.node(nx), L["vol_sectors"] * 512)
-                    t = self._t("read", t)
-                finally:
-                    dm.remove(nx)
-                    t = self._t("nxd_remove", t)
-            finally:
-                dm.remove(ss)
-        finally:
-            dm.remove(sh)
-            t = self._t("snap_remove", t)
-        s = self.stats
-        s["loads"] += 1
-        s["recovered_segments"] += st["recovered_segments"]
-        s["recovered_blocks"] += st["recovered_blocks"]
-        s["recovery_us_max"] = max(s["recovery_us_max"], st["recovery_us"])
-        s["bytes_read"] += len(got)
-        return got
-
-
-def choose_cuts(eh, mh, es, ms, rng, nprefix, nvariant):
-    """[(HDD entry, SSD entry, point k, kind, device varied)] with both entry
-    indexes non-decreasing (the replayers only move forward).
-
-    A pair of cuts is a state a power cut can leave only if no write kept on
-    one device was issued after a write the other device lost had completed
-    (nxd writes the SSD's INVAL after the HDD's FUA write completed, the
-    superblock after the HDD flush of a destage round).  The logs share a
-    clock only at the marks (m<k> at durability points, o<n> after every
-    op), each sent to the SSD first, then to the HDD; so the HDD at or
-    after its copy of a mark is later than the SSD at that mark, and such
-    pairs are sound (the HDD losing power after the SSD):
-      "mark":  both logs at mark m<k> (strict check);
-      "prefix" hdd: the HDD's log cut at a random entry c between its marks
-               m<k> and m<k+1>, the SSD at the last shared mark whose HDD
-               copy is at or before c;
-      "prefix" ssd: the SSD's log cut at a random entry c between its marks
-               m<k> and m<k+1>, the HDD at the first shared mark whose SSD
-               copy is at or after c (or the end of the HDD's log);
-      "variant" hdd/ssd: as prefix, at the entry before one of that
-               device's FLUSH entries F_b, and its image then made into
-               another legal state for "just before F_b completed": FUA
-               writes since its previous flush kept, the other writes of
-               the batch kept, dropped or torn (DevReplayer.variant).
-    So each device is cut on its own inside the interval, at its own
-    instant.  Both logs inside an interval with the SSD later than the HDD
-    is not made: without a shared clock there it may pair an INVAL with an
-    HDD write that had not completed, a state no power cut produces.  (The
-    pairs made do test the HDD write's FUA: an SSD cut after an INVAL pairs
-    with the HDD at the next op mark, before the next HDD flush.)"""
-    import bisect
-    ks = sorted(mh)
-    assert ks == sorted(ms), (ks[:5], sorted(ms)[:5])
-    hpos = {e.mark: e.idx for e in eh if e.mark}
-    spos = {e.mark: e.idx for e in es if e.mark}
-    sync = sorted((hpos[m], spos[m]) for m in hpos if m in spos)
-    assert all(a[1] < b[1] for a, b in zip(sync, sync[1:])), "marks out of order"
-    sync_h = [x[0] for x in sync]
-    sync_s = [x[1] for x in sync]
-    fl_h = [e.idx for e in eh if e.flags & crashlib.F_FLUSH]
-    fl_s = [e.idx for e in es if e.flags & crashlib.F_FLUSH]
-    end_h, end_s = len(eh) - 1, len(es) - 1
-
-    def ssd_for(c):             # the SSD at the last shared mark with HDD copy <= c
-        return sync_s[bisect.bisect_right(sync_h, c) - 1]
-
-    def hdd_for(c):             # the HDD at the first shared mark with SSD copy >= c
-        i = bisect.bisect_left(sync_s, c)
-        return sync_h[i] if i < len(sync_h) else end_h
-
-    def inside(lo, hi, flushes, last, end):
-        inner = list(range(lo + 1, hi))
-        pre = rng.sample(inner, min(nprefix, len(inner)))
-        cand = [b - 1 for b in flushes if lo < b <= hi]
-        if last:
-            cand.append(end)
-        var = rng.sample(cand, min(nvariant, len(cand)))
-        return [(c, "prefix") for c in pre] + [(c, "variant") for c in var]
-
-    order = {"mark": 0, "prefix": 1, "variant": 2, "end": 3}
-    cuts = []
-    for j, k in enumerate(ks):
-        last = j + 1 == len(ks)
-        h_lo, s_lo = mh[k], ms[k]
-        h_hi = mh[ks[j + 1]] if not last else len(eh)
-        s_hi = ms[ks[j + 1]] if not last else len(es)
-        cuts.append((h_lo, s_lo, k, "mark", None))
-        for c, kind in inside(h_lo, h_hi, fl_h, last, end_h):
-            cuts.append((c, ssd_for(c), k, kind, "hdd"))
-        for c, kind in inside(s_lo, s_hi, fl_s, last, end_s):
-            cuts.append((hdd_for(c), c, k, kind, "ssd"))
-    cuts.append((end_h, end_s, ks[-1], "end", None))
-    cuts.sort(key=lambda x: (x[0], x[1], order[x[3]]))
-    for a, b in zip(cuts, cuts[1:]):
-        assert a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2], (a, b)
-    return cuts
-
-
-def save_failure(seed, logpaths, layout, reps, cut, msg):
-    d = os.path.join(LOGS, f"{KVER}-crash-seed{seed}")
-    os.makedirs(d, exist_ok=True)
-    meta = dict(layout, cut_hdd_entry=cut[0], cut_ssd_entry=cut[1], cut_point=cut[2],
-                cut_kind=cut[3], cut_device=cut[4], message=msg)
-    with open(os.path.join(d, "failure.json"), "w") as f:
-        json.dump(meta, f, indent=1, default=str)
-    for dev, rep in reps.items():
-        with open(os.path.join(d, f"{dev}.img"), "wb") as f:
-            f.write(rep.img)
-        # Only the used part of the (sparse) log: up to the end of the last entry.
-        end = max(e.data_off + (0 if e.flags & crashlib.F_DISCARD else e.nr * 512)
-                  for e in rep.entries)
-        with open(logpaths[dev], "rb") as src, \
-                open(os.path.join(d, f"log-writes-{dev}.log"), "wb") as dst:
-            while end > 0:
-                b = src.read(min(end, 4 << 20))
-                if not b:
-                    break
-                dst.write(b)
-                end -= len(b)
-    return d
-
-
-def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
-    """For DevReplayer(legit=): a plain HDD write logged after an
-    overlapping HDD FUA write (sector @s: plain data @pv, FUA data @fv),
-    both between the log's marks k and k+1.  The workload runs one op at a
-    time (an op completes before the next is issued) and marks k after the
-    flush of its durability point k, so a plain write of the workload logged
-    between marks k and k+1 is one of its ops between points k and k+1
-    (events [D_k, D_k+1)); so is the FUA write.  In that window find op j,
-    the last to write @fv at @s, and op i that wrote @pv there (a discard:
-    zeros, and the entry is a discard; zeros are not unique, which is why
-    the window matters):
-      i after j: the plain write was issued after the FUA write completed,
-        so log order is right: ("keep", ...);
-      i a discard before j (nxd never discards the HDD on its own, so the
-        entry is that op's, which completed before op j was issued):
-        ("mask", ...);
-      i before j and the newest write to @s before j (no flush between:
-        both in the window), and for a write, @pv nowhere in the SSD's log
-        (so op i went to the HDD directly and the entry cannot be a destager
-        copy of a logged block landing after the FUA write, the bug this
-        must not hide): op i completed before op j was issued, the FUA data
-        stays: ("mask", ...);
-      anything else: None (the test fails)."""
-    events = wl.events
-    D = [0] + [d[0] for d in wl.durable]
-    zero = bytes(SECTOR)
-
-    def at(op, off):
-        if op[0] == "d":
-            return zero if op[1] <= off < op[1] + op[2] else None
-        if op[1] <= off < op[1] + len(op[2]):
-            return bytes(op[2][off - op[1]:off - op[1] + SECTOR])
-        return None
-
-    def legit(s, pv, fv, entry, k):
-        off = s * SECTOR
-        if off >= vol_bytes or k < 0:
-            return None
-        lo = D[k] if k < len(D) else len(events)
-        hi = D[k + 1] if k + 1 < len(D) else len(events)
-        discard = bool(entry.flags & crashlib.F_DISCARD)
-        j = next((x for x in range(hi - 1, lo - 1, -1)
-                  if events[x][0] != "d" and at(events[x], off) == fv), None)
-        if j is None:
-            return None
-
-        def is_plain(x):
-            return (events[x][0] == "d") == discard and at(events[x], off) == pv
-        if any(is_plain(x) for x in range(j + 1, hi)):
-            return ("keep", "plain op after the FUA op")
-        if discard and any(is_plain(x) for x in range(lo, j)):
-            # nxd sends no discard of its own to the HDD: this is a user
-            # discard, which completed before op j was issued.  Writes
-            # between them may have gone to the log (dm-log-writes logs a
-            # plain entry only at the next flush, so it lands after j's).
-            return ("mask", "discard op before the FUA op, no flush between")
-        for i in range(j - 1, lo - 1, -1):
-            if at(events[i], off) is None:
-                continue
-            if not is_plain(i):
-                return None     # the newest earlier write to s is not the plain one
-            if not discard and \
-                    hashlib.blake2b(pv, digest_size=8).digest() in ssd_sectors():
-                return None     # may be a destager copy of a logged block
-            return ("mask", "plain op before the FUA op, no flush between")
-        return None
-    return legit
 
 
 def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
@@ -495,7 +191,7 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
 
     def ssd_sectors():
         if not ssd_set:
-            ssd_set.append(crashlib.log_sector_set(logpaths["ssd"], ent["ssd"]))
+            ssd_set.append(logwrites.log_sector_set(logpaths["ssd"], ent["ssd"]))
         return ssd_set[0]
     reps = {"hdd": DevReplayer("HDD", logpaths["hdd"], ent["hdd"], hdd.path, H,
                                legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors)),
@@ -567,7 +263,8 @@ def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
     rng = random.Random(seed * 7919)
     res = replay_and_check(dm, devs, logpaths, wl, layout, rng, PREFIX_CUTS, VARIANT_CUTS)
     st = layout["nxd_status"]
-    summary(f"crash-replay {KVER} seed {seed} opts '{opts}' ssd {ssd_mib}MiB: "
+    summary("crash-summary.txt",
+            f"crash-replay {KVER} seed {seed} opts '{opts}' ssd {ssd_mib}MiB: "
             f"{NOPS} ops {dict(wl.counts)} in {layout['workload_s']}s, live-verified "
             f"{wl.bytes_verified + layout['vol_sectors'] * 512} B; logs HDD {res['entries_hdd']} "
             f"+ SSD {res['entries_ssd']} entries, {res['marks']} marks each; plain-after-FUA "
@@ -643,7 +340,7 @@ def _flakey_once(dm, devs, seed, where):
     fl_h, fl_s, nx = f"crflh{seed}", f"crfls{seed}", f"crflnx{seed}"
     dm.create(fl_h, _linear(Hs, hdd.dev))
     dm.create(fl_s, _linear(Ss, ssd.dev))
-    vol = crashlib.data_sectors(Hs)
+    vol = facts.data_sectors(Hs)
     opts = rng.choice(["", "write_threshold 131072", "low_watermark 0"])
     threshold = 131072 if "write_threshold" in opts else 65536
     dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
@@ -722,21 +419,21 @@ def _flakey_once(dm, devs, seed, where):
     # and the volume goes degraded (writes bypass the log, no waiting for
     # room that never comes).  If it then had to write the HDD over logged
     # blocks, the HDD label says "log abandoned" and the reload is refused.
-    noticed = parse_nxd_status(dm.status(nx))["state"] == "degraded"
+    noticed = parse_params(dm.status(nx))["state"] == "degraded"
     # Degraded, a partial write over a logged block fails (section 13 of
     # docs/design.md); nothing else may.
     assert noticed or not wl.counts.get("eio"), f"seed {seed}: EIO while not degraded: {wl.counts}"
     dm.remove(nx)                                # clean shutdown goes nowhere
     for name, n, dev in targets:
         dm.reload(name, _linear(n, dev))
-    mark = nxdvm.kmsg_mark(f"flakey {seed} reload")
+    mark = host.kmsg_mark(f"flakey {seed} reload")
     tag = (f"flakey {where} seed {seed} opts '{opts}' (drop after {wl.nop} ops; last good "
            f"fsync = point {k}/{len(wl.durable)})")
     chk = Checker(vol * 512, wl.events, wl.durable)
     try:
         dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     except DMError as e:
-        refused = [ln for ln in nxdvm.dmesg_since(mark) if "log abandoned" in ln]
+        refused = [ln for ln in host.dmesg_since(mark) if "log abandoned" in ln]
         if not (noticed and where == "ssd" and refused):
             raise AssertionError(f"seed {seed}: nxd did not come back after the drop "
                                  f"(degraded before: {noticed}): {e}\n{dmesg_tail()}") from None
@@ -752,13 +449,14 @@ def _flakey_once(dm, devs, seed, where):
         assert not bad, (f"{tag}: log refused ({refused[0].strip()}); {len(bad)} of "
                          f"{len(blocks)} never-logged blocks on the HDD differ from the "
                          f"model, first: block {bad[0]}")
-        summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
+        summary("crash-summary.txt",
+                f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
                 f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s, "
                 f"{post} writes after it; SSD loss detected (degraded), reload refused "
                 f"({refused[0].strip()}); HDD alone: {len(blocks)} never-logged 4K blocks "
                 f"equal the final model")
         return
-    st = parse_nxd_status(dm.status(nx))
+    st = parse_params(dm.status(nx))
     assert st["state"] == "ok", st
     got = DirectIO().read_all(dm.node(nx), vol * 512)
     chk.advance_to(k)
@@ -770,7 +468,8 @@ def _flakey_once(dm, devs, seed, where):
     assert noticed or lost, (f"{tag}: every write made after the drop ({post}) reads back: "
                              f"dm-flakey dropped nothing")
     dm.remove(nx)
-    summary(f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
+    summary("crash-summary.txt",
+            f"crash-flakey {KVER} {where} seed {seed} opts '{opts}': {wl.nop} ops "
             f"{dict(wl.counts)}, drop after {round(drop_at['t'] - t_start, 1)}s "
             f"(both suspended within {round(drop_at['suspended'] - drop_at['t'], 2)}s), "
             f"{post} writes after it, {lost} sectors lost them; "
@@ -790,7 +489,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
     it so that the failure is reported instead of hanging the suite."""
     hdd = devs(Loop(HDD_MIB, "crash-dh"))
     ssd = devs(NullBlk(6, discard=True))
-    vol = crashlib.data_sectors(HDD_MIB * 2048)
+    vol = facts.data_sectors(HDD_MIB * 2048)
     dm.create("crdnx", nxd_table(vol, hdd.dev, ssd.dev))
     dm.message("crdnx", "pause_destage")
     dev = dm.node("crdnx")
@@ -804,7 +503,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
 
         def do_discard():
             try:
-                crashlib.discard(fd, 2739 * 512, 4608)
+                rawio.discard(fd, 2739 * 512, 4608)
             except OSError as e:
                 err.append(e)
             done.set()

@@ -54,20 +54,21 @@ Tests:
       NXD_PCUT_CUTS cuts each; option set, keep and order vary with the
       seed.  Summary: build/logs/<kver>-crash-campaign.txt.
 """
-import errno
 import json
 import os
 import random
-import struct
-import threading
 import time
 
 import pytest
 
-import crashlib
-import pcutlib
-from crashlib import DM, DMError, DirectIO, nxd_table, parse_nxd_status
-from nxdlib import NullBlk
+from nxdt import facts, ondisk, pcut, rawio
+from nxdt.blkdev import NullBlk
+from nxdt.dmlib import DM, DMError
+from nxdt.facts import parse_params
+from nxdt.host import dmesg_tail, summary
+from nxdt.nxdvol import nxd_table
+from nxdt.pcut import oracle, Workload, ZERO
+from nxdt.rawio import DirectIO
 
 KVER = os.uname().release
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -77,315 +78,16 @@ SECTOR = 512
 HDD_MIB = int(os.environ.get("NXD_PCUT_HDD_MIB", "64"))
 SSD_MIB = int(os.environ.get("NXD_PCUT_SSD_MIB", "8"))
 GROW_MIB = 8
-THREADS = 4
-QD = 4
 OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0"]
-INF = 1 << 62
-NEG = -1
-
-# ----------------------------------------------------------------- payload ---
-
-_HDR = struct.Struct("<4sIQQQ")
-MAGIC = b"NXPC"
-ZERO = bytes(SECTOR)
-_M64 = (1 << 64) - 1
-
-
-def _check(seed, wid, s):
-    return ((wid * 0x9E3779B97F4A7C15) ^ (s * 0xC2B2AE3D27D4EB4F) ^ seed) & _M64
-
-
-def sector_payload(seed, wid, s):
-    return _HDR.pack(MAGIC, seed & 0xFFFFFFFF, wid, s, _check(seed, wid, s)) * 16
-
-
-def write_payload(seed, wid, s0, n):
-    return b"".join(sector_payload(seed, wid, s0 + i) for i in range(n))
-
-
-def decode(b, seed, s):
-    """Write id of sector @s's 512 bytes @b, or None if it is no payload
-    for sector @s of this seed."""
-    head = b[:32]
-    if head * 16 != b:
-        return None
-    magic, sd, wid, sec, chk = _HDR.unpack(head)
-    if magic != MAGIC or sd != seed & 0xFFFFFFFF or sec != s or chk != _check(seed, wid, s):
-        return None
-    return wid
 
 
 # ---------------------------------------------------------------- workload ---
 
-class Rec:
-    __slots__ = ("wid", "kind", "s0", "n", "sub", "comp", "ok", "fua", "tid")
-
-    def __init__(self, wid, kind, s0, n, fua, tid):
-        self.wid, self.kind, self.s0, self.n, self.fua, self.tid = wid, kind, s0, n, fua, tid
-        self.sub = time.monotonic_ns()
-        self.comp = None        # None: never completed (in flight at the end)
-        self.ok = False
-
-    def done(self, ok):
-        self.comp = time.monotonic_ns()
-        self.ok = ok
-
-    def asdict(self):
-        return {k: getattr(self, k) for k in self.__slots__}
-
-
-class Workload:
-    """THREADS writer threads on @dev until stop(); records every write,
-    discard and fsync with its times and outcome."""
-
-    def __init__(self, dev, vol_sectors, seed, round_no, wid_base, hot_sectors=8192,
-                 p_fsync=0.08, admin=None):
-        self.dev, self.nsec, self.seed = dev, vol_sectors, seed
-        self.admin = admin              # nxd's dm name: drains, suspends, pauses
-        self.rseed = seed * 1000 + round_no
-        self.p_fsync = p_fsync
-        self.hot = min(hot_sectors, vol_sectors)
-        self.recs = []
-        self.flushes = []               # [fs, fc, ok]
-        self.lock = threading.Lock()
-        self.stop_ev = threading.Event()
-        self._wid = wid_base
-        self.counts = {"w": 0, "fua": 0, "d": 0, "f": 0, "eio": 0, "small": 0, "mid": 0, "big": 0}
-        self.stuck = []
-        self.threads = [threading.Thread(target=self._run, args=(t,), daemon=True)
-                        for t in range(THREADS)]
-        self.admin_thread = None
-        if admin:
-            self.counts.update({"drain": 0, "suspend": 0, "pause": 0})
-            self.admin_thread = threading.Thread(target=self._admin, daemon=True)
-
-    def next_wid(self):
-        with self.lock:
-            self._wid += 1
-            return self._wid
-
-    def _extent(self, rng, kind):
-        c = rng.random()
-        if kind == "d":
-            n = rng.choice([8, 16, 64, 128, 512])
-            if rng.random() < 0.3:
-                n += rng.randint(1, 7)
-        elif c < 0.35:
-            n = rng.randint(1, 7)                                   # < 4 KiB
-            self.counts["small"] += 1
-        elif c < 0.8:
-            n = rng.choice([8, 16, 24, 32, 64, 128])                # 4-64 KiB
-            self.counts["mid"] += 1
-        else:
-            n = rng.choice([136, 256, 512, 1024])                   # > 64 KiB
-            self.counts["big"] += 1
-        span = self.hot if rng.random() < 0.7 else self.nsec
-        span = max(span, n)
-        if n % 8 == 0 and rng.random() < 0.85:
-            s0 = rng.randrange(0, (span - n) // 8 + 1) * 8
-        else:
-            s0 = rng.randrange(0, span - n + 1)
-        return s0, n
-
-    def _run(self, tid):
-        rng = random.Random(self.rseed * 16 + tid)
-        qd = rng.randint(2, QD)
-        fd = os.open(self.dev, os.O_RDWR | os.O_DIRECT)
-        aio = pcutlib.AIO(qd, 512 * 1024)
-        fails = 0
-        try:
-            while not self.stop_ev.is_set():
-                while aio.inflight < qd and not self.stop_ev.is_set():
-                    x = rng.random()
-                    if x < 0.07:
-                        s0, n = self._extent(rng, "d")
-                        r = Rec(self.next_wid(), "d", s0, n, False, tid)
-                        with self.lock:
-                            self.recs.append(r)
-                            self.counts["d"] += 1
-                        try:
-                            crashlib.discard(fd, s0 * SECTOR, n * SECTOR)
-                            r.done(True)
-                        except OSError:
-                            r.done(False)
-                            fails += 1
-                    elif x < 0.07 + self.p_fsync:
-                        f = [time.monotonic_ns(), None, False]
-                        with self.lock:
-                            self.flushes.append(f)
-                            self.counts["f"] += 1
-                        try:
-                            os.fsync(fd)
-                            f[2] = True
-                        except OSError:
-                            fails += 1
-                        f[1] = time.monotonic_ns()
-                    else:
-                        fua = rng.random() < 0.12
-                        s0, n = self._extent(rng, "w")
-                        wid = self.next_wid()
-                        data = write_payload(self.seed, wid, s0, n)
-                        r = Rec(wid, "w", s0, n, fua, tid)
-                        with self.lock:
-                            self.recs.append(r)
-                            self.counts["fua" if fua else "w"] += 1
-                        try:
-                            r.sub = time.monotonic_ns()
-                            aio.submit_write(fd, s0 * SECTOR, data, fua, r)
-                        except OSError:
-                            r.done(False)
-                            fails += 1
-                if aio.inflight:
-                    for r, res in aio.reap(1, 0.2):
-                        r.done(res == r.n * SECTOR)
-                        if res != r.n * SECTOR:
-                            fails += 1
-                if fails > 20:          # the devices are gone: do not spin
-                    time.sleep(0.01)
-            deadline = time.monotonic() + 60
-            while aio.inflight and time.monotonic() < deadline:
-                for r, res in aio.reap(1, 0.5):
-                    r.done(res == r.n * SECTOR)
-        finally:
-            with self.lock:
-                self.counts["eio"] += fails
-            if aio.inflight:
-                self.stuck.append((tid, aio.inflight))
-            else:
-                aio.close()
-                os.close(fd)
-
-    def _admin(self):
-        """What an admin does to a live volume, so that cuts also land in a
-        drain, a suspend or resume, and a paused or resumed destager.  After
-        a cut these fail or are killed; only the writers' data is checked."""
-        import subprocess
-        rng = random.Random(self.rseed * 16 + 99)
-
-        def dm(*args, timeout=20):
-            try:
-                subprocess.run(["dmsetup", *args], capture_output=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass        # a drain waiting on a cut device: killed
-
-        while not self.stop_ev.wait(rng.uniform(0.2, 1.0)):
-            x = rng.random()
-            if x < 0.4:
-                self.counts["drain"] += 1
-                dm("message", self.admin, "0", "drain", timeout=rng.uniform(0.5, 5))
-            elif x < 0.7:
-                self.counts["suspend"] += 1
-                dm("suspend", self.admin)
-                time.sleep(rng.uniform(0, 0.2))
-                dm("resume", self.admin)
-            else:
-                self.counts["pause"] += 1
-                dm("message", self.admin, "0", "pause_destage")
-                self.stop_ev.wait(rng.uniform(0.1, 1.0))
-                dm("message", self.admin, "0", "resume_destage")
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        if self.admin_thread:
-            self.admin_thread.start()
-
-    def stop(self, timeout=90):
-        self.stop_ev.set()
-        if self.admin_thread:
-            import subprocess
-            self.admin_thread.join(60)
-            # Never leave the volume suspended: its queued I/O would hang.
-            subprocess.run(["dmsetup", "resume", self.admin], capture_output=True)
-        end = time.monotonic() + timeout
-        for t in self.threads:
-            t.join(max(0.1, end - time.monotonic()))
-        alive = [t for t in self.threads if t.is_alive()]
-        return alive
-
 
 # ------------------------------------------------------------------ oracle ---
 
-def oracle(img, init, wl, nsec, seed, wid_base, detail=20):
-    """Check @img against the rules above; returns a dict of counts and the
-    first @detail problems."""
-    last_fs = max((f[0] for f in wl.flushes if f[2]), default=NEG)
-    M = [NEG] * nsec
-    Z = [None] * nsec
-    byid = {}
-    durable = 0
-    for r in wl.recs:
-        comp = r.comp if r.comp is not None else INF
-        hi = min(r.s0 + r.n, nsec)
-        if r.kind == "w":
-            byid[r.wid] = r
-            if r.ok and (r.fua or comp < last_fs):
-                durable += 1
-                for s in range(r.s0, hi):
-                    if r.sub > M[s]:
-                        M[s] = r.sub
-        else:
-            for s in range(r.s0, hi):
-                if Z[s] is None or comp > Z[s]:
-                    Z[s] = comp
-    res = {"sectors": nsec, "lost": 0, "unexplained": 0, "durable_writes": durable,
-           "new_values": 0, "problems": []}
-
-    def problem(kind, s, b, why):
-        res[kind] += 1
-        if len(res["problems"]) < detail:
-            sup = [r.asdict() for r in wl.recs if r.kind == "w" and r.s0 <= s < r.s0 + r.n
-                   and r.ok and (r.fua or (r.comp or INF) < last_fs) and r.sub == M[s]]
-            res["problems"].append({"kind": kind, "sector": s, "why": why,
-                                    "got_head": b[:32].hex(), "superseded_by": sup[:1]})
-
-    for s in range(nsec):
-        b = img[s * SECTOR:(s + 1) * SECTOR]
-        ib = init[s * SECTOR:(s + 1) * SECTOR]
-        if b == ib:
-            if M[s] == NEG:
-                continue
-            if b == ZERO and Z[s] is not None and Z[s] >= M[s]:
-                continue
-            problem("lost", s, b, "initial content, but a durable write covers the sector")
-            continue
-        if b == ZERO:
-            if Z[s] is not None and Z[s] >= M[s]:
-                continue
-            if Z[s] is not None:
-                problem("lost", s, b, "zeros of a discard superseded by a durable write")
-            else:
-                problem("unexplained", s, b, "zeros, no discard and not the initial content")
-            continue
-        wid = decode(b, seed, s)
-        if wid is None:
-            problem("unexplained", s, b, "not a payload of this sector")
-            continue
-        r = byid.get(wid)
-        if r is None:
-            if wid <= wid_base:
-                problem("lost", s, b, f"value of write {wid} of an earlier round, not the initial content")
-            else:
-                problem("unexplained", s, b, f"write id {wid} never issued")
-            continue
-        if not r.s0 <= s < r.s0 + r.n:
-            problem("unexplained", s, b, f"write {wid} did not cover this sector")
-            continue
-        comp = r.comp if r.comp is not None else INF
-        if comp >= M[s]:
-            res["new_values"] += 1
-            continue
-        problem("lost", s, b, f"write {wid} superseded by a durable write")
-    return res
-
 
 # ------------------------------------------------------------------- chain ---
-
-def summary(fname, line):
-    print(line, flush=True)
-    os.makedirs(LOGS, exist_ok=True)
-    with open(os.path.join(LOGS, f"{KVER}-{fname}"), "a") as f:
-        f.write(f"{time.strftime('%F %T')} {line}\n")
 
 
 class Totals:
@@ -520,9 +222,9 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
     try:
         # A chain that grows starts on the first HDD_MIB - GROW_MIB.
         hdd_sec = (HDD_MIB - (GROW_MIB if grow else 0)) * 2048
-        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
-        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
-        vol = crashlib.data_sectors(ph.sectors)
+        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
+        ps = pcut.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
+        vol = facts.data_sectors(ph.sectors)
         table = nxd_table(vol, ph.devno, ps.devno, opts)
         nx = names[2]
         created = False
@@ -561,7 +263,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     except DMError as e2:
                         tot.failures.append(f"{tag}: and with format: {e2}\n{dmesg_tail(6)}")
                         return
-            st = parse_nxd_status(dm.status(nx))
+            st = parse_params(dm.status(nx))
             img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
             bad = nonzero_sectors(img, 0, vol)
             summary(fname, f"{tag}: cut {was_cut} (uncut load: {ops} ops){refused}; "
@@ -590,7 +292,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     return
                 ph.sectors = HDD_MIB * 2048
                 ph.power_on()
-                old_vol, vol = vol, crashlib.data_sectors(ph.sectors)
+                old_vol, vol = vol, facts.data_sectors(ph.sectors)
                 table = nxd_table(vol, ph.devno, ps.devno, opts)
                 r = cut_load(dm, nx, table, ps if grow[2] == "ssd" else ph, grow[1], grow[3],
                              (ph, ps), tot, tag)
@@ -606,7 +308,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                         tot.failures.append(f"{tag}: the longer table did not load: {e}\n"
                                             f"{dmesg_tail(6)}")
                         return
-                st = parse_nxd_status(dm.status(nx))
+                st = parse_params(dm.status(nx))
                 img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
                 old = old_vol * SECTOR
                 lost = 0 if img[:old] == init[:old] else \
@@ -653,7 +355,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             alive = wl.stop()
             t_work = time.monotonic() - t0
             st_first, st_other = first.status(), other.status()
-            nst = parse_nxd_status(dm.status(nx))
+            nst = parse_params(dm.status(nx))
             tot.forced += len(forced)
             if alive or wl.stuck:
                 tot.stuck += 1
@@ -691,7 +393,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 created, was_cut, _ = r
                 tot.recovery_cuts += was_cut
                 if created:
-                    st_r = parse_nxd_status(dm.status(nx))
+                    st_r = parse_params(dm.status(nx))
                     dm.remove(nx)           # and load it the normal way below
                     if st_r["state"] != "ok":
                         tot.failures.append(f"{tag}: state {st_r['state']} after an uncut recovery")
@@ -709,7 +411,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     tot.failures.append(f"{tag}: and with format: {e2}")
                     return
                 formatted = True
-            st = parse_nxd_status(dm.status(nx))
+            st = parse_params(dm.status(nx))
             if st["state"] != "ok":
                 tot.no_comeback += 1
                 tot.failures.append(f"{tag}: nxd state after recovery {st['state']}")
@@ -772,17 +474,16 @@ def _log_summary(ssd):
     """The newest superblock and the segments a replay would walk from
     its tail, for the loss record (best effort)."""
     try:
-        import nxdaux
-        _, sb = nxdaux.newest_sb(ssd)
-        segs = nxdaux.walk_log(ssd, sb, max_segs=4096)
+        _, sb = ondisk.newest_sb(ssd)
+        segs = ondisk.walk_log(ssd, sb, max_segs=4096)
         nxt = None
         if segs:
             last = segs[-1]
-            pos = nxdaux.next_seg_pos(sb["ring_blocks"], last["pos"] + 1 + last["nr_data"])
+            pos = ondisk.next_seg_pos(sb["ring_blocks"], last["pos"] + 1 + last["nr_data"])
         else:
             pos = sb["tail_pos"]
-        raw = nxdaux.pread_dev(ssd, (sb["ring_start"] + pos) * 4096, 4096)
-        nxt = nxdaux.parse_seg(raw)
+        raw = rawio.pread_dev(ssd, (sb["ring_start"] + pos) * 4096, 4096)
+        nxt = ondisk.parse_seg(raw)
         return {"sb": {k: (v.hex() if isinstance(v, bytes) else v) for k, v in sb.items()},
                 "segments": [(g["seq"], g["pos"], g["nr_data"], g["flags"]) for g in segs],
                 "after_end": None if not nxt else
@@ -803,9 +504,9 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
     ssd_nb = NullBlk(SSD_MIB, discard=True)
     names = (f"psh{seed}", f"pss{seed}", f"psn{seed}")
     try:
-        ph = pcutlib.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
-        ps = pcutlib.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
-        vol = crashlib.data_sectors(ph.sectors)
+        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
+        ps = pcut.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
+        vol = facts.data_sectors(ph.sectors)
         table = nxd_table(vol, ph.devno, ps.devno, opts)
         nx = names[2]
         dm.create(nx, table)
@@ -846,7 +547,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                     ps.power_on()
                     log_before = _log_summary(ps.path)
                     dm.create(nx, table)
-                nst = parse_nxd_status(dm.status(nx))
+                nst = parse_params(dm.status(nx))
                 img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
                 res = oracle(img, init, wl, vol, seed, wid_base)
                 results.append(f"{phase}: lost {res['lost']} unexplained {res['unexplained']}")
@@ -880,17 +581,11 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
         remove_devices(dm, names, ssd_nb, hdd_nb)
 
 
-def dmesg_tail(n=15):
-    import subprocess
-    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    return "\n".join(out.splitlines()[-n:])
-
-
 # ------------------------------------------------------------------- tests ---
 
 @pytest.fixture(scope="module", autouse=True)
 def pcut_module():
-    pcutlib.load_module()
+    pcut.load_module()
     yield
 
 
@@ -910,7 +605,7 @@ def run_bare(dm, seed, lying):
     nb = NullBlk(32, discard=True)
     name = f"pbare{seed}"
     try:
-        pc = pcutlib.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
+        pc = pcut.Pcut(dm, name, nb.dev, f"bare{seed}", seed)
         pc.set(keep=0, torn=0)
         if lying:
             pc.message("ignore_flush", 1)

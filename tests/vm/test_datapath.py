@@ -2,7 +2,7 @@
 """dm-nxd core data path on real block devices: routing, exact data through
 the SSD log and the HDD, discards, flushes, thresholds, recovery.
 
-Every data check compares against an in-memory model (nxdlib.DiffTester),
+Every data check compares against an in-memory model (nxdt.workloads.DiffTester),
 never against the device under test.
 """
 import os
@@ -10,9 +10,12 @@ import subprocess
 
 import pytest
 
-from nxdlib import (DiffTester, Loop, NullBlk, Volume, disk_stat, dm_message,
-                    dm_reload, dm_table, pread_direct, pwrite_direct, read_all,
-                    sh, sysfs_read, sysfs_write)
+from nxdt.blkdev import Loop, NullBlk, disk_stat
+from nxdt.dmlib import dm_message, dm_reload, dm_table
+from nxdt.host import sh
+from nxdt.nxdvol import Volume, sysfs_read, sysfs_write
+from nxdt.rawio import discard, pread_direct, pwrite_direct, read_all
+from nxdt.workloads import DiffTester
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
 
@@ -211,7 +214,6 @@ def test_large_write_invalidates_logged_copy(vol):
     st = vol.status()
     assert st["invalidations"] >= 1, st
     fd = os.open(vol.dev, os.O_RDWR | os.O_DIRECT)
-    from nxdlib import discard
     discard(fd, 6 << 20, 1 << 20)
     assert pread_direct(fd, 6 << 20, 4096) == bytes(4096)
     os.close(fd)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """dm-nxd background destaging: several log capacities of small writes,
 races between destage and overwrites/discards, merged destage bios, drain
-and drain-on-suspend.  Data is always checked against nxdlib's model."""
+and drain-on-suspend.  Data is always checked against the model of
+nxdt.workloads.DiffTester."""
 import os
 import random
 import subprocess
@@ -10,8 +11,12 @@ import time
 
 import pytest
 
-from nxdlib import (DiffTester, Loop, NullBlk, Volume, dm_message, pread_direct,
-                    pwrite_direct, read_all, sh, sysfs_read, sysfs_write)
+from nxdt.blkdev import Loop, NullBlk
+from nxdt.dmlib import dm_message
+from nxdt.host import sh
+from nxdt.nxdvol import Volume, sysfs_read
+from nxdt.rawio import pread_direct, pwrite_direct, read_all
+from nxdt.workloads import DiffTester
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
 

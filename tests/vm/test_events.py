@@ -18,12 +18,11 @@ import time
 
 import pytest
 
-import nxdvm
-import nxdaux as X
-from nxdaux import BLOCK, MiB
+from nxdt import ctl, host, rawio
+from nxdt.facts import BLOCK, MiB
 from test_faults import rig, rig_setup, _setup, _degrade  # noqa: F401 (rig: fixture)
 
-NXDCTL = os.path.join(nxdvm.REPO, "tools", "nxdctl")
+NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 
 
 class Monitor:
@@ -62,7 +61,7 @@ class Monitor:
                     continue
                 k += w in ("dm_wait_event", "dev_wait")
             return k >= n
-        nxdvm.wait_for(asleep, timeout=60, interval=0.1,
+        host.wait_for(asleep, timeout=60, interval=0.1,
                        what="nxdctl monitor waiting in DM_DEVICE_WAITEVENT")
 
     def events(self, vol):
@@ -75,7 +74,7 @@ class Monitor:
         return out
 
     def wait_event(self, vol, kind, n=1, timeout=60):
-        nxdvm.wait_for(lambda: self.events(vol).count(kind) >= n,
+        host.wait_for(lambda: self.events(vol).count(kind) >= n,
                        timeout=timeout, interval=0.1,
                        what=f"{n} '{kind}' line(s) of {vol} from nxdctl "
                             f"monitor (so far: {self.lines})")
@@ -104,7 +103,7 @@ def event_nr(v):
 
 
 def nxdctl(*args):
-    return nxdvm.run([NXDCTL, *map(str, args)])
+    return host.run([NXDCTL, *map(str, args)])
 
 
 @pytest.fixture
@@ -142,7 +141,7 @@ def test_events_degrade_log_full_drain(big_rig, tmp_path):
         # -- log full: 96 MiB of 64 KiB writes into a 64 MiB log, paused
         # (a full log is destaged all the same, so it fills more than once)
         buf = bytes(range(256)) * 256
-        with X.Fd(v.dev) as f:
+        with rawio.Fd(v.dev) as f:
             for rnd in range(3):
                 for off in range(8 * MiB, 40 * MiB, 64 * 1024):
                     f.pwrite(off, buf)
@@ -224,18 +223,18 @@ def test_error_counters_survive_histogram_reset(rig):
         m.read_eio(b * BLOCK, BLOCK)            # failed SSD reads: ssd_errors
     rig.ssdi.set("ok")
     rig.hddi.set("error")
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for b in m.free_blocks(3):              # HDD reads fail: hdd_errors
-            assert f.pread_try(b * BLOCK, BLOCK)[1] == X.EIO
+            assert f.pread_try(b * BLOCK, BLOCK)[1] == rawio.EIO
     rig.hddi.set("ok")
     v.drain()
-    before = X.get_stats(v.name)["counters"]
+    before = ctl.get_stats(v.name)["counters"]
     assert before["ssd_errors"] >= 4 and before["hdd_errors"] >= 3, before
     assert before["writes_logged"] > 0 and before["events_drain_done"] == 1, before
     nxdctl("histogram", v.name, "--reset")
-    after = X.get_stats(v.name)
+    after = ctl.get_stats(v.name)
     c = after["counters"]
-    assert X.hist_sum(after["hist"]) == 0
+    assert ctl.hist_sum(after["hist"]) == 0
     assert c["writes_logged"] == 0 and c["reads_ssd"] == 0, c
     for k in ("ssd_errors", "hdd_errors", "events", "events_drain_done",
               "last_event"):
@@ -246,7 +245,7 @@ def test_error_counters_survive_histogram_reset(rig):
     # stats --reset is the same reset
     s = json.loads(nxdctl("stats", v.name, "--reset", "--json").stdout)["counters"]
     assert s["ssd_errors"] == before["ssd_errors"], s
-    c = X.get_stats(v.name)["counters"]
+    c = ctl.get_stats(v.name)["counters"]
     assert c["ssd_errors"] == before["ssd_errors"], c
     assert c["hdd_errors"] == before["hdd_errors"], c
     m.close()

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """dm-nxd under device faults and live management operations.
 
-The HDD and the SSD of the volume are dm devices (nxdaux.Injector) whose
+The HDD and the SSD of the volume are dm devices (nxdt.dmlib.Injector) whose
 table is switched live between linear ('ok') and dm-flakey failing every
 bio, only writes or only reads.  Every read that succeeds is compared with
 a model of what the test wrote; writes that must fail are predicted from
@@ -16,10 +16,11 @@ import time
 
 import pytest
 
-import nxdvm
-from nxdvm import run
-import nxdaux as X
-from nxdaux import BLOCK, EIO, MiB, SECTOR, Vol
+from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
+from nxdt.facts import BLOCK, MiB, SECTOR
+from nxdt.host import run
+from nxdt.nxdvol import Vol
+from nxdt.rawio import EIO
 
 HDD_MB = 64
 SSD_MB = 16
@@ -27,12 +28,12 @@ SSD_MB = 16
 
 class Rig:
     def __init__(self, dm, loopdev, nullb, hdd_mb=HDD_MB, ssd_mb=SSD_MB):
-        nxdvm.modprobe("dm-flakey", check=False)
+        host.modprobe("dm-flakey", check=False)
         self.dm = dm
         self.hdd_base = loopdev(hdd_mb)
         self.ssd_base = nullb(ssd_mb)
-        self.hddi = X.Injector(dm, "nxdf-hdd", self.hdd_base)
-        self.ssdi = X.Injector(dm, "nxdf-ssd", self.ssd_base)
+        self.hddi = dmlib.Injector(dm, "nxdf-hdd", self.hdd_base)
+        self.ssdi = dmlib.Injector(dm, "nxdf-ssd", self.ssd_base)
         self.hdd, self.ssd = self.hddi.dev, self.ssdi.dev
         self.models = []
 
@@ -68,7 +69,7 @@ class Model:
         self.data = bytearray(size)
         self.logged = set()          # blocks with a logged copy
         self.partial = set()         # ... of which only some sectors
-        self.f = X.Fd(vol.dev)
+        self.f = rawio.Fd(vol.dev)
         self.fds = [self.f]
 
     def close(self):
@@ -76,7 +77,7 @@ class Model:
             f.close()
 
     def reopen(self):
-        self.f = X.Fd(self.vol.dev)
+        self.f = rawio.Fd(self.vol.dev)
         self.fds.append(self.f)
 
     def base(self):
@@ -132,7 +133,7 @@ class Model:
         assert e == EIO, f"read {off}+{n}: errno {e}, want EIO"
 
     def verify(self, dev=None):
-        got = X.pread_dev(dev or self.vol.dev, 0, self.size)
+        got = rawio.pread_dev(dev or self.vol.dev, 0, self.size)
         self.same(0, got)
 
     def free_blocks(self, n, exclude=()):
@@ -164,7 +165,7 @@ def _setup(rig, name, size=4 * MiB, seed=1, nfull=32, npart=8, opts=None):
 def test_ssd_read_errors(rig, mode):
     """Reads that need the SSD fail with EIO while it fails, never return
     other data; HDD-only reads keep working; the log survives the fault."""
-    if mode == "error_reads" and not X.flakey_supports("error_reads"):
+    if mode == "error_reads" and not dmlib.flakey_supports("error_reads"):
         pytest.skip("dm-flakey has no error_reads on this kernel (< 6.6)")
     v, m = _setup(rig, "nxdsr", seed=2)
     full = sorted(b for b in m.logged)
@@ -199,15 +200,15 @@ def _degrade(v, m, rig):
     it must succeed (failed over to the HDD), degrade the volume and
     freeze the log (HDD label) instead of giving it up."""
     rig.ssdi.set("error_writes")
-    marker = nxdvm.kmsg_mark("degrade")
+    marker = host.kmsg_mark("degrade")
     b = m.free_blocks(1)[0]
     m.write(b * BLOCK, BLOCK, False)
     st = v.status()
     assert st["state"] == "degraded" and st["degraded"] == 1, st
     assert st["ssd_errors"] >= 1, st
     assert v.sget("state") == "degraded"
-    assert X.wait_kmsg(marker, r"SSD .*failed.*degraded"), "no kernel message about the SSD"
-    assert X.wait_kmsg(marker, r"SSD log frozen at segment \d+"), "log not frozen"
+    assert host.wait_kmsg(marker, r"SSD .*failed.*degraded"), "no kernel message about the SSD"
+    assert host.wait_kmsg(marker, r"SSD log frozen at segment \d+"), "log not frozen"
     return st
 
 
@@ -221,15 +222,15 @@ def _reassemble_ok(v, m, rig, logged_left=None):
     m.close()
     v.remove()
     rig.ssdi.set("ok")
-    marker = nxdvm.kmsg_mark("reassemble after degraded")
+    marker = host.kmsg_mark("reassemble after degraded")
     v.recreate()
     m.reopen()
-    assert X.wait_kmsg(marker, r"SSD log unfrozen after an SSD failure"), "label not unfrozen"
+    assert host.wait_kmsg(marker, r"SSD log unfrozen after an SSD failure"), "label not unfrozen"
     st = v.status()
     assert st["state"] == "ok" and st["degraded"] == 0, st
     if logged_left is not None:
         # At load: the destager may start at once (idle HDD, not paused).
-        n = X.recovered_entries(marker)
+        n = nxdvol.recovered_entries(marker)
         assert n == logged_left, (n, logged_left, st)
     m.verify()
     # Logging works again: a small write goes to the log.
@@ -279,7 +280,7 @@ def test_ssd_write_errors_degrade(rig):
             reads += 1
     m.verify()
     assert over > 50 and reads > 50, (ok, over, reads)
-    nxdvm.wait_for(lambda: v.status()["index_entries"] == 0, timeout=120,
+    host.wait_for(lambda: v.status()["index_entries"] == 0, timeout=120,
                    what="the degraded log emptied by the destager")
     st = v.status()
     assert st["state"] == "degraded", st
@@ -353,12 +354,12 @@ def test_reload_sees_a_log_frozen_after_its_constructor(rig):
         m.write(b * BLOCK, BLOCK, False)
     m.unlog(list(m.logged))
     m.verify()
-    marker = nxdvm.kmsg_mark("resume table B")
+    marker = host.kmsg_mark("resume table B")
     p = run(["dmsetup", "resume", v.name], check=False)
     assert p.returncode == 0, p.stderr
     st = v.status()
     assert st["state"] == "degraded", st    # the SSD still fails writes
-    assert X.wait_kmsg(marker, r"recovered \d+ segments"), "B did not recover"
+    assert host.wait_kmsg(marker, r"recovered \d+ segments"), "B did not recover"
     m.verify()
     _reassemble_ok(v, m, rig)
 
@@ -381,7 +382,7 @@ def test_rmw_read_error_fails_only_that_write(rig):
     """A partial write over a logged block whose SSD copy cannot be read
     fails with EIO; the volume does not degrade, the logged copy stays
     the newest data, and other writes go on."""
-    if not X.flakey_supports("error_reads"):
+    if not dmlib.flakey_supports("error_reads"):
         pytest.skip("dm-flakey has no error_reads on this kernel (< 6.6)")
     v, m = _setup(rig, "nxdrm", seed=8, nfull=16, npart=0)
     b = sorted(m.logged)[0]
@@ -411,20 +412,20 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     nfull, npart = (0, 32) if kind == "partial" else (32, 0)
     v, m = _setup(rig, "nxdls", seed=12, nfull=nfull, npart=npart)
     first_hdr = 8 * 4096                      # NXD_RING_START: ring slot 0
-    hdr = X.pread_dev(rig.ssd_base, first_hdr, BLOCK)
-    seg = X.parse_seg(hdr)
+    hdr = rawio.pread_dev(rig.ssd_base, first_hdr, BLOCK)
+    seg = ondisk.parse_seg(hdr)
     assert seg, "ring slot 0 holds no segment header"
     assert seg["flags"] == (1 if kind == "whole" else 0), seg["flags"]
-    lost = [b for b, _ in X.data_recs(seg)] if kind == "whole" else []
+    lost = [b for b, _ in ondisk.data_recs(seg)] if kind == "whole" else []
     for b in lost:                            # what the HDD had before
-        m.data[b * BLOCK:(b + 1) * BLOCK] = X.pread_dev(rig.hdd, b * BLOCK, BLOCK)
-    X.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
-    marker = nxdvm.kmsg_mark("lost segment")
+        m.data[b * BLOCK:(b + 1) * BLOCK] = rawio.pread_dev(rig.hdd, b * BLOCK, BLOCK)
+    rawio.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
+    marker = host.kmsg_mark("lost segment")
     v.drain()
-    assert X.wait_kmsg(marker, r"log segment \d+ at 0 unreadable .*use index"), \
+    assert host.wait_kmsg(marker, r"log segment \d+ at 0 unreadable .*use index"), \
         "no message naming the segment"
     if lost:
-        assert X.wait_kmsg(marker, r"logged block \d+ .*has no header to vouch for it"), \
+        assert host.wait_kmsg(marker, r"logged block \d+ .*has no header to vouch for it"), \
             "no message naming a lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
@@ -494,7 +495,7 @@ def _failing_drain(v, rig, marker):
     rig.hddi.set("error_writes")
     p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert X.wait_kmsg(marker, r"destage failed", timeout=60), "no destage error logged"
+    assert host.wait_kmsg(marker, r"destage failed", timeout=60), "no destage error logged"
     return p
 
 
@@ -504,7 +505,7 @@ def test_destage_errors_keep_the_log(rig):
     once the HDD is back; then the HDD alone holds the data."""
     v, m = _setup(rig, "nxdde", seed=6, nfull=200, npart=16)
     st0 = v.status()
-    p = _failing_drain(v, rig, nxdvm.kmsg_mark("destage errors"))
+    p = _failing_drain(v, rig, host.kmsg_mark("destage errors"))
     try:
         time.sleep(3)                       # a few more failed rounds
         assert p.poll() is None, f"drain returned while the HDD fails: {p.communicate()}"
@@ -534,11 +535,11 @@ def test_destage_error_backoff_while_draining(rig):
     in a loop, also while a drain is waiting."""
     v, m = _setup(rig, "nxdbo", seed=8, nfull=200, npart=0)
     used = v.status()["log_used_blocks"] * BLOCK
-    p = _failing_drain(v, rig, nxdvm.kmsg_mark("destage back-off"))
+    p = _failing_drain(v, rig, host.kmsg_mark("destage back-off"))
     try:
-        r0, t0 = nxdvm.io_sectors(rig.ssd)[0], time.monotonic()
+        r0, t0 = blkdev.io_sectors(rig.ssd)[0], time.monotonic()
         time.sleep(4)
-        reread = (nxdvm.io_sectors(rig.ssd)[0] - r0) * SECTOR
+        reread = (blkdev.io_sectors(rig.ssd)[0] - r0) * SECTOR
         secs = time.monotonic() - t0
         assert p.poll() is None
         # A round reads at most the whole log; one per second, plus slack.
@@ -561,10 +562,10 @@ def test_drain_interrupted_then_reassembled(rig):
     with nothing lost."""
     v, m = _setup(rig, "nxddi", seed=7, nfull=64, npart=8)
     rig.hddi.set("error_writes")
-    marker = nxdvm.kmsg_mark("drain interrupted")
+    marker = host.kmsg_mark("drain interrupted")
     p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert X.wait_kmsg(marker, r"destage failed", timeout=60)
+    assert host.wait_kmsg(marker, r"destage failed", timeout=60)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     try:
@@ -596,7 +597,7 @@ def test_remove_during_stuck_drain(rig):
     hangs; assembled again with the HDD repaired, nothing is lost."""
     v, m = _setup(rig, "nxdrd", seed=9, nfull=64, npart=8)
     m.close()
-    p = _failing_drain(v, rig, nxdvm.kmsg_mark("remove during drain"))
+    p = _failing_drain(v, rig, host.kmsg_mark("remove during drain"))
     try:
         t0 = time.monotonic()
         r = run(["dmsetup", "remove", v.name], check=False, timeout=300)
@@ -673,14 +674,14 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
                 counts["suspend"] += 1
             elif op == 1:
                 k = counts["reload"] % len(thresholds)
-                line = X.table_with(v.table(), write_threshold=thresholds[k], mode=modes[k])
+                line = nxdvol.table_with(v.table(), write_threshold=thresholds[k], mode=modes[k])
                 p, dt = _timed(["dmsetup", "load", v.name], input=line + "\n")
                 assert p.returncode == 0, p.stderr
                 p, dt = _timed(["dmsetup", "suspend", v.name])
                 assert p.returncode == 0, p.stderr
                 p, dt = _timed(["dmsetup", "resume", v.name])
                 assert p.returncode == 0, p.stderr
-                opts = X.table_opts(v.table())
+                opts = nxdvol.table_opts(v.table())
                 assert opts["write_threshold"] == str(thresholds[k]), opts
                 assert opts["mode"] == modes[k] and v.sget("mode") == modes[k]
                 assert v.status()["state"] == "ok"
@@ -694,7 +695,7 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
             elif op == 3:
                 p, dt = _timed(["rmmod", "dm_nxd"], timeout=120)
                 assert p.returncode != 0, "rmmod dm_nxd succeeded with a volume"
-                assert nxdvm.module_loaded("dm_nxd")
+                assert host.module_loaded("dm_nxd")
                 counts["rmmod"] += 1
             else:
                 assert v.sset("write_threshold", random.choice(["8K", "256K", "1M"])) == 0
@@ -726,9 +727,9 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
 def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
     v = Vol(dm, "nxdrmmod", loopdev(HDD_MB), nullb(SSD_MB))
     p = run(["rmmod", "dm_nxd"], check=False, timeout=60)
-    assert p.returncode != 0 and nxdvm.module_loaded("dm_nxd"), p.stderr
+    assert p.returncode != 0 and host.module_loaded("dm_nxd"), p.stderr
     v.dm.suspend(v.name)
     p = run(["rmmod", "dm_nxd"], check=False, timeout=60)
-    assert p.returncode != 0 and nxdvm.module_loaded("dm_nxd"), p.stderr
+    assert p.returncode != 0 and host.module_loaded("dm_nxd"), p.stderr
     v.dm.resume(v.name)
     assert v.status()["state"] == "ok"

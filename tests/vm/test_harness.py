@@ -6,15 +6,15 @@ import uuid
 
 import pytest
 
-import nxdvm
-from nxdvm import run
+from nxdt import blkdev, host, workloads
+from nxdt.host import run
 
 MiB = 1 << 20
 
 
 def test_module_loaded(nxd_module, dm):
-    assert nxdvm.module_loaded("dm_nxd")
-    assert nxdvm.KVER in nxd_module
+    assert host.module_loaded("dm_nxd")
+    assert host.KVER in nxd_module
     targets = dm.targets().split()
     assert "nxd" in targets, f"target nxd not registered: {targets}"
 
@@ -24,7 +24,7 @@ def test_brd_devices(brd):
     assert len(brd) == int(os.environ.get("NXD_BRD_NR", "4"))
     for d in brd:
         assert os.path.exists(d)
-        assert nxdvm.dev_size_bytes(d) == size_mb * MiB
+        assert blkdev.dev_size_bytes(d) == size_mb * MiB
     pattern = os.urandom(4096)
     with open(brd[0], "r+b", buffering=0) as f:
         f.seek(MiB)
@@ -38,13 +38,13 @@ def test_nullb_sizes_and_stat(nullb):
     a = nullb(64)
     b = nullb(128, blocksize=4096)
     assert a != b
-    assert nxdvm.dev_size_bytes(a) == 64 * MiB
-    assert nxdvm.dev_size_bytes(b) == 128 * MiB
-    assert nxdvm.logical_block_size(a) == 512
-    assert nxdvm.logical_block_size(b) == 4096
-    r0, w0 = nxdvm.io_sectors(a)
-    nxdvm.wipe(a, 2 * MiB)
-    r1, w1 = nxdvm.io_sectors(a)
+    assert blkdev.dev_size_bytes(a) == 64 * MiB
+    assert blkdev.dev_size_bytes(b) == 128 * MiB
+    assert blkdev.logical_block_size(a) == 512
+    assert blkdev.logical_block_size(b) == 4096
+    r0, w0 = blkdev.io_sectors(a)
+    blkdev.wipe(a, 2 * MiB)
+    r1, w1 = blkdev.io_sectors(a)
     assert w1 - w0 == 2 * MiB // 512
     # memory_backed: data survives
     data = os.urandom(8192)
@@ -60,11 +60,11 @@ def test_loop_devices(loopdev):
     a = loopdev(32)
     b = loopdev(48, sector_size=4096)
     assert a.startswith("/dev/loop") and b.startswith("/dev/loop")
-    assert nxdvm.dev_size_bytes(a) == 32 * MiB
-    assert nxdvm.dev_size_bytes(b) == 48 * MiB
-    assert nxdvm.logical_block_size(b) == 4096
-    nxdvm.wipe(a, MiB)
-    assert nxdvm.io_sectors(a)[1] >= MiB // 512
+    assert blkdev.dev_size_bytes(a) == 32 * MiB
+    assert blkdev.dev_size_bytes(b) == 48 * MiB
+    assert blkdev.logical_block_size(b) == 4096
+    blkdev.wipe(a, MiB)
+    assert blkdev.io_sectors(a)[1] >= MiB // 512
 
 
 def test_md_raid6_assembles(md_raid6):
@@ -75,7 +75,7 @@ def test_md_raid6_assembles(md_raid6):
     with open(f"/sys/block/{name}/md/raid_disks") as f:
         assert int(f.read()) == 4
     # two data disks' worth, less the metadata reserve
-    size = nxdvm.dev_size_bytes(md)
+    size = blkdev.dev_size_bytes(md)
     assert 48 * MiB <= size <= 64 * MiB, size
     data = os.urandom(256 * 1024)
     with open(md, "r+b", buffering=0) as f:
@@ -83,9 +83,9 @@ def test_md_raid6_assembles(md_raid6):
         os.fsync(f.fileno())
     # stop and assemble again from the members: data still there
     members = md_raid6.members[md]
-    nxdvm.md_stop(md)
+    blkdev.md_stop(md)
     run(["mdadm", "--assemble", "--run", md, *members])
-    nxdvm.wait_for(lambda: os.path.exists(md), what=md)
+    host.wait_for(lambda: os.path.exists(md), what=md)
     with open(md, "rb", buffering=0) as f:
         assert f.read(len(data)) == data
     assert "raid6" in open("/proc/mdstat").read()
@@ -93,11 +93,11 @@ def test_md_raid6_assembles(md_raid6):
 
 def test_dmsetup_wrapper(dm, nullb):
     dev = nullb(64)
-    sectors = nxdvm.dev_sectors(dev)
+    sectors = blkdev.dev_sectors(dev)
     name = f"nxdh-{uuid.uuid4().hex[:6]}"
     path = dm.create(name, f"0 {sectors} linear {dev} 0")
     assert os.path.exists(path)
-    assert nxdvm.dev_sectors(path) == sectors
+    assert blkdev.dev_sectors(path) == sectors
     assert "linear" in dm.table(name)
     assert dm.status(name).startswith(f"0 {sectors} linear")
     half = sectors // 2
@@ -108,26 +108,26 @@ def test_dmsetup_wrapper(dm, nullb):
     assert dm.is_suspended(name)
     dm.resume(name)
     assert not dm.is_suspended(name)
-    with pytest.raises(nxdvm.CmdError):
+    with pytest.raises(host.CmdError):
         dm.message(name, "no-such-message")
     # I/O through dm is accounted on both layers
-    w_dm, w_dev = nxdvm.io_sectors(path)[1], nxdvm.io_sectors(dev)[1]
-    nxdvm.wipe(path, MiB)
-    assert nxdvm.io_sectors(path)[1] - w_dm == MiB // 512
-    assert nxdvm.io_sectors(dev)[1] - w_dev == MiB // 512
+    w_dm, w_dev = blkdev.io_sectors(path)[1], blkdev.io_sectors(dev)[1]
+    blkdev.wipe(path, MiB)
+    assert blkdev.io_sectors(path)[1] - w_dm == MiB // 512
+    assert blkdev.io_sectors(dev)[1] - w_dev == MiB // 512
     dm.remove(name)
     assert not dm.exists(name)
 
 
 def test_fio_helper(nullb):
     dev = nullb(64)
-    res = nxdvm.run_fio(dev, rw="randwrite", bs="4k", size="4M", iodepth=4)
-    s = nxdvm.fio_summary(res)
+    res = workloads.run_fio(dev, rw="randwrite", bs="4k", size="4M", iodepth=4)
+    s = workloads.fio_summary(res)
     assert s["errors"] == 0
     assert s["write"]["io_bytes"] == 4 * MiB
     assert s["write"]["iops"] > 0
     assert s["read"]["io_bytes"] == 0
-    assert nxdvm.parse_fio_json('fio: note\n{"jobs": []}') == {"jobs": []}
+    assert workloads.parse_fio_json('fio: note\n{"jobs": []}') == {"jobs": []}
 
 
 def test_dmesg_checker_flags_problems():
@@ -145,18 +145,18 @@ def test_dmesg_checker_flags_problems():
     benign = [
         "[    1.0] dm-nxd: loading out-of-tree module taints kernel.",
         "[    1.1] device-mapper: ioctl: 4.47.0-ioctl initialised",
-        f"[    1.2] {nxdvm.MARK_PREFIX} begin tests/vm/test_x.py::test_oops_path [ab]",
+        f"[    1.2] {host.MARK_PREFIX} begin tests/vm/test_x.py::test_oops_path [ab]",
     ]
-    assert nxdvm.find_kernel_problems(benign + samples) == samples
-    assert nxdvm.find_kernel_problems(benign) == []
-    assert nxdvm.find_kernel_problems(samples[:1], allow=[r"drivers/md/dm\.c"]) == []
+    assert host.find_kernel_problems(benign + samples) == samples
+    assert host.find_kernel_problems(benign) == []
+    assert host.find_kernel_problems(samples[:1], allow=[r"drivers/md/dm\.c"]) == []
 
 
 def test_dmesg_marker_roundtrip():
-    marker = nxdvm.kmsg_mark("harness probe")
+    marker = host.kmsg_mark("harness probe")
     line = f"nxd-harness: probe line {uuid.uuid4().hex}"
-    nxdvm.kmsg_write(line)
-    after = nxdvm.dmesg_since(marker)
+    host.kmsg_write(line)
+    after = host.dmesg_since(marker)
     assert any(line in a for a in after)
     assert not any(marker in a for a in after)
-    assert nxdvm.find_kernel_problems(after) == []
+    assert host.find_kernel_problems(after) == []

@@ -25,12 +25,11 @@ import time
 
 import pytest
 
-import nxdvm
-import nxdaux as X
-from nxdaux import MiB
-from nxdvm import run
+from nxdt import blkdev, facts, host, nxdvol, rawio
+from nxdt.facts import MiB
+from nxdt.host import run
 
-NXDCTL = os.path.join(nxdvm.REPO, "tools", "nxdctl")
+NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 MNT = "/tmp/nxd-lc-mnt"
 NAME = "lc0"
 
@@ -51,7 +50,7 @@ def table(dm, name=NAME):
 
 
 def status(dm, name=NAME):
-    return X.nxd_status(dm.status(name))
+    return facts.parse_status(dm.status(name))
 
 
 def majmin(dev):
@@ -69,15 +68,15 @@ def udev_role(dev):
 def grow_loop(dev, new_mb):
     with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
         path = f.read().strip()
-    before = nxdvm.dev_sectors(dev)
+    before = blkdev.dev_sectors(dev)
     os.truncate(path, new_mb * MiB)
     run(["losetup", "-c", dev])
-    nxdvm.wait_for(lambda: nxdvm.dev_sectors(dev) > before, what=f"{dev} to grow")
+    host.wait_for(lambda: blkdev.dev_sectors(dev) > before, what=f"{dev} to grow")
 
 
 def phase(what):
     print(f"[{time.strftime('%H:%M:%S')}] {what}", flush=True)
-    nxdvm.kmsg_write(f"{nxdvm.MARK_PREFIX} lifecycle: {what}")
+    host.kmsg_write(f"{host.MARK_PREFIX} lifecycle: {what}")
 
 
 class Files:
@@ -147,7 +146,7 @@ class Writer:
 
     def wait(self, n, timeout=120):
         start = self.n
-        nxdvm.wait_for(lambda: self.n >= start + n or self.errors, timeout=timeout,
+        host.wait_for(lambda: self.n >= start + n or self.errors, timeout=timeout,
                        what=f"{n} files from the writer")
 
     def __exit__(self, *exc):
@@ -173,10 +172,10 @@ def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
     ssd1, ssd2, ssd3 = nullb(64), nullb(64), nullb(64)
     p = nxdctl("create", NAME, hdd, ssd1)
     dm.created.append(NAME)
-    nxdvm.wait_for(lambda: os.path.exists(dm.path(NAME)), what=dm.path(NAME))
+    host.wait_for(lambda: os.path.exists(dm.path(NAME)), what=dm.path(NAME))
     dev = dm.path(NAME)
     length = table(dm)["len"]
-    assert length == X.data_sectors(nxdvm.dev_sectors(hdd)), p.stdout
+    assert length == facts.data_sectors(blkdev.dev_sectors(hdd)), p.stdout
 
     run(["mkfs.xfs", "-f", "-K", dev])
     run(["mount", "-t", "xfs", dev, MNT])
@@ -244,15 +243,15 @@ def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
     p = nxdctl("grow", NAME, check=False)
     assert p.returncode == 1 and "nothing to grow" in p.stderr, p.stderr
     grow_loop(hdd, 480)
-    new_len = X.data_sectors(nxdvm.dev_sectors(hdd))
+    new_len = facts.data_sectors(blkdev.dev_sectors(hdd))
     assert new_len > length
-    opts_before = X.table_opts(dm.table(NAME))
+    opts_before = nxdvol.table_opts(dm.table(NAME))
     p = nxdctl("grow", NAME)
     assert f"{length} -> {new_len} sectors" in p.stdout, p.stdout
     assert "xfs_growfs" in p.stdout, p.stdout
-    assert nxdvm.dev_sectors(dev) == new_len
+    assert blkdev.dev_sectors(dev) == new_len
     assert table(dm)["args"][:2] == [majmin(hdd), majmin(ssd3)]
-    assert X.table_opts(dm.table(NAME)) == opts_before
+    assert nxdvol.table_opts(dm.table(NAME)) == opts_before
     blocks = os.statvfs(MNT).f_blocks
     run(["xfs_growfs", MNT])
     assert os.statvfs(MNT).f_blocks > blocks
@@ -275,8 +274,8 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd, sig, tiny = nullb(32), nullb(32), nullb(1)
     run(["mkfs.ext4", "-q", "-F", sig])
-    full = nxdvm.dev_sectors(hdd)
-    length = X.data_sectors(full)
+    full = blkdev.dev_sectors(hdd)
+    length = facts.data_sectors(full)
 
     # A linear volume over the whole HDD: the label would overwrite its end.
     dm.create(NAME, f"0 {full} linear {hdd} 0")
@@ -313,7 +312,7 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     assert p.returncode == 1 and "holds ext4" in p.stderr, p.stderr
     p = nxdctl("detach", NAME, "--dry-run")
     assert "linear" in p.stdout and table(dm)["type"] == "nxd"
-    with open(f"/sys/block/{nxdvm.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
+    with open(f"/sys/block/{blkdev.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
         assert f.read().strip() == "0"
 
     # Small writes logged (destage paused), then detach: the HDD alone
@@ -321,12 +320,12 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     dm.message(NAME, "pause_destage")
     data = os.urandom(64 * 4096)
     for i in range(64):
-        X.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
+        rawio.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
     assert status(dm)["log_used_blocks"] > 0
     nxdctl("detach", NAME)
     assert table(dm)["type"] == "linear"
     for i in range(64):
-        assert X.pread_dev(hdd, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
+        assert rawio.pread_dev(hdd, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
     # The old SSD, still carrying the superblock, needs --format.
     p = nxdctl("attach", NAME, ssd, check=False)
     assert p.returncode == 1 and "--format" in p.stderr, p.stderr
@@ -339,20 +338,20 @@ def test_lifecycle_detach_timeout(dm, loopdev, nullb):
     delayed 2 s): `detach --timeout 1` gives up, the nxd table stays live
     and drain_on_suspend is set back; once the HDD is fast again detach
     works, and the HDD alone holds what was logged."""
-    nxdvm.modprobe("dm-delay")
+    host.modprobe("dm-delay")
     base, ssd = loopdev(64), nullb(32)
-    n = nxdvm.dev_sectors(base)
+    n = blkdev.dev_sectors(base)
 
     def delay(ms):
         return f"0 {n} delay {base} 0 0 {base} 0 {ms}"
     hdd = dm.create("lchddv", delay(0))
     nxdctl("create", NAME, hdd, ssd)
     dm.created.append(NAME)
-    nxdvm.wait_for(lambda: os.path.exists(dm.path(NAME)), what=dm.path(NAME))
+    host.wait_for(lambda: os.path.exists(dm.path(NAME)), what=dm.path(NAME))
     dm.message(NAME, "pause_destage")
     data = os.urandom(64 * 4096)
     for i in range(64):
-        X.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
+        rawio.pwrite_dev(dm.path(NAME), i * 8192, data[i * 4096:(i + 1) * 4096])
     assert status(dm)["log_used_blocks"] > 0
     dm.reload("lchddv", delay(2000))
     p = nxdctl("detach", NAME, "--timeout", 1, check=False)
@@ -360,11 +359,11 @@ def test_lifecycle_detach_timeout(dm, loopdev, nullb):
     assert "timed out" in p.stderr and "was not detached" in p.stderr, p.stderr
     assert table(dm)["type"] == "nxd"
     assert not dm.is_suspended(NAME)
-    with open(f"/sys/block/{nxdvm.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
+    with open(f"/sys/block/{blkdev.blk_name(dm.path(NAME))}/nxd/drain_on_suspend") as f:
         assert f.read().strip() == "0"
     dm.reload("lchddv", delay(0))
     assert status(dm)["state"] == "ok"
     nxdctl("detach", NAME, "--timeout", 300)
     assert table(dm)["type"] == "linear"
     for i in range(64):
-        assert X.pread_dev(base, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
+        assert rawio.pread_dev(base, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i

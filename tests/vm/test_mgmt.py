@@ -18,12 +18,12 @@ import time
 
 import pytest
 
-import nxdvm
-from nxdvm import run
-import nxdaux as X
-from nxdaux import BLOCK, KiB, MiB, Vol
+from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.facts import BLOCK, KiB, MiB
+from nxdt.host import run
+from nxdt.nxdvol import Vol
 
-REPO = nxdvm.REPO
+REPO = host.REPO
 NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
 LABELS = ["< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K", "32K+1 - 64K",
@@ -48,10 +48,10 @@ def hist_json(vol):
         lo = 0 if i == 0 else (4096 if i == 1 else (4096 << (i - 2)) + 1)
         hi = None if i == 15 else (4095 if i == 0 else (4096 if i == 1 else 4096 << (i - 1)))
         assert (b["min_bytes"], b["max_bytes"]) == (lo, hi), (i, b)
-        for dr in X.DIRS:
+        for dr in ctl.DIRS:
             tot = [0, 0]
-            for r in X.ROUTES:
-                for a in X.ALIGNS:
+            for r in ctl.ROUTES:
+                for a in ctl.ALIGNS:
                     c = b[dr][r][a]
                     out[(dr, i, r, a)] = (c["count"], c["bytes"])
                     tot[0] += c["count"]
@@ -73,7 +73,7 @@ def cells(*spec):
     for s in spec:
         d, n, r, a = s[:4]
         c = s[4] if len(s) > 4 else 1
-        k = (d, X.bucket_of(n), r, a)
+        k = (d, ctl.bucket_of(n), r, a)
         cnt, byt = out.get(k, (0, 0))
         out[k] = (cnt + c, byt + c * n)
     return out
@@ -86,14 +86,14 @@ class UdevPaused:
     def __enter__(self):
         self.on = run(["udevadm", "control", "--ping"], check=False).returncode == 0
         if self.on:
-            nxdvm.udev_settle()
+            host.udev_settle()
             run(["udevadm", "control", "--stop-exec-queue"])
         return self
 
     def __exit__(self, *a):
         if self.on:
             run(["udevadm", "control", "--start-exec-queue"])
-            nxdvm.udev_settle()
+            host.udev_settle()
 
 
 # ----------------------------------------------------------- histogram ---
@@ -103,13 +103,13 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
     v = Vol(dm, "nxdhist", hdd, ssd)
     v.pause()                                  # reads of logged data stay on the SSD
     big = 40 * MiB
-    huge = X.huge_buffer(big)
+    huge = rawio.huge_buffer(big)
     try:
         with UdevPaused():
-            X.get_stats(v.name, reset=True)
+            ctl.get_stats(v.name, reset=True)
             prev = hist_json(v.name)
             assert not any(c for c, _ in prev.values())
-            f = X.Fd(v.dev)
+            f = rawio.Fd(v.dev)
 
             def step(what, fn, want, exact=True):
                 nonlocal prev
@@ -155,7 +155,7 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
             # land in "> 32M".  Without hugepages, direct I/O builds bios of
             # at most 256 pages (1 MiB), so what arrives is 40 x 1 MiB.
             off = 96 * MiB
-            nxdvm.kmsg_write(f"{nxdvm.MARK_PREFIX} 40 MiB request from "
+            host.kmsg_write(f"{host.MARK_PREFIX} 40 MiB request from "
                              f"{'hugepages' if huge is not None else '4 KiB pages'}")
             if huge is not None:
                 data = os.urandom(big)
@@ -171,7 +171,7 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
                 mv.release()
                 assert huge[:big] == data
             else:
-                b = X.abuf(big)
+                b = rawio.aligned_buf(big)
                 got = step("40 MiB write (4 KiB pages)",
                            lambda: os.pwritev(f.fd, [memoryview(b)[:big]], off), None, exact=False)
                 assert sum(n for _, n in got.values()) == big, got
@@ -207,19 +207,19 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
             f.close()
             # The control device agrees with nxdctl (before udev runs the
             # probes it queued meanwhile).
-            st = X.get_stats(v.name)
+            st = ctl.get_stats(v.name)
             assert {k: (c, n) for k, (c, n, t) in st["hist"].items()} == prev
     finally:
         if huge is not None:
             huge.close()
-        X.release_hugepages()
+        rawio.release_hugepages()
 
 
 def _writer(dev, base, n, q):
     """n write requests: even ones 4 KiB into the logged area, odd ones
     128 KiB aligned into a disjoint area (to the HDD).  Reports counts."""
     try:
-        f = X.Fd(dev)
+        f = rawio.Fd(dev)
         small = os.urandom(4096)
         large = os.urandom(128 * KiB)
         for i in range(n):
@@ -239,23 +239,23 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     plain read equals what was written, for counts, bytes and counters."""
     v = Vol(dm, "nxdreset", loopdev(128), nullb(16))
     nproc, per = 2, 1200
-    X.get_stats(v.name, reset=True)
+    ctl.get_stats(v.name, reset=True)
     q = mp.Queue()
     ps = [mp.Process(target=_writer, args=(v.dev, i * 32 * MiB, per, q)) for i in range(nproc)]
     tot = {"count": 0, "bytes": 0, "ctr": 0}
     resets = nonempty = 0
 
     def take(reset):
-        st = X.get_stats(v.name, reset=reset, fd=fd)
+        st = ctl.get_stats(v.name, reset=reset, fd=fd)
         h = st["hist"]
-        c = X.hist_sum(h, d="write")
+        c = ctl.hist_sum(h, d="write")
         tot["count"] += c
-        tot["bytes"] += X.hist_sum(h, d="write", field=1)
+        tot["bytes"] += ctl.hist_sum(h, d="write", field=1)
         k = st["counters"]
         tot["ctr"] += k["writes_logged"] + k["writes_direct"] + k["writes_around_full"]
         return c
 
-    fd = os.open(X.CONTROL, os.O_RDONLY)
+    fd = os.open(ctl.CONTROL, os.O_RDONLY)
     try:
         for p in ps:
             p.start()
@@ -281,7 +281,7 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
 # -------------------------------------------------------------- nxdctl ---
 
 def _io_pattern(v):
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for i in range(100):
             f.pwrite(i * BLOCK, os.urandom(4096))
         for i in range(50):
@@ -303,7 +303,7 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
         routes = nxdctl("histogram", v.name, "--routes").stdout
         stats = nxdctl("stats", v.name).stdout
         stats_json = json.loads(nxdctl("stats", v.name, "--json").stdout)
-        ioc = X.get_stats(v.name)
+        ioc = ctl.get_stats(v.name)
         status = v.status()
 
     # Figure 6 of the NytroXD paper, line by line, numbers aside.
@@ -326,7 +326,7 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     assert vals[("Reads", "4K")] == 20, text
     for (dr, lab), n in vals.items():
         d = "read" if dr == "Reads" else "write"
-        assert n == X.hist_sum(ioc["hist"], d=d, b=LABELS.index(lab)), (dr, lab)
+        assert n == ctl.hist_sum(ioc["hist"], d=d, b=LABELS.index(lab)), (dr, lab)
 
     # --routes: a table with per-route and per-alignment counts.
     rows = [r.split() for r in routes.splitlines()]
@@ -345,8 +345,8 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
 
     # stats: every counter, by name, as the ioctl and the status line say.
     kv = dict(ln.split() for ln in stats.splitlines())
-    assert list(kv) == X.STATUS_FIELDS, list(kv)
-    for k in X.STATUS_FIELDS:
+    assert list(kv) == facts.STATUS_FIELDS, list(kv)
+    for k in facts.STATUS_FIELDS:
         if k in ("recovery_us",):
             continue
         assert int(kv[k]) == ioc["counters"][k] == status[k], (k, kv[k], ioc["counters"][k], status[k])
@@ -355,7 +355,7 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
 
     # list: name, device number, size, thresholds, mode and the volume
     # UUID, which is read here from the SSD superblock.
-    uuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
+    uuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["vol_uuid"])
     ma, mi = v.devnum()
     # With health: state, log use and errors as the counters say (destage
     # is paused and nothing runs, so they have not moved since).
@@ -373,19 +373,19 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     assert jv["write_threshold"] == 65536 and jv["mode"] == "auto" and jv["uuid"] == uuid
     assert jv["state"] == "ok" and jv["dirty_blocks"] == c["index_entries"] > 0, (jv, c)
     assert jv["log_used_bytes"] == c["log_used_blocks"] * 4096, (jv, c)
-    assert j["total"] == X.list_vols()[1]
+    assert j["total"] == ctl.list_vols()[1]
     # read_threshold was removed: shown nowhere, its list slot reads 0.
     sj = json.loads(nxdctl("status", v.name, "--json", "--interval", "0").stdout)
     st_text = nxdctl("status", v.name, "--interval", "0").stdout
     assert "read_threshold" not in jv and "read_threshold" not in sj["volumes"][0], (jv, sj)
     assert "read threshold" not in st_text.lower(), st_text
     assert "write threshold 64K, mode auto" in st_text, st_text
-    lv = next(x for x in X.list_vols()[2] if x["name"] == v.name)
+    lv = next(x for x in ctl.list_vols()[2] if x["name"] == v.name)
     assert lv["reserved0"] == 0 and lv["reserved"] == [0] * 5, lv
 
     # --reset clears (root), and a second read shows zeros.
     nxdctl("histogram", v.name, "--reset")
-    assert X.hist_sum(X.get_stats(v.name)["hist"]) == 0
+    assert ctl.hist_sum(ctl.get_stats(v.name)["hist"]) == 0
 
 
 def test_threshold_suffixes_move_routing(dm, loopdev):
@@ -396,10 +396,10 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
     v.pause()
 
     def write_and_count(off, n):
-        h0, s0 = nxdvm.io_sectors(hdd)[1], nxdvm.io_sectors(ssd)[1]
-        with X.Fd(v.dev) as f:
+        h0, s0 = blkdev.io_sectors(hdd)[1], blkdev.io_sectors(ssd)[1]
+        with rawio.Fd(v.dev) as f:
             f.pwrite(off, os.urandom(n))
-        return nxdvm.io_sectors(hdd)[1] - h0, nxdvm.io_sectors(ssd)[1] - s0
+        return blkdev.io_sectors(hdd)[1] - h0, blkdev.io_sectors(ssd)[1] - s0
 
     out = nxdctl("threshold", v.name, "--write", "64K").stdout
     assert out == "write_threshold 65536 (64K)\n", out
@@ -417,7 +417,7 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
     out = nxdctl("threshold", v.name, "--write", "1M").stdout
     assert "write_threshold 1048576 (1M)" in out, out
     assert v.sget("write_threshold") == "1048576"
-    assert X.table_opts(v.table())["write_threshold"] == "1048576"
+    assert nxdvol.table_opts(v.table())["write_threshold"] == "1048576"
     dh, ds = write_and_count(20 * MiB, 128 * KiB)
     assert dh == 0 and ds >= 256, (dh, ds)
     # 1 MiB is the largest bio direct I/O builds from 4 KiB pages, and a
@@ -443,7 +443,7 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
               "mode", "destage_rate", "ssd_discard", "drain_on_suspend"):
         assert v.sset(k, want[k]) == 0, k
     assert v.tunables() == want
-    assert X.table_opts(v.table()) == want
+    assert nxdvol.table_opts(v.table()) == want
     before = v.table()
     assert before.split()[5] == "14" and "read_threshold" not in before, before
     # The documented round trip, literally.
@@ -454,7 +454,7 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
     assert v.table() == before
     assert v.tunables() == want
     assert v.status()["state"] == "ok"
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(MiB, os.urandom(MiB))          # log_all: logged
     assert v.status()["writes_logged"] >= 1
     # A table line without options sets the defaults again.
@@ -471,7 +471,7 @@ def test_udev_links(dm, loopdev, nullb):
     udevd = run(["udevadm", "control", "--ping"], check=False).returncode == 0
     rules = "/etc/udev/rules.d/60-nxd.rules"
     installed = []
-    ctl0 = os.stat(X.CONTROL)
+    ctl0 = os.stat(ctl.CONTROL)
     try:
         if not os.path.exists("/usr/sbin/nxdctl"):
             shutil.copy2(NXDCTL, "/usr/sbin/nxdctl")
@@ -482,7 +482,7 @@ def test_udev_links(dm, loopdev, nullb):
         if udevd:
             run(["udevadm", "control", "--reload"])
         v = Vol(dm, "nxdudev", hdd, ssd)
-        uuid = X.uuid_str(X.newest_sb(ssd)[1]["vol_uuid"])
+        uuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["vol_uuid"])
         real = os.path.realpath(v.dev)
         if not udevd:
             p = run(["udevadm", "test", "--action=change", f"/sys/block/{v.kname()}"],
@@ -492,27 +492,27 @@ def test_udev_links(dm, loopdev, nullb):
             assert uuid in out
             return
         run(["udevadm", "trigger", "--action=change", "--settle", f"/sys/block/{v.kname()}"])
-        nxdvm.udev_settle()
+        host.udev_settle()
         assert os.path.realpath(f"/dev/nxd/{v.name}") == real
         assert os.path.realpath(f"/dev/disk/by-nxd-uuid/{uuid}") == real
         # Rename: the link follows the name.
         run(["dmsetup", "rename", v.name, "nxdudev2"])
         v.dm.created[v.dm.created.index(v.name)] = "nxdudev2"
         v.name = "nxdudev2"
-        nxdvm.udev_settle()
+        host.udev_settle()
         assert os.path.realpath("/dev/nxd/nxdudev2") == real
         assert not os.path.lexists("/dev/nxd/nxdudev")
         # A reload keeps them (10-dm.rules' suspend/resume events).
         v.dm.reload(v.name, v.table())
-        nxdvm.udev_settle()
+        host.udev_settle()
         assert os.path.realpath("/dev/nxd/nxdudev2") == real
         assert os.path.realpath(f"/dev/disk/by-nxd-uuid/{uuid}") == real
         # The control node's permissions.
         run(["udevadm", "trigger", "--action=add", "--settle", "/sys/class/misc/nxd-control"])
-        st = os.stat(X.CONTROL)
+        st = os.stat(ctl.CONTROL)
         assert oct(st.st_mode & 0o777) == oct(0o640) and st.st_gid == 6, st   # group disk
         v.remove()
-        nxdvm.udev_settle()
+        host.udev_settle()
         assert not os.path.lexists("/dev/nxd/nxdudev2")
         assert not os.path.lexists(f"/dev/disk/by-nxd-uuid/{uuid}")
     finally:
@@ -520,8 +520,8 @@ def test_udev_links(dm, loopdev, nullb):
             os.unlink(pth)
         if udevd:
             run(["udevadm", "control", "--reload"], check=False)
-        os.chown(X.CONTROL, ctl0.st_uid, ctl0.st_gid)
-        os.chmod(X.CONTROL, ctl0.st_mode & 0o7777)
+        os.chown(ctl.CONTROL, ctl0.st_uid, ctl0.st_gid)
+        os.chmod(ctl.CONTROL, ctl0.st_mode & 0o7777)
 
 
 # --------------------------------------------------------------- growth ---
@@ -529,10 +529,10 @@ def test_udev_links(dm, loopdev, nullb):
 def grow_loop(dev, new_mb):
     with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
         path = f.read().strip()
-    before = nxdvm.dev_sectors(dev)
+    before = blkdev.dev_sectors(dev)
     os.truncate(path, new_mb * MiB)
     run(["losetup", "-c", dev])
-    nxdvm.wait_for(lambda: nxdvm.dev_sectors(dev) > before, what=f"{dev} to grow")
+    host.wait_for(lambda: blkdev.dev_sectors(dev) > before, what=f"{dev} to grow")
 
 
 def test_grow_online(dm, loopdev, nullb):
@@ -549,11 +549,11 @@ def test_grow_online(dm, loopdev, nullb):
 
     def write(off, n):
         data = rng.randbytes(n)
-        X.pwrite_dev(v.dev, off, data)
+        rawio.pwrite_dev(v.dev, off, data)
         model[off:off + n] = data
 
     def verify(nbytes):
-        got = X.pread_dev(v.dev, 0, nbytes)
+        got = rawio.pread_dev(v.dev, 0, nbytes)
         bad = next((i for i in range(0, nbytes, BLOCK)
                     if got[i:i + BLOCK] != model[i:i + BLOCK]), None)
         assert bad is None, f"data differs at byte {bad}"
@@ -568,9 +568,9 @@ def test_grow_online(dm, loopdev, nullb):
     assert v.status()["log_used_blocks"] > 0
 
     grow_loop(hdd, 96)
-    new_len = X.data_sectors(nxdvm.dev_sectors(hdd))
+    new_len = facts.data_sectors(blkdev.dev_sectors(hdd))
     assert new_len > old_len
-    _, sb = X.newest_sb(ssd)
+    _, sb = ondisk.newest_sb(ssd)
     assert (sb["data_sectors"], sb["label_sector"]) == (old_len, old_len)
 
     # Assembly after the HDD grew: the label is found where the SSD says.
@@ -578,29 +578,29 @@ def test_grow_online(dm, loopdev, nullb):
     p = nxdctl("assemble", ssd, "--name", v.name, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     dm.created.append(v.name)
-    assert nxdvm.dev_sectors(v.dev) == old_len
+    assert blkdev.dev_sectors(v.dev) == old_len
     verify(old_len * 512)
 
     # Longer than the HDD can hold: refused, the volume carries on.
-    k = nxdvm.kmsg_mark("grow: too long")
-    with pytest.raises(nxdvm.CmdError):
-        dm.load(v.name, X.nxd_line(hdd, ssd, new_len + 2048))
-    assert X.wait_kmsg(k, r"Volume larger than the HDD less its 1 MiB label area")
+    k = host.kmsg_mark("grow: too long")
+    with pytest.raises(host.CmdError):
+        dm.load(v.name, nxdvol.nxd_line(hdd, ssd, new_len + 2048))
+    assert host.wait_kmsg(k, r"Volume larger than the HDD less its 1 MiB label area")
     run(["dmsetup", "clear", v.name])
 
     # Grow: the label moves at resume, the old one is cleared.
-    k = nxdvm.kmsg_mark("grow: longer table")
-    dm.reload(v.name, X.nxd_line(hdd, ssd, new_len))
-    assert X.wait_kmsg(k, rf"grew volume .* from {old_len} to {new_len} data sectors")
+    k = host.kmsg_mark("grow: longer table")
+    dm.reload(v.name, nxdvol.nxd_line(hdd, ssd, new_len))
+    assert host.wait_kmsg(k, rf"grew volume .* from {old_len} to {new_len} data sectors")
     v.length = new_len
-    assert nxdvm.dev_sectors(v.dev) == new_len
-    _, sb = X.newest_sb(ssd)
+    assert blkdev.dev_sectors(v.dev) == new_len
+    _, sb = ondisk.newest_sb(ssd)
     assert (sb["data_sectors"], sb["label_sector"]) == (new_len, new_len)
-    assert sb["hdd_sectors"] == nxdvm.dev_sectors(hdd)
-    label = X.pread_dev(hdd, new_len * 512, BLOCK)
-    assert struct.unpack_from("<Q", label)[0] == X.LABEL_MAGIC
+    assert sb["hdd_sectors"] == blkdev.dev_sectors(hdd)
+    label = rawio.pread_dev(hdd, new_len * 512, BLOCK)
+    assert struct.unpack_from("<Q", label)[0] == ondisk.LABEL_MAGIC
     assert sb["vol_uuid"] in label
-    model += bytes(X.pread_dev(hdd, old_len * 512, (new_len - old_len) * 512))
+    model += bytes(rawio.pread_dev(hdd, old_len * 512, (new_len - old_len) * 512))
     assert model[old_len * 512:old_len * 512 + BLOCK] == bytes(BLOCK), \
         "old label block not cleared"
     verify(new_len * 512)
@@ -621,7 +621,7 @@ def test_grow_online(dm, loopdev, nullb):
     p = nxdctl("assemble", ssd, "--name", v.name, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     dm.created.append(v.name)
-    assert nxdvm.dev_sectors(v.dev) == new_len
+    assert blkdev.dev_sectors(v.dev) == new_len
     verify(new_len * 512)
     v.drain()
     verify(new_len * 512)

@@ -54,17 +54,16 @@ import time
 
 import pytest
 
-import nxdvm
-import pcutlib
-from nxdvm import run
-import nxdaux as X
-from nxdaux import BLOCK, MiB, Vol
+from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
+from nxdt.facts import BLOCK, MiB
+from nxdt.host import run
+from nxdt.nxdvol import Vol
 
 NREC = 252          # NXD_SEG_MAX_RECS
 
 
 def _delay_line(base, write_ms):
-    n = nxdvm.dev_sectors(base)
+    n = blkdev.dev_sectors(base)
     return f"0 {n} delay {base} 0 0 {base} 0 {write_ms}"
 
 
@@ -74,14 +73,14 @@ def _pattern(tag, i, n):
 
 
 def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
-    nxdvm.modprobe("dm-delay")
+    host.modprobe("dm-delay")
     hdd = loopdev(64)
     ssd_base = nullb(16)
     ssd = dm.create("nxdn-ssd", _delay_line(ssd_base, 0))
     v = Vol(dm, "nxdn", hdd, ssd, opts=["write_threshold", "4096"])
     v.pause()
     model = {}
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         # 252 logged blocks: 0, 2, 4, ...
         for i in range(NREC):
             d = _pattern("log", i, BLOCK)
@@ -100,7 +99,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
         # 8 KiB > write_threshold, aligned: to the HDD over logged block 2i,
         # one INVAL record each.
         try:
-            with X.Fd(v.dev) as g:
+            with rawio.Fd(v.dev) as g:
                 go.wait()
                 g.pwrite(2 * i * BLOCK, _pattern("hdd", i, 2 * BLOCK))
         except Exception as e:  # noqa: BLE001 - reported below
@@ -108,7 +107,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
 
     def small(blk, tag):
         try:
-            with X.Fd(v.dev) as g:
+            with rawio.Fd(v.dev) as g:
                 g.pwrite(blk * BLOCK, _pattern(tag, blk, BLOCK))
         except Exception as e:  # noqa: BLE001
             errors.append(e)
@@ -140,7 +139,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
         model[1000 + 2 * k] = _pattern(f"w{k}", 1000 + 2 * k, BLOCK)
 
     def check(when):
-        with X.Fd(v.dev, write=False) as f:
+        with rawio.Fd(v.dev, write=False) as f:
             bad = [b for b, d in sorted(model.items()) if f.pread(b * BLOCK, BLOCK) != d]
         assert not bad, f"{when}: {len(bad)} blocks wrong, first {bad[:8]}"
 
@@ -148,11 +147,11 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     st = v.status()
     assert st["index_entries"] == 3, st      # only W1-W3 are still logged
     # A reload replays the log: every INVAL must be in it.
-    marker = nxdvm.kmsg_mark("reload after the INVAL records")
+    marker = host.kmsg_mark("reload after the INVAL records")
     v.recreate()
     check("after reload")
     # Counted at load (the destager of the new table is not paused).
-    assert X.recovered_entries(marker) == 3
+    assert nxdvol.recovered_entries(marker) == 3
 
 
 def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
@@ -162,14 +161,14 @@ def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd = nullb(16)
     v = Vol(dm, "nxdsu", hdd, ssd, opts=["low_watermark", "0", "high_watermark", "0"])
-    kname = nxdvm.blk_name(hdd)
+    kname = blkdev.blk_name(hdd)
 
     def hdd_writes():
         with open(f"/sys/block/{kname}/stat") as f:
             return int(f.read().split()[6])
 
     data = {}
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for rnd in range(8):
             v.pause()
             for i in range(200):
@@ -213,22 +212,22 @@ def test_concurrent_table_destruction(dm, loopdev, nullb):
 
 
 def test_clean_only_after_successful_flushes(dm, loopdev, nullb):
-    pcutlib.load_module()
+    pcut.load_module()
     hdd = loopdev(64)
-    ssd = pcutlib.Pcut(dm, "nxdcl-ssd", nullb(16), "gclean", 7)
+    ssd = pcut.Pcut(dm, "nxdcl-ssd", nullb(16), "gclean", 7)
     v = Vol(dm, "nxdcl", hdd, ssd.path)
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for i in range(20):
             f.pwrite(i * BLOCK, os.urandom(BLOCK))
     ssd.message("fail_flush", 1)
     v.remove()                       # postsuspend: SSD flush fails
     ssd.message("fail_flush", 0)
-    _, sb = X.newest_sb(ssd.path)
+    _, sb = ondisk.newest_sb(ssd.path)
     assert not sb["flags"] & 1, "CLEAN written although the SSD flush failed"
     # The same stop with working flushes is CLEAN (the check above can fail).
     v.recreate()
     v.remove()
-    _, sb = X.newest_sb(ssd.path)
+    _, sb = ondisk.newest_sb(ssd.path)
     assert sb["flags"] & 1, sb
 
 
@@ -238,10 +237,10 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     write H over B: H must not overtake W to the HDD, or W's merged block
     (old sectors of B) lands over H.  Sectors of B that only H wrote must
     read H's data, live and after a reload."""
-    nxdvm.modprobe("dm-delay")
+    host.modprobe("dm-delay")
     hdd = loopdev(64)
     ssd_base = nullb(16)
-    n = nxdvm.dev_sectors(ssd_base)
+    n = blkdev.dev_sectors(ssd_base)
     line = lambda read_ms: f"0 {n} delay {ssd_base} 0 {read_ms} {ssd_base} 0 0"  # noqa: E731
     dm.create("nxdm-ssd", line(0))
     ssd = "/dev/mapper/nxdm-ssd"
@@ -250,7 +249,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     B = 4100                                # the block; H covers blocks 4096-4127
     v.pause()
     old = _pattern("old", B, BLOCK)
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
     assert v.status()["index_entries"] == 1
@@ -261,7 +260,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
 
     def small():
         try:
-            with X.Fd(v.dev) as g:
+            with rawio.Fd(v.dev) as g:
                 g.pwrite(B * BLOCK + 7 * 512, w_data)     # sector 7 of B: a merge
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
@@ -272,13 +271,13 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     time.sleep(1.5)
     w = threading.Thread(target=small)
     w.start()                               # its RMW read of B: 3 s
-    nxdvm.wait_for(lambda: v.status()["index_entries"] == 0, timeout=60,
+    host.wait_for(lambda: v.status()["index_entries"] == 0, timeout=60,
                    what="the destager dropping B's entry")
     t["dropped"] = time.monotonic() - t0
     # The setup: W is still merging when H comes.
     assert w.is_alive(), f"W finished before the destager dropped B: no race set up ({t}, {errors})"
     h = _pattern("h", B, 32 * BLOCK)
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(4096 * BLOCK, h)
     w.join(timeout=120)
     assert not w.is_alive() and not errors, errors
@@ -286,7 +285,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     hb = h[(B - 4096) * BLOCK:(B - 4096 + 1) * BLOCK]
 
     def check(when):
-        with X.Fd(v.dev, write=False) as f:
+        with rawio.Fd(v.dev, write=False) as f:
             got = f.pread(B * BLOCK, BLOCK)
         assert got[:7 * 512] == hb[:7 * 512], \
             f"{when}: sectors 0-6 of B are not the large write's " \
@@ -312,10 +311,10 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     ssd = nullb(16)
     B = 300
     old = _pattern("old", B, BLOCK)
-    X.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
+    rawio.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
     v = Vol(dm, "nxdlb", hdd, ssd)
     v.pause()
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
         if kind == "whole":
             f.pwrite(B * BLOCK, _pattern("new", B, BLOCK))
@@ -324,18 +323,18 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
         f.fsync()
     assert v.status()["index_entries"] == 1
     ring = 8 * BLOCK                            # NXD_RING_START: ring slot 0
-    assert X.pread_dev(ssd, ring, BLOCK)[:8] == b"\0NXDSEG1", "slot 0 holds no header"
-    X.pwrite_dev(ssd, ring, bytes(2 * BLOCK))   # header and data block lost
-    marker = nxdvm.kmsg_mark("lost block")
+    assert rawio.pread_dev(ssd, ring, BLOCK)[:8] == b"\0NXDSEG1", "slot 0 holds no header"
+    rawio.pwrite_dev(ssd, ring, bytes(2 * BLOCK))   # header and data block lost
+    marker = host.kmsg_mark("lost block")
     v.message("resume_destage")
     v.drain()
-    assert X.pread_dev(hdd, B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
+    assert rawio.pread_dev(hdd, B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
     why = "has no header to vouch for it" if kind == "whole" else "fails its checksum"
-    assert X.wait_kmsg(marker, r"logged block 300 .*" + why), \
+    assert host.wait_kmsg(marker, r"logged block 300 .*" + why), \
         "no message naming the lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
 
 
@@ -348,9 +347,9 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     tail's superblock write used to be FUA without PREFLUSH, so it could
     be durable while N's segment was not: B read the HDD's older data
     (crash campaign, 6.1, seed 507 cut 7)."""
-    pcutlib.load_module()
-    hdd = pcutlib.Pcut(dm, "nxtl-h", nullb(64), "gtail", 31)
-    ssd = pcutlib.Pcut(dm, "nxtl-s", nullb(64), "gtail", 32)
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, "nxtl-h", nullb(64), "gtail", 31)
+    ssd = pcut.Pcut(dm, "nxtl-s", nullb(64), "gtail", 32)
     for p in (hdd, ssd):
         # A cache that holds everything (no write-back when full).
         p.set(keep=0, torn=0, max_cached=1 << 20)
@@ -362,7 +361,7 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     B, FILL0, NFILL = 4100, 8192, 2100
     old = _pattern("old", B, BLOCK)
     new = _pattern("new", B, BLOCK)
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
         # One segment each (QD 1): 7 sectors, so the writer's batches (a
@@ -373,12 +372,12 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
         f.pwrite(B * BLOCK, new)
         # N supersedes O once its direct segment is committed (a tick or
         # two after it was acknowledged), not flushed.
-        nxdvm.wait_for(lambda: v.status()["segments_written"] > before, timeout=30,
+        host.wait_for(lambda: v.status()["segments_written"] > before, timeout=30,
                        interval=0.01, what="N's segment committed")
     st = v.status()
     assert st["segments_written"] >= NFILL + 2 and st["segments_reclaimed"] == 0, st
     v.message("resume_destage")
-    nxdvm.wait_for(lambda: v.status()["segments_reclaimed"] > 0, timeout=300,
+    host.wait_for(lambda: v.status()["segments_reclaimed"] > 0, timeout=300,
                    interval=0.05, what="the first destage round")
     st = v.status()
     hdd.cut()
@@ -389,7 +388,7 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     hdd.power_on()
     ssd.power_on()
     v.recreate()
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         got = f.pread(B * BLOCK, BLOCK)
     assert got in (old, new), \
         f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
@@ -429,7 +428,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     st = v.status()
     assert st["log_blocks"] == 4088, st
     seg = 64 * 1024
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         # One segment each: 217 x 17 + 2 + 3 x 3 = 3700 blocks, 388 free.
         # Each write leaves the first sector of its first block out, so
         # that the writer logs it in a segment of its own (whole blocks
@@ -454,7 +453,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     a_off, a = 512, os.urandom(127 * BLOCK)
     b_off, b = 30 * MiB, os.urandom(BLOCK)
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-    aio = pcutlib.AIO(2, len(a))
+    aio = rawio.AIO(2, len(a))
     done = {}
     rt = "/proc/sys/kernel/sched_rt_runtime_us"
     with open(rt) as f:
@@ -498,15 +497,15 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
         if aio.inflight == 0:
             aio.close()
         os.close(fd)
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(a_off, len(a)) == a
         assert f.pread(b_off, len(b)) == b
 
 
 def test_degraded_flush_reports_lost_log_writes(dm, nullb):
-    pcutlib.load_module()
-    hdd = pcutlib.Pcut(dm, "nxll-h", nullb(64), "glost", 51)
-    ssd = pcutlib.Pcut(dm, "nxll-s", nullb(64), "glost", 52)
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, "nxll-h", nullb(64), "glost", 51)
+    ssd = pcut.Pcut(dm, "nxll-s", nullb(64), "glost", 52)
     for p in (hdd, ssd):
         p.set(keep=0, torn=0, max_cached=1 << 20)
     v = Vol(dm, "nxll", hdd.path, ssd.path, opts=["ssd_discard", "0"])
@@ -515,7 +514,7 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     # 7 sectors from sector 1 of each block: partial blocks, logged by the
     # writer with a checksum per block, acknowledged without a flush.
     new = [_pattern("lost", i, 7 * 512) for i in range(n)]
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for i in range(n):
             f.pwrite((first + i) * BLOCK + 512, new[i])
         st = v.status()

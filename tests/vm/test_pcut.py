@@ -15,11 +15,10 @@ import subprocess
 
 import pytest
 
-import crashlib
-import nxdvm
-import pcutlib
-from crashlib import DM, DirectIO
-from nxdlib import NullBlk
+from nxdt import dmlib, host, pcut, rawio
+from nxdt.blkdev import NullBlk
+from nxdt.dmlib import DM
+from nxdt.rawio import DirectIO
 
 MiB = 1 << 20
 SZ = 16 * MiB
@@ -27,9 +26,9 @@ SZ = 16 * MiB
 
 @pytest.fixture(scope="module", autouse=True)
 def pcut_module():
-    pcutlib.load_module()
+    pcut.load_module()
     yield
-    p = pcutlib.unload_module()
+    p = pcut.unload_module()
     if p.returncode:        # reported, not raised: it would hide the test's failure
         print(f"rmmod dm_pcut failed: {p.stderr.strip()}")
 
@@ -81,7 +80,7 @@ class Dev:
     def write(self, tag, off, n, model=None, fua=False):
         data = payload(tag, off, n)
         if fua:
-            pcutlib.fua_write(self.fd, off, data)
+            rawio.fua_write(self.fd, off, data)
         else:
             self.dio.pwrite(self.fd, off, data)
         if model is not None:
@@ -117,7 +116,7 @@ def expect_eio(fn):
 def test_unflushed_writes_lost_at_cut_keep0(env):
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct0", bdev, "gt0", 1)
+    pc = pcut.Pcut(dm, "pct0", bdev, "gt0", 1)
     pc.set(keep=0, torn=0)
     d = Dev(pc.path)
     durable = bytearray(SZ)
@@ -153,7 +152,7 @@ def test_unflushed_writes_lost_at_cut_keep0(env):
 def test_flush_and_fua_writes_survive(env):
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct1", bdev, "gt1", 2)
+    pc = pcut.Pcut(dm, "pct1", bdev, "gt1", 2)
     pc.set(keep=0, torn=0)
     d = Dev(pc.path)
     durable = bytearray(SZ)
@@ -183,7 +182,7 @@ def test_flush_and_fua_writes_survive(env):
 def test_keep_all(env):
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct2", bdev, "gt2", 3)
+    pc = pcut.Pcut(dm, "pct2", bdev, "gt2", 3)
     pc.set(keep=100, torn=0)
     d = Dev(pc.path)
     latest = bytearray(SZ)
@@ -202,7 +201,7 @@ def test_keep_all(env):
 def _half_run(dm, bdev, name, seed, nwrites=200):
     """nwrites 4 KiB writes to distinct extents, keep 50 torn 50, cut.
     Returns (image after power-on, status)."""
-    pc = pcutlib.Pcut(dm, name, bdev, f"g{name}", seed)
+    pc = pcut.Pcut(dm, name, bdev, f"g{name}", seed)
     pc.set(keep=50, torn=50)
     d = Dev(pc.path)
     for t in range(nwrites):
@@ -249,8 +248,8 @@ def test_keep_half_torn_and_seeded(env):
 
 def test_cut_after_fires_at_the_nth_group_op(env):
     dm, backing = env
-    a = pcutlib.Pcut(dm, "pct4a", backing(), "gt4", 5)
-    b = pcutlib.Pcut(dm, "pct4b", backing(), "gt4", 6)
+    a = pcut.Pcut(dm, "pct4a", backing(), "gt4", 5)
+    b = pcut.Pcut(dm, "pct4b", backing(), "gt4", 6)
     for first, other, n, gap in ((a, b, 10, 5), (b, a, 7, 0), (a, b, 4, 9)):
         first.power_on()
         other.power_on()
@@ -279,7 +278,7 @@ def test_cut_after_fires_at_the_nth_group_op(env):
 
 def test_out_of_order_completion(env):
     dm, backing = env
-    pc = pcutlib.Pcut(dm, "pct5", backing(), "gt5", 7)
+    pc = pcut.Pcut(dm, "pct5", backing(), "gt5", 7)
     pc.set(delay_us=500)
     p = subprocess.run(["fio", "--name=ooo", f"--filename={pc.path}", "--ioengine=libaio",
                         "--direct=1", "--rw=randwrite", "--bs=4k", "--iodepth=16",
@@ -293,22 +292,22 @@ def test_out_of_order_completion(env):
 def test_discard_is_a_cached_write_of_zeros(env):
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct6", bdev, "gt6", 8)
+    pc = pcut.Pcut(dm, "pct6", bdev, "gt6", 8)
     pc.set(keep=0, torn=0)
     d = Dev(pc.path)
     durable = bytearray(SZ)
     d.write(1, 0, 65536, durable)
     os.fsync(d.fd)
-    crashlib.discard(d.fd, 8192, 16384)
+    rawio.discard(d.fd, 8192, 16384)
     latest = bytearray(durable)
     latest[8192:8192 + 16384] = bytes(16384)
     assert d.read(0, 65536) == bytes(latest[:65536])
     assert read_backing(bdev) == bytes(durable), "unflushed discard reached the backing device"
-    crashlib.discard(d.fd, 40960, 4096)
+    rawio.discard(d.fd, 40960, 4096)
     os.fsync(d.fd)
     durable[:] = latest
     durable[40960:45056] = bytes(4096)
-    crashlib.discard(d.fd, 0, 4096)             # not flushed: lost
+    rawio.discard(d.fd, 0, 4096)             # not flushed: lost
     assert pc.status()["discards"] == 3
     pc.cut()
     d.close()
@@ -319,7 +318,7 @@ def test_discard_is_a_cached_write_of_zeros(env):
 def test_fail_switches(env):
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct7", bdev, "gt7", 9)
+    pc = pcut.Pcut(dm, "pct7", bdev, "gt7", 9)
     d = Dev(pc.path)
     latest = bytearray(SZ)
     pc.message("fail_flush", 1)
@@ -345,14 +344,14 @@ def test_cache_writeback_and_clean_stop(env):
     removal without a cut) writes everything back."""
     dm, backing = env
     bdev = backing()
-    pc = pcutlib.Pcut(dm, "pct8", bdev, "gt8", 10)
+    pc = pcut.Pcut(dm, "pct8", bdev, "gt8", 10)
     pc.set(max_cached=2048)
     d = Dev(pc.path)
     latest = bytearray(SZ)
     for t in range(16):
         d.write(t + 1, t * 262144, 262144, latest)   # 4 MiB through a 1 MiB cache
     d.close()
-    nxdvm.wait_for(lambda: pc.status()["cached_sectors"] <= 2048, timeout=30,
+    host.wait_for(lambda: pc.status()["cached_sectors"] <= 2048, timeout=30,
                    what="the cache to write back below max_cached")
     bk = read_backing(bdev)
     assert bk[:1 << 20] == bytes(latest[:1 << 20]), "oldest records not written back"
@@ -365,11 +364,11 @@ def test_bad_table_and_messages(env):
     bdev = backing()
     for t in (f"0 100 pcut {bdev}", f"0 100 pcut {bdev} g x", f"0 100 pcut /dev/nonexistent g 1",
               f"0 100 pcut {bdev} {'g' * 40} 1"):
-        with pytest.raises(crashlib.DMError):
+        with pytest.raises(dmlib.DMError):
             dm.create("pct9", t)
-    pc = pcutlib.Pcut(dm, "pct9", bdev, "gt9", 11)
+    pc = pcut.Pcut(dm, "pct9", bdev, "gt9", 11)
     for m in ("keep 101", "torn x", "cut_after 0", "fail_flush 2", "bogus", "delay_us"):
-        with pytest.raises(crashlib.DMError):
+        with pytest.raises(dmlib.DMError):
             pc.message(m)
     rdev = os.stat(bdev).st_rdev
     assert dm.table("pct9") == f"{os.major(rdev)}:{os.minor(rdev)} gt9 11"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """GlusterFS on dm-nxd: the product card's "XFS underneath a PFS" layering
-with a real parallel file system (tests/vm/pfslib.py builds it).
+with a real parallel file system (tests/vm/nxdt/gluster.py builds it).
 
 One stack for the module: three bricks, each XFS on its own nxd volume over
 its own md RAID6 (4 x 170 MiB loop members, chunk 64 KiB) and its own
@@ -48,11 +48,9 @@ import time
 
 import pytest
 
-import nxdvm
-import pcutlib
-import pfslib
-from nxdvm import run
-from pfslib import Brick, Files, Gluster, IorJob, phase
+from nxdt import blkdev, dmlib, facts, fstack, gluster, host, pcut
+from nxdt.gluster import Brick, Files, Gluster, IorJob, phase
+from nxdt.host import run
 
 NBRICKS = 3
 MEMBERS, MEMBER_MB, SSD_MB = 4, 170, 64
@@ -71,16 +69,16 @@ class Stack:
         self.ior = {}
 
     def build(self):
-        pfslib.prepare_guest()
+        gluster.prepare_guest()
         phase(f"{NBRICKS} bricks: RAID6 of {MEMBERS} x {MEMBER_MB} MiB loop members, "
               f"{SSD_MB} MiB null_blk SSD, nxd, XFS")
         for i in range(NBRICKS):
             members = []
             for _ in range(MEMBERS):
-                dev, path = nxdvm.loop_create(MEMBER_MB)
+                dev, path = blkdev.loop_create(MEMBER_MB)
                 self.loops.append((dev, path))
                 members.append(dev)
-            ssd, folder = nxdvm.nullb_create(SSD_MB, discard=1, irqmode=0)
+            ssd, folder = blkdev.nullb_create(SSD_MB, discard=1, irqmode=0)
             self.nullbs.append(folder)
             b = Brick(i, members, ssd)
             self.bricks.append(b)
@@ -106,7 +104,7 @@ class Stack:
         if cold:
             for vol in (DIST, DISP):
                 self.gluster.remount(vol)
-            pfslib.drop_caches()
+            fstack.drop_caches()
         for vol in (DIST, DISP):
             self.files[vol].verify(self.mnt(vol), skip=("ior/",))
             self.ior[vol].verify()
@@ -127,14 +125,14 @@ class Stack:
             attempt(b.remove_volume)
             attempt(b.stop_md)
         for folder in self.nullbs:
-            attempt(nxdvm.nullb_destroy, folder)
+            attempt(blkdev.nullb_destroy, folder)
         for dev, path in reversed(self.loops):
-            attempt(nxdvm.loop_destroy, dev, path)
+            attempt(blkdev.loop_destroy, dev, path)
         return errors
 
 
 def _attr(dev, name):
-    with open(f"/sys/block/{nxdvm.blk_name(dev)}/queue/{name}") as f:
+    with open(f"/sys/block/{blkdev.blk_name(dev)}/queue/{name}") as f:
         return int(f.read())
 
 
@@ -153,7 +151,7 @@ def pfs(nxd_module):
 
 @pytest.fixture(autouse=True)
 def _t0():
-    pfslib.T0[0] = time.monotonic()
+    gluster.T0[0] = time.monotonic()
 
 
 def _writer_main(root, into, log, stop_ev):
@@ -171,10 +169,10 @@ def _writer_main(root, into, log, stop_ev):
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-                lf.write(f"{rel} {pfslib.sha(data)}\n")
+                lf.write(f"{rel} {fstack.sha(data)}\n")
                 lf.flush()
                 n += 1
-            pfslib.fsync_path(d)
+            fstack.fsync_path(d)
         except Exception as e:  # noqa: BLE001 - checked by the test
             lf.write(f"ERR {e!r}\n")
 
@@ -189,7 +187,7 @@ class Writer:
 
     def __init__(self, files, into):
         self.files, self.into = files, into
-        self.log = f"{pfslib.ROOT}/writer-{into}-{os.path.basename(files.root)}.log"
+        self.log = f"{gluster.ROOT}/writer-{into}-{os.path.basename(files.root)}.log"
         if os.path.exists(self.log):
             os.unlink(self.log)
         self.stop_ev = multiprocessing.Event()
@@ -234,7 +232,7 @@ def _histograms(st):
     out = []
     for b in st.bricks:
         out.append(f"--- brick {b.i} ({b.name} over {b.md}): nxdctl histogram --routes")
-        out.append(pfslib.nxdctl("histogram", b.name, "--routes"))
+        out.append(gluster.nxdctl("histogram", b.name, "--routes"))
     return "\n".join(out)
 
 
@@ -250,14 +248,14 @@ def test_pfs_workload(pfs):
         for k in range(nbig):
             f.big(f"big/seq{k}.bin", BIG_MB)
         f.small(nsmall // 4, into="small2", fsync=False)
-        pfslib.run(["sync"])
-        st.ior[vol] = IorJob(mnt, f"{pfslib.ROOT}/fio-{vol}")
+        host.run(["sync"])
+        st.ior[vol] = IorJob(mnt, f"{gluster.ROOT}/fio-{vol}")
         st.ior[vol].write()
     secs = time.monotonic() - t
     st.verify_all()
     for b in st.bricks:
         s = b.status()
-        n, nbytes, ns, nbs = pfslib.ssd_share(b.stats())
+        n, nbytes, ns, nbs = gluster.ssd_share(b.stats())
         phase(f"brick {b.i}: {n} writes ({nbytes >> 20} MiB), {ns} to the SSD "
               f"({nbs >> 10} KiB); status {s['state']} logged {s['writes_logged']} "
               f"direct {s['writes_direct']} destaged {s['destaged_blocks']} blocks")
@@ -361,7 +359,7 @@ def _pc_writer_main(root, into, log, kind, stop_ev):
         try:
             d = os.path.join(root, into)
             os.makedirs(d, exist_ok=True)
-            pfslib.fsync_path(root)
+            fstack.fsync_path(root)
             n = 0
             while not stop_ev.is_set():
                 if kind == "small":
@@ -371,8 +369,8 @@ def _pc_writer_main(root, into, log, kind, stop_ev):
                         f.write(data)
                         f.flush()
                         os.fsync(f.fileno())
-                    pfslib.fsync_path(d)
-                    lf.write(f"f {rel} {pfslib.sha(data)}\n")
+                    fstack.fsync_path(d)
+                    lf.write(f"f {rel} {fstack.sha(data)}\n")
                     lf.flush()
                 else:
                     rel = os.path.join(into, f"s{n:03d}")
@@ -388,7 +386,7 @@ def _pc_writer_main(root, into, log, kind, stop_ev):
                                 f.flush()
                                 os.fsync(f.fileno())
                                 if k == 3:
-                                    pfslib.fsync_path(d)
+                                    fstack.fsync_path(d)
                                 lf.write(f"s {rel} {(k + 1) * 256 * 1024} {h.hexdigest()}\n")
                                 lf.flush()
                 n += 1
@@ -406,7 +404,7 @@ class PcutStack:
 
     def __init__(self, seed):
         self.seed = seed
-        self.dm = nxdvm.DMSetup()
+        self.dm = dmlib.DMSetup()
         self.nullbs = []
         self.pcuts = []
         self.bricks = []
@@ -414,28 +412,28 @@ class PcutStack:
         self.group = f"gpfs{seed}"
 
     def _pcut(self, name, mb):
-        dev, folder = nxdvm.nullb_create(mb, discard=1, irqmode=0)
+        dev, folder = blkdev.nullb_create(mb, discard=1, irqmode=0)
         self.nullbs.append(folder)
-        p = pcutlib.Pcut(self.dm, name, dev, self.group, self.seed * 100 + len(self.pcuts))
+        p = pcut.Pcut(self.dm, name, dev, self.group, self.seed * 100 + len(self.pcuts))
         self.pcuts.append(p)
         return p.path
 
     def build(self):
-        pfslib.prepare_guest()
-        pcutlib.load_module()
+        gluster.prepare_guest()
+        pcut.load_module()
         phase(f"dm-pcut stack: {NBRICKS} bricks, RAID6 of {MEMBERS} x {PC_MEMBER_MB} MiB "
               f"and a {PC_SSD_MB} MiB SSD, every device behind dm-pcut (group {self.group})")
         for i in range(NBRICKS):
             members = [self._pcut(f"pfspc{i}m{j}", PC_MEMBER_MB) for j in range(MEMBERS)]
             ssd = self._pcut(f"pfspc{i}s", PC_SSD_MB)
             b = Brick(i, members, ssd)
-            b.name, b.mnt = f"pfspc{i}", f"{pfslib.ROOT}/pc{i}"
+            b.name, b.mnt = f"pfspc{i}", f"{gluster.ROOT}/pc{i}"
             self.bricks.append(b)
             b.create_md(bitmap=True)
             b.create_volume()
             b.mkfs()
             b.mount()
-        self.gluster = g = Gluster(workdir=f"{pfslib.ROOT}/glusterd-pcut")
+        self.gluster = g = Gluster(workdir=f"{gluster.ROOT}/glusterd-pcut")
         g.start()
         g.create(PC_DIST, self.bricks)
         g.create(PC_DISP, self.bricks, disperse=True)
@@ -461,7 +459,7 @@ class PcutStack:
             run(["umount", "-l", g.mounts.pop(vol)], check=False)
         g.kill_all()
         for name in ("glusterfs", "glusterfsd", "glusterd"):
-            nxdvm.wait_for(lambda: not run(["pgrep", "-x", "-r", "RSDT", name],
+            host.wait_for(lambda: not run(["pgrep", "-x", "-r", "RSDT", name],
                                            check=False).stdout.strip(),
                            timeout=120, interval=0.5, what=f"{name} to exit")
         # As a reboot would: no pid file of the killed processes is left.
@@ -485,7 +483,7 @@ class PcutStack:
         (recovery), XFS mounted (log replay).  Returns the recovery lines."""
         notes = []
         for b in self.bricks:
-            dev = f"/dev/md{nxdvm.md_free_minor()}"
+            dev = f"/dev/md{blkdev.md_free_minor()}"
             p = run(["mdadm", "--assemble", dev, "--run", *b.members], check=False)
             if p.returncode:
                 # Members whose superblock writes the cut left apart by an
@@ -494,10 +492,10 @@ class PcutStack:
                 run(["mdadm", "--stop", dev], check=False)
                 run(["mdadm", "--assemble", dev, "--run", "--force", *b.members])
             b.md = dev
-            nxdvm.wait_for(lambda: os.path.exists(dev), what=dev)
-            k = nxdvm.kmsg_mark(f"recover {b.name}")
+            host.wait_for(lambda: os.path.exists(dev), what=dev)
+            k = host.kmsg_mark(f"recover {b.name}")
             b.create_volume()
-            rec = [ln.split("] ", 1)[-1] for ln in nxdvm.dmesg_since(k) if "recovered" in ln]
+            rec = [ln.split("] ", 1)[-1] for ln in host.dmesg_since(k) if "recovered" in ln]
             notes.append(f"{b.name}: {rec[-1] if rec else 'no recovery line'}")
             b.mount()
         return notes
@@ -521,7 +519,7 @@ class PcutStack:
             if self.dm.exists(p.name):
                 attempt(p.remove)
         for folder in self.nullbs:
-            attempt(nxdvm.nullb_destroy, folder)
+            attempt(blkdev.nullb_destroy, folder)
         return errors
 
 
@@ -571,17 +569,17 @@ def test_pfs_power_cut_pcut(nxd_module):
             f.renames(8)
             f.rewrites(8)
             f.big("big/seq0.bin", 4)
-        pfslib.run(["sync"])
+        host.run(["sync"])
         for vol in (PC_DIST, PC_DISP):
             g.remount(vol)
-        pfslib.drop_caches()
+        fstack.drop_caches()
         for vol in (PC_DIST, PC_DISP):
             files[vol].verify(g.mounts[vol])
         logs = {}
         procs = []
         stop_ev = multiprocessing.Event()
         for vol, kind in ((PC_DIST, "small"), (PC_DISP, "small"), (PC_DIST, "seq")):
-            log = f"{pfslib.ROOT}/pcut-{vol}-{kind}.log"
+            log = f"{gluster.ROOT}/pcut-{vol}-{kind}.log"
             if os.path.exists(log):
                 os.unlink(log)
             logs[(vol, kind)] = log
@@ -598,7 +596,7 @@ def test_pfs_power_cut_pcut(nxd_module):
         def recorded():
             return [sum(1 for ln in open(lg) if ln[0] in "fs") if os.path.exists(lg) else 0
                     for lg in logs.values()]
-        nxdvm.wait_for(lambda: min(recorded()) >= 5, timeout=600, interval=1,
+        host.wait_for(lambda: min(recorded()) >= 5, timeout=600, interval=1,
                        what="every writer past 5 fsyncs")
         n = rng.randint(200, 3000)
         first = st.pcuts[rng.randrange(len(st.pcuts))]
@@ -606,7 +604,7 @@ def test_pfs_power_cut_pcut(nxd_module):
         phase(f"cut of all {len(st.pcuts)} devices at group op {ops0} + {n} "
               f"(writers at {recorded()} fsyncs)")
         first.cut_after(n, 0)
-        nxdvm.wait_for(lambda: all(p.status()["state"] == "cut" for p in st.pcuts),
+        host.wait_for(lambda: all(p.status()["state"] == "cut" for p in st.pcuts),
                        timeout=900, interval=0.5, what="every pcut device cut")
         cut = {p.name: p.status() for p in st.pcuts}
         phase("cut: " + ", ".join(f"{k} kept {s['kept']} dropped {s['dropped']} torn {s['torn']} "
@@ -623,7 +621,7 @@ def test_pfs_power_cut_pcut(nxd_module):
             s = b.status()
             assert s["state"] == "ok" and not s["ssd_errors"] and not s["hdd_errors"], (b.name, s)
         st.start_gluster()
-        pfslib.drop_caches()
+        fstack.drop_caches()
         for vol in (PC_DIST, PC_DISP):
             files[vol].verify(g.mounts[vol], skip=("cut-",))
         bad = []
@@ -634,7 +632,7 @@ def test_pfs_power_cut_pcut(nxd_module):
             nseq += len(seq)
             for rel, want in small.items():
                 path = os.path.join(g.mounts[vol], rel)
-                got = pfslib.sha_file(path) if os.path.exists(path) else None
+                got = fstack.sha_file(path) if os.path.exists(path) else None
                 if got != want:
                     bad.append((vol, rel, "missing" if got is None else "wrong"))
             for rel, (size, want) in seq.items():
@@ -643,7 +641,7 @@ def test_pfs_power_cut_pcut(nxd_module):
                     bad.append((vol, rel, f"shorter than {size}"))
                     continue
                 with open(path, "rb") as fh:
-                    if pfslib.sha(fh.read(size)) != want:
+                    if fstack.sha(fh.read(size)) != want:
                         bad.append((vol, rel, f"first {size} bytes wrong"))
         assert nsmall and nseq, (nsmall, nseq)
         assert not bad, f"{len(bad)} fsync'd files lost or wrong after the cut: {bad[:10]}"
@@ -673,10 +671,10 @@ def ost_mke2fs_args(dev, fsname="lfs01", index=0, failover=True):
     stripe_width = optimal_io_size / 4096.  Journal: 4 % of the device, at
     most 400 MB (only above 1 GiB); 512-byte inodes; bytes per inode by
     size; mmp when a failover node is given."""
-    blk = nxdvm.blk_name(dev)
+    blk = blkdev.blk_name(dev)
     stride = _attr(dev, "minimum_io_size") // 4096
     width = _attr(dev, "optimal_io_size") // 4096
-    kb = nxdvm.dev_size_bytes(dev) // 1024
+    kb = blkdev.dev_size_bytes(dev) // 1024
     args = ["mke2fs", "-j", "-b", "4096", "-L", f"{fsname}-OST{index:04x}"]
     if kb > 1024 * 1024:
         args += ["-J", f"size={min(kb * 4 // (1024 * 100), 400)}"]
@@ -698,7 +696,7 @@ MMP_SEQ_CLEAN = 0xFF4D4D50
 
 
 def _mmp_seq(dev):
-    out = pfslib.run(["debugfs", "-c", "-R", "dump_mmp", dev], check=False).stdout
+    out = host.run(["debugfs", "-c", "-R", "dump_mmp", dev], check=False).stdout
     m = re.search(r"^seq\w*:\s*(?:0x)?([0-9a-fA-F]+)", out, re.M)
     return int(m.group(1), 16) if m else None
 
@@ -713,24 +711,24 @@ def test_lustre_ost_standin(dm, md_raid6, nullb):
     written and read back, clean again."""
     md = md_raid6(ndisks=6, disk_mb=64, chunk_kb=64)
     ssd = nullb(32, discard=1, irqmode=0)
-    length = pfslib.nxdaux.data_sectors(nxdvm.dev_sectors(md))
+    length = facts.data_sectors(blkdev.dev_sectors(md))
     dev = dm.create("ost0", f"0 {length} nxd {md} {ssd}")
     args, stride, width, _ = ost_mke2fs_args(dev)
     assert (stride, width) == (16, 64), (stride, width)
-    pfslib.run(args)
-    out = pfslib.run(["dumpe2fs", "-h", dev]).stdout
+    host.run(args)
+    out = host.run(["dumpe2fs", "-h", dev]).stdout
     for want in (r"^RAID stride:\s+16$", r"^RAID stripe width:\s+64$",
                  r"^Filesystem features:.*\bmmp\b", r"^Filesystem features:.*\bflex_bg\b",
                  r"^Filesystem features:.*\bquota\b", r"^Inode size:\s+512$",
                  r"^Filesystem volume name:\s+lfs01-OST0000$"):
         assert re.search(want, out, re.M), f"{want} not in dumpe2fs -h:\n{out}"
-    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+    p = host.run(["e2fsck", "-fn", dev], check=False)
     assert p.returncode == 0, p.stdout + p.stderr
-    mnt = f"{pfslib.ROOT}/ost0"
+    mnt = f"{gluster.ROOT}/ost0"
     os.makedirs(mnt, exist_ok=True)
-    pfslib.run(["mount", "-t", "ext4", "-o", "errors=remount-ro", dev, mnt])
+    host.run(["mount", "-t", "ext4", "-o", "errors=remount-ro", dev, mnt])
     try:
-        data = os.urandom(3 * pfslib.MiB + 5000)
+        data = os.urandom(3 * facts.MiB + 5000)
         with open(f"{mnt}/obj", "wb") as f:
             f.write(data)
             f.flush()
@@ -740,14 +738,14 @@ def test_lustre_ost_standin(dm, md_raid6, nullb):
         seq = _mmp_seq(dev)
         assert seq not in (None, MMP_SEQ_CLEAN), seq
     finally:
-        pfslib.run(["umount", mnt])
+        host.run(["umount", mnt])
     assert _mmp_seq(dev) == MMP_SEQ_CLEAN
-    pfslib.drop_caches()
-    pfslib.run(["mount", "-t", "ext4", "-o", "ro", dev, mnt])
+    fstack.drop_caches()
+    host.run(["mount", "-t", "ext4", "-o", "ro", dev, mnt])
     try:
-        assert pfslib.sha_file(f"{mnt}/obj") == pfslib.sha(data)
+        assert fstack.sha_file(f"{mnt}/obj") == fstack.sha(data)
     finally:
-        pfslib.run(["umount", mnt])
-    p = pfslib.run(["e2fsck", "-fn", dev], check=False)
+        host.run(["umount", mnt])
+    p = host.run(["e2fsck", "-fn", dev], check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     print(" ".join(args))

@@ -34,10 +34,9 @@ wrote, never against the volume.
 import threading
 import time
 
-import nxdvm
-import pcutlib
-import nxdaux as X
-from nxdaux import BLOCK, MiB, Vol
+from nxdt import blkdev, host, ondisk, pcut, rawio
+from nxdt.facts import BLOCK, MiB
+from nxdt.nxdvol import Vol
 
 SEG_ORDERED = 1
 
@@ -48,14 +47,14 @@ def _pattern(tag, i, n):
 
 
 def _delay_line(base, read_ms, write_ms):
-    n = nxdvm.dev_sectors(base)
+    n = blkdev.dev_sectors(base)
     return f"0 {n} delay {base} 0 {read_ms} {base} 0 {write_ms}"
 
 
 def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
     """A paused volume with one device behind dm-delay (no delay yet).
     Returns (vol, the delay device's name, its backing device)."""
-    nxdvm.modprobe("dm-delay")
+    host.modprobe("dm-delay")
     hdd, ssd = loopdev(64), nullb(16)
     base = ssd if slow == "ssd" else hdd
     dev = dm.create(f"{name}-{slow}", _delay_line(base, 0, 0))
@@ -69,7 +68,7 @@ def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
 
 
 def _log_segments(ssd):
-    return X.walk_log(ssd, X.newest_sb(ssd)[1])
+    return ondisk.walk_log(ssd, ondisk.newest_sb(ssd)[1])
 
 
 def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
@@ -79,7 +78,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     v.pause()
     blocks = [7, 3, 1000, 1001, 1002, 4095, 3]        # 3 twice: the newer wins
     model = {}
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for i, b in enumerate(blocks):
             d = _pattern("d", i, BLOCK)
             f.pwrite(b * BLOCK, d)
@@ -93,29 +92,29 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     # Suspended (table reloaded below), the log on the SSD is final.
     v.remove()
     segs = _log_segments(ssd)
-    recs = [r for s in segs for r in X.data_recs(s)]
+    recs = [r for s in segs for r in ondisk.data_recs(s)]
     assert [b for b, _ in recs] == blocks, "records are not the writes, in order"
     assert all(s["flags"] == SEG_ORDERED for s in segs), [s["flags"] for s in segs]
     assert all(m == 0xFF for _, m in recs)
     assert all(v_ == 0 for s in segs for t, b, v_, m in s["recs"]), "ORDERED records carry a crc"
     # The i-th data record's block is in slot i + 1 after its header.
     for s in segs:
-        for i, (b, _) in enumerate(X.data_recs(s)):
-            got = X.pread_dev(ssd, s["ssd_off"] + (1 + i) * BLOCK, BLOCK)
+        for i, (b, _) in enumerate(ondisk.data_recs(s)):
+            got = rawio.pread_dev(ssd, s["ssd_off"] + (1 + i) * BLOCK, BLOCK)
             assert got in (model[b], _pattern("d", blocks.index(b), BLOCK)), \
                 f"slot of block {b} holds something else"
     # Unclean: clear CLEAN in the superblock copies so recovery walks the
     # log from the tail and trusts the ORDERED headers.
-    X.clear_sb_clean(ssd)
+    ondisk.clear_sb_clean(ssd)
     v.recreate()
     v.pause()
     assert v.status()["recovered_blocks"] == len(blocks)
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         for b, d in model.items():
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b} after a replay"
     # Clean reload.
     v.recreate()
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         for b, d in model.items():
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b} after a reload"
 
@@ -126,7 +125,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     old = _pattern("old", B, BLOCK)
     new = _pattern("new", B, BLOCK)
     part = _pattern("part", B, 512)
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)                  # logged, the older copy
         f.fsync()
     # SSD writes take 700 ms from now: the direct write's data, its header
@@ -138,7 +137,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
 
     def writer(off, data):
         try:
-            with X.Fd(v.dev) as f:
+            with rawio.Fd(v.dev) as f:
                 f.pwrite(off, data)
         except Exception as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
@@ -160,7 +159,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     want_other = new[:3 * 512] + new[4 * 512:]
 
     def check(where):
-        with X.Fd(v.dev, write=False) as f:
+        with rawio.Fd(v.dev, write=False) as f:
             got = f.pread(B * BLOCK, BLOCK)
         assert got[:3 * 512] + got[4 * 512:] == want_other, \
             f"{where}: sectors besides 3 are not the direct write's " \
@@ -169,7 +168,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
 
     check("live")
     v.remove()
-    X.clear_sb_clean(v.ssd)
+    ondisk.clear_sb_clean(v.ssd)
     v.recreate()
     check("after a replay")
 
@@ -182,7 +181,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     live volume."""
     v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwi", "hdd",
                                      opts=["write_threshold", "65536"])
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for b in range(32):
             f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
         f.fsync()
@@ -196,7 +195,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
 
     def writer(off, data):
         try:
-            with X.Fd(v.dev) as f:
+            with rawio.Fd(v.dev) as f:
                 f.pwrite(off, data)
         except Exception as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
@@ -215,7 +214,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     dm.resume(slow)
 
     def check(where):
-        with X.Fd(v.dev, write=False) as f:
+        with rawio.Fd(v.dev, write=False) as f:
             got = f.pread(0, 32 * BLOCK)
         for b in range(32):
             want = small if b == 5 else big[b * BLOCK:(b + 1) * BLOCK]
@@ -228,7 +227,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
 
     live = check("live")
     v.remove()
-    X.clear_sb_clean(v.ssd)
+    ondisk.clear_sb_clean(v.ssd)
     v.recreate()
     assert check("after a replay") == live, "the replay disagrees with the live volume"
 
@@ -241,14 +240,14 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     on their way (the loop device under the delay has completed none of
     them).  The writer once waited for the round itself."""
     v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwf", "hdd")
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for b in range(32):
             f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
         f.fsync()
     dm.suspend(slow)
     dm.load(slow, _delay_line(hdd_base, 0, 5000))
     dm.resume(slow)
-    kname = nxdvm.blk_name(hdd_base)
+    kname = blkdev.blk_name(hdd_base)
 
     def loop_writes_done():
         with open(f"/sys/block/{kname}/stat") as f:
@@ -256,7 +255,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
 
     w0 = loop_writes_done()
     v.message("resume_destage")
-    nxdvm.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
+    host.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
                    what="the destage round's HDD writes")
     big = b"".join(_pattern("big", b, BLOCK) for b in range(32))
     small = _pattern("small", 0, 512)
@@ -264,7 +263,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
 
     def writer(tag, off, data):
         try:
-            with X.Fd(v.dev) as f:
+            with rawio.Fd(v.dev) as f:
                 f.pwrite(off, data)
             done[tag] = loop_writes_done()
         except Exception as e:  # noqa: BLE001 - reported by the test
@@ -285,15 +284,15 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     dm.suspend(slow)
     dm.load(slow, _delay_line(hdd_base, 0, 0))
     dm.resume(slow)
-    with X.Fd(v.dev, write=False) as f:
+    with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(0, 32 * BLOCK) == big
         assert f.pread(3000 * BLOCK + 512, 512) == small
 
 
 def test_plain_hdd_write_over_logged_blocks(dm, nullb):
-    pcutlib.load_module()
-    hdd = pcutlib.Pcut(dm, "nxlz-h", nullb(64), "glazy", 41)
-    ssd = pcutlib.Pcut(dm, "nxlz-s", nullb(64), "glazy", 42)
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, "nxlz-h", nullb(64), "glazy", 41)
+    ssd = pcut.Pcut(dm, "nxlz-s", nullb(64), "glazy", 42)
     for p in (hdd, ssd):
         # Volatile caches that hold everything until a flush or FUA.
         p.set(keep=0, torn=0, max_cached=1 << 20)
@@ -311,7 +310,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         for i in range(n):
             f.pwrite((r + i) * BLOCK, old[r][i])
 
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         for r in (R1, R2, R3, R5):
             log_region(f, r)
         f.fsync()
@@ -335,7 +334,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         # once, so the older logged copy must never come back over it.
         f.pwrite(R5 * BLOCK, big[R5])
         # FUA and nothing else (Linux AIO: no generic_write_sync flush).
-        aio = pcutlib.AIO(1, MiB)
+        aio = rawio.AIO(1, MiB)
         aio.submit_write(f.fd, R5 * BLOCK, fua5, True, "fua5")
         assert [res for _, res in aio.reap(1, 60)] == [MiB], "the FUA write failed"
         assert hdd.status()["fua"] > fua0, "no FUA reached the HDD"
@@ -347,7 +346,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     want = {R1: big[R1], R2: bytes(r2), R5: fua5}
 
     def check(where, regions):
-        with X.Fd(v.dev, write=False) as g:
+        with rawio.Fd(v.dev, write=False) as g:
             for r, d in regions.items():
                 got = g.pread(r * BLOCK, MiB)
                 bad = [i for i in range(n) if got[i * BLOCK:(i + 1) * BLOCK] != d[i * BLOCK:(i + 1) * BLOCK]]
@@ -362,7 +361,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     ssd.power_on()
     v.recreate()
     check(f"after the power cut (status before it: {st})", want)
-    with X.Fd(v.dev, write=False) as g:
+    with rawio.Fd(v.dev, write=False) as g:
         got = g.pread(R3 * BLOCK, MiB)
     for i in range(n):
         b = got[i * BLOCK:(i + 1) * BLOCK]
@@ -370,7 +369,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
             f"R3 block {i} after the cut is neither version"
     # A clean stop logs the lazy INVALs: the reload keeps the HDD write.
     v.pause()
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         log_region(f, R4)
         f.fsync()
         f.pwrite(R4 * BLOCK, big[R4])
@@ -382,7 +381,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpb")
     # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
     X_, Y_, B = 3000, 3008, 100
-    with X.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f:
         f.pwrite(X_ * BLOCK, _pattern("x", 0, BLOCK))
         f.pwrite(Y_ * BLOCK, _pattern("y", 0, BLOCK))
         f.fsync()
@@ -394,7 +393,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
 
     def writer(off, data):
         try:
-            with X.Fd(v.dev) as g:
+            with rawio.Fd(v.dev) as g:
                 g.pwrite(off, data)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
@@ -423,7 +422,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     dm.reload(slow, _delay_line(ssd_base, 0, 0))
 
     def check(where):
-        with X.Fd(v.dev, write=False) as g:
+        with rawio.Fd(v.dev, write=False) as g:
             got = g.pread(B * BLOCK, BLOCK)
         # Sector 0: A and the whole write overlapped in time, either wins.
         assert got[:512] in (a, whole[:512]), f"{where}: sector 0"

@@ -2,7 +2,7 @@
 """Guest side of scripts/reboot.sh: an nxd volume that comes back by itself
 after a reboot of the guest (issue 19, "Done when").
 
-boot 1 (python3 tests/vm/rebootlib.py boot1 DIR), the admin guide's path
+boot 1 (python3 scripts/reboot_guest.py boot1 DIR), the admin guide's path
 from bare disks: four image files on loop devices, an md RAID6 over them
 (mdadm --create), a blank SSD image, `nxdctl create` with a threshold, an
 ext4 on the volume, /etc/nxd/nxdtab naming it (in DIR: the guest's /etc
@@ -32,13 +32,13 @@ import random
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nxdvm  # noqa: E402
-from nxdvm import run  # noqa: E402
-import nxdaux as X  # noqa: E402
-from nxdfacts import unit_cmd  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "vm"))
+from nxdt import blkdev, ctl, host  # noqa: E402
+from nxdt.facts import unit_cmd  # noqa: E402
+from nxdt.host import run  # noqa: E402
 
-REPO = nxdvm.REPO
+REPO = host.REPO
 NAME, LABEL = "rbost0", "rbfs0"
 DISKS, DISK_MIB, SSD_MIB = 4, 64, 16
 THRESHOLD = 128 * 1024
@@ -65,11 +65,11 @@ def run_unit(d, key):
 def install():
     """The module, nxdctl, nxd-probe and the udev rules, as the packages put
     them (the guest's /usr and /etc are overlays of this boot)."""
-    MARK.append(nxdvm.kmsg_mark("rebootlib"))
+    MARK.append(host.kmsg_mark("rebootlib"))
     for m in ("dm-mod", "loop", "raid456", "libcrc32c"):
-        nxdvm.modprobe(m, check=False)
-    assert not nxdvm.module_loaded("dm_nxd"), "dm_nxd loaded before this boot loaded it"
-    run(["insmod", nxdvm.MODULE_KO])
+        host.modprobe(m, check=False)
+    assert not host.module_loaded("dm_nxd"), "dm_nxd loaded before this boot loaded it"
+    run(["insmod", host.MODULE_KO])
     shutil.copy2(os.path.join(REPO, "tools", "nxdctl"), "/usr/sbin/nxdctl")
     os.makedirs("/usr/lib/udev", exist_ok=True)
     shutil.copy2(os.path.join(REPO, "tools", "nxd-probe"), "/usr/lib/udev/nxd-probe")
@@ -111,7 +111,7 @@ def lsblk_fstype(dev):
 def settle(*devs):
     for dv in devs:
         run(["udevadm", "trigger", "--action=change", "--settle", dv], check=False)
-    nxdvm.udev_settle()
+    host.udev_settle()
 
 
 def dm_uuid(name):
@@ -129,7 +129,7 @@ MARK = []
 def kernel_ok(what):
     """No oops, BUG, WARNING or hung task since install() (the boot's own
     messages before it are not ours: "loops_per_jiffy" reads as an oops)."""
-    bad = nxdvm.find_kernel_problems(nxdvm.dmesg_since(MARK[0]))
+    bad = host.find_kernel_problems(host.dmesg_since(MARK[0]))
     assert not bad, f"kernel problems in {what}:\n" + "\n".join(bad[:20])
 
 
@@ -137,7 +137,7 @@ def shutdown(d, md, loops):
     """What a shutdown does: file systems unmounted, ExecStop=, md stopped."""
     run_unit(d, "ExecStop")
     assert not os.path.exists(f"/dev/mapper/{NAME}"), "ExecStop left the volume"
-    nxdvm.md_stop(md)
+    blkdev.md_stop(md)
     for lp in loops:
         run(["losetup", "-d", lp], check=False)
 
@@ -153,7 +153,7 @@ def boot1(d):
          "--level=6", f"--raid-devices={DISKS}", "--chunk=64", "--bitmap=internal",
          "--assume-clean", *members])
     md = holder_md(members[0])
-    nxdvm.wait_for(lambda: md and md_active(md), timeout=30, what="the new array")
+    host.wait_for(lambda: md and md_active(md), timeout=30, what="the new array")
     ssd = attach(f"{d}/ssd.img")
     settle(md, ssd)
 
@@ -205,14 +205,14 @@ def boot2(d):
     install()
     assert not os.path.exists(f"/dev/mapper/{NAME}")
     members = [attach(f"{d}/disk{i}.img") for i in range(DISKS)]
-    nxdvm.udev_settle()
+    host.udev_settle()
     md = holder_md(members[0])
     how = "udev (mdadm --incremental)"
     if not (md and md_active(md)):
         run(["mdadm", "--assemble", f"/dev/md/{NAME}", *members])
         how = "mdadm --assemble"
         md = holder_md(members[0])
-    nxdvm.wait_for(lambda: md and md_active(md), timeout=30, what="the array")
+    host.wait_for(lambda: md and md_active(md), timeout=30, what="the array")
     ssd = attach(f"{d}/ssd.img")
     settle(md, ssd)
     assert lsblk_fstype(md) == "nxd_hdd" and lsblk_fstype(ssd) == "nxd_log"
@@ -224,7 +224,7 @@ def boot2(d):
     assert dm_uuid(NAME) == s["dm_uuid"] == f"NXD-{s['vol_uuid']}", (dm_uuid(NAME), s)
     thr = nxdctl(d, "threshold", NAME).stdout.split()
     assert int(thr[1]) == THRESHOLD, thr
-    c = X.get_stats(NAME)["counters"]
+    c = ctl.get_stats(NAME)["counters"]
     assert c["recovered_blocks"] > 0, c         # the log was replayed
     assert link("uuid", s["fs_uuid"]) == vol, (link("uuid", s["fs_uuid"]), vol)
     assert link("label", LABEL) == vol, link("label", LABEL)

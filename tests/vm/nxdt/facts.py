@@ -3,7 +3,8 @@
 
 The status line's counters in order (docs/status.md), the tunables, the
 longest volume over an HDD (docs/on-disk-format.md section 5), the
-parsing of a status line and the boot unit's command lines.  Standard library only: imported by the guest
+parsing of a status line, the boot unit's command lines and the units
+(SECTOR, BLOCK, KiB, MiB).  Standard library only: imported by the guest
 tests, the crash harness and the benchmark.
 """
 
@@ -11,6 +12,9 @@ import os
 import shlex
 
 SECTOR = 512
+BLOCK = 4096
+KiB = 1 << 10
+MiB = 1 << 20
 # Sectors at the end of the HDD's last whole MiB kept for the HDD label.
 LABEL_SECTORS = 2048
 
@@ -55,7 +59,7 @@ def parse_status(line):
     return parse_params(f[3])
 
 
-UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                     "systemd", "nxd-assemble.service")
 
 

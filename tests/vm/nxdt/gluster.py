@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -38,11 +37,11 @@ import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
-import nxdvm
-from nxdvm import CmdError, run
-import nxdaux
+from nxdt import blkdev, ctl, dmlib, facts, host, nxdvol, workloads
+from nxdt.facts import MiB
+from nxdt.fstack import fsync_path, sha, sha_file
+from nxdt.host import run
 
-MiB = 1 << 20
 IP = os.environ.get("NXD_PFS_IP", "10.77.0.1")
 IFACE = "nxdpfs0"
 ROOT = "/tmp/nxd-pfs"
@@ -59,37 +58,9 @@ def phase(what):
     msg = f"[{time.monotonic() - T0[0]:7.1f}s] pfs: {what}"
     print(msg, flush=True)
     try:
-        nxdvm.kmsg_write(f"{nxdvm.MARK_PREFIX} pfs: {what}")
+        host.kmsg_write(f"{host.MARK_PREFIX} pfs: {what}")
     except OSError:
         pass
-
-
-def sha(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(4 * MiB)
-            if not b:
-                return h.hexdigest()
-            h.update(b)
-
-
-def fsync_path(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def drop_caches():
-    run("sync")
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def _mounted_fstype(path):
@@ -105,8 +76,8 @@ def _mounted_fstype(path):
 
 def prepare_guest():
     """Network, FUSE, md and glusterd prerequisites of the test guest."""
-    if not nxdvm.in_vm():
-        raise RuntimeError("pfslib runs in the test guest only")
+    if not host.in_vm():
+        raise RuntimeError("nxdt.gluster runs in the test guest only")
     for prog in ("glusterd", "gluster", "glusterfsd", "mount.glusterfs"):
         if not shutil.which(prog):
             raise RuntimeError(f"{prog} not installed: run `make deps`")
@@ -116,10 +87,10 @@ def prepare_guest():
     if "AUTO -all" not in text:
         with open(conf, "a") as f:
             f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
-    nxdvm.modprobe("fuse", check=False)
-    nxdvm.modprobe("dm-mod")
-    nxdvm.modprobe("raid456")
-    nxdvm.modprobe("loop", "max_loop=16", check=False)
+    host.modprobe("fuse", check=False)
+    host.modprobe("dm-mod")
+    host.modprobe("raid456")
+    host.modprobe("loop", "max_loop=16", check=False)
     run(["ip", "link", "set", "lo", "up"])
     if not os.path.exists(f"/sys/class/net/{IFACE}"):
         run(["ip", "link", "add", IFACE, "type", "dummy"])
@@ -133,9 +104,9 @@ def prepare_guest():
 
 def load_nxd():
     """dm-nxd.ko of this kernel (the pytest session loads it itself)."""
-    if not nxdvm.module_loaded("dm_nxd"):
-        nxdvm.modprobe("libcrc32c", check=False)
-        run(["insmod", nxdvm.MODULE_KO])
+    if not host.module_loaded("dm_nxd"):
+        host.modprobe("libcrc32c", check=False)
+        run(["insmod", host.MODULE_KO])
 
 
 # ----------------------------------------------------------------- brick ---
@@ -160,24 +131,24 @@ class Brick:
     # -- devices --
 
     def create_md(self, bitmap=False):
-        self.md = nxdvm.md_create(self.members, level=6, chunk_kb=self.chunk_kb)
+        self.md = blkdev.md_create(self.members, level=6, chunk_kb=self.chunk_kb)
         if bitmap:      # a crash then resyncs only what was being written
             run(["mdadm", "--grow", self.md, "--bitmap=internal"])
         return self.md
 
     def assemble_md(self):
-        dev = f"/dev/md{nxdvm.md_free_minor()}"
+        dev = f"/dev/md{blkdev.md_free_minor()}"
         run(["mdadm", "--assemble", dev, "--run", *self.members])
         self.md = dev
-        nxdvm.wait_for(lambda: os.path.exists(dev), what=dev)
+        host.wait_for(lambda: os.path.exists(dev), what=dev)
         return dev
 
     def stop_md(self):
         if self.md and os.path.exists(f"/sys/block/{os.path.basename(self.md)}/md"):
-            nxdvm.md_stop(self.md)
+            blkdev.md_stop(self.md)
 
     def table(self, fmt=False):
-        line = nxdaux.nxd_line(self.md, self.ssd, self.length)
+        line = nxdvol.nxd_line(self.md, self.ssd, self.length)
         return line + (" 1 format" if fmt else "")
 
     def create_volume(self):
@@ -186,24 +157,24 @@ class Brick:
         if not self.nxd:
             self.dev = self.md
             return self.dev
-        self.length = nxdaux.data_sectors(nxdvm.dev_sectors(self.md))
+        self.length = facts.data_sectors(blkdev.dev_sectors(self.md))
         run(["dmsetup", "create", self.name], input=self.table() + "\n")
         self.dev = f"/dev/mapper/{self.name}"
-        nxdvm.wait_for(lambda: os.path.exists(self.dev), what=self.dev)
+        host.wait_for(lambda: os.path.exists(self.dev), what=self.dev)
         return self.dev
 
     def remove_volume(self):
-        if self.nxd and nxdvm.DMSetup().exists(self.name):
+        if self.nxd and dmlib.DMSetup().exists(self.name):
             run(["dmsetup", "remove", "--retry", self.name])
 
     def status(self):
-        return nxdaux.nxd_status(run(["dmsetup", "status", self.name]).stdout)
+        return facts.parse_status(run(["dmsetup", "status", self.name]).stdout)
 
     def stats(self, reset=False):
-        return nxdaux.get_stats(self.name, reset=reset)
+        return ctl.get_stats(self.name, reset=reset)
 
     def hints(self):
-        blk = nxdvm.blk_name(self.dev)
+        blk = blkdev.blk_name(self.dev)
         with open(f"/sys/block/{blk}/queue/minimum_io_size") as f:
             io_min = int(f.read())
         with open(f"/sys/block/{blk}/queue/optimal_io_size") as f:
@@ -302,7 +273,7 @@ class Gluster:
                     "    option max-port 60999\n"
                     "end-volume\n")
         run(["glusterd", "-f", self.volfile, "-p", self.pidfile], timeout=900)
-        nxdvm.wait_for(lambda: self.cli("volume", "list", check=False).returncode == 0,
+        host.wait_for(lambda: self.cli("volume", "list", check=False).returncode == 0,
                        timeout=300, interval=1, what="glusterd to answer")
 
     def pid(self):
@@ -350,7 +321,7 @@ class Gluster:
         def ok():
             st = self.status(vol)
             return st and all(on and pid > 0 for _, on, pid in st)
-        nxdvm.wait_for(ok, timeout=timeout, interval=1, what=f"every brick of {vol} online")
+        host.wait_for(ok, timeout=timeout, interval=1, what=f"every brick of {vol} online")
 
     def brick_pid(self, vol, path):
         for p, on, pid in self.status(vol):
@@ -363,9 +334,9 @@ class Gluster:
         pid = self.brick_pid(vol, path)
         assert pid, f"brick {path} of {vol} not running"
         os.kill(pid, signal.SIGKILL)
-        nxdvm.wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30,
+        host.wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30,
                        what=f"brick process {pid} to die")
-        nxdvm.wait_for(lambda: self.brick_pid(vol, path) is None, timeout=60, interval=1,
+        host.wait_for(lambda: self.brick_pid(vol, path) is None, timeout=60, interval=1,
                        what=f"glusterd to see brick {path} down")
         return pid
 
@@ -405,7 +376,7 @@ class Gluster:
             last = self.heal_entries(vol)
             return last and all(v == 0 for v in last.values())
         try:
-            nxdvm.wait_for(done, timeout=timeout, interval=10, what=f"heal of {vol}")
+            host.wait_for(done, timeout=timeout, interval=10, what=f"heal of {vol}")
         except TimeoutError as e:
             info = self.cli("volume", "heal", vol, "info", check=False).stdout
             shd = run("tail -n 30 /var/log/glusterfs/glustershd.log", check=False).stdout
@@ -417,7 +388,7 @@ class Gluster:
         mnt = f"{ROOT}/mnt-{vol}"
         os.makedirs(mnt, exist_ok=True)
         run(["mount", "-t", "glusterfs", f"{IP}:/{vol}", mnt], timeout=300)
-        nxdvm.wait_for(lambda: os.path.ismount(mnt), timeout=60, what=f"{mnt} mounted")
+        host.wait_for(lambda: os.path.ismount(mnt), timeout=60, what=f"{mnt} mounted")
         self.mounts[vol] = mnt
         return mnt
 
@@ -449,7 +420,7 @@ class Gluster:
         if pid:
             try:
                 os.kill(pid, signal.SIGTERM)
-                nxdvm.wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=60,
+                host.wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=60,
                                what="glusterd to exit")
             except (ProcessLookupError, TimeoutError):
                 pass
@@ -463,7 +434,7 @@ class Gluster:
     def save_logs(self, tag="pfs"):
         """Copy glusterd's, the bricks' and the clients' logs to the test
         logs (build/, kept on the host)."""
-        dst = os.path.join(nxdvm.LOGS, f"{nxdvm.KVER}-{tag}-glusterfs")
+        dst = os.path.join(host.LOGS, f"{host.KVER}-{tag}-glusterfs")
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree("/var/log/glusterfs", dst, ignore_dangling_symlinks=True)
         return dst
@@ -639,7 +610,7 @@ class IorJob:
         if p.returncode:
             raise AssertionError(f"fio {' '.join(extra)} {self.jobfile} exit {p.returncode}: "
                                  f"{p.stderr[-1500:]}{p.stdout[-500:]}")
-        res = nxdvm.parse_fio_json(p.stdout)
+        res = workloads.parse_fio_json(p.stdout)
         errs = [(j["jobname"], j["error"]) for j in res["jobs"] if j.get("error")]
         assert not errs, f"fio errors: {errs}"
         return res
@@ -669,7 +640,7 @@ class IorJob:
 
 def ssd_share(stats):
     """(writes, bytes, writes to the SSD, bytes to the SSD) of a GET_STATS
-    dict (nxdaux.get_stats)."""
+    dict (ctl.get_stats)."""
     n = b = ns = bs = 0
     for (d, _bucket, route, _align), (count, nbytes, _t) in stats["hist"].items():
         if d != "write":
@@ -683,4 +654,4 @@ def ssd_share(stats):
 
 
 def nxdctl(*args):
-    return run([os.path.join(nxdvm.REPO, "tools", "nxdctl"), *args]).stdout
+    return run([os.path.join(host.REPO, "tools", "nxdctl"), *args]).stdout

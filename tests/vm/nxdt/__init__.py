@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers of the in-guest test suite (tests/vm), one module per concept.
+
+Test files import what they use (``from nxdt import host``, ``from
+nxdt.dmlib import DM``); pytest puts tests/vm on sys.path, and the guest
+programs under scripts/ (pfs_guest.py, powercut_guest.py, reboot_guest.py)
+and bench/bench_guest.py insert it themselves.  Standard library only.
+
+  facts      what the tests know of nxd's interfaces: status fields,
+             tunables, the volume-length rule, units
+  host       running commands, modules, waiting, the kernel log
+  blkdev     block devices: null_blk, loop, md; sizes and I/O statistics
+  rawio      O_DIRECT I/O, aligned buffers, discard/zero-out, Linux AIO
+  dmlib      generic device-mapper clients (dmsetup, ioctl), fault injector
+  nxdvol     the one place that knows nxd's table line, sysfs, kernel
+             messages, and the volume classes
+  ondisk     an independent reader of the on-disk format
+  ctl        /dev/nxd-control (GET_STATS, LIST, the histogram)
+  models     reference models (the crash contract's checker)
+  workloads  the differential tester, the crash workload, fio
+  logwrites  dm-log-writes reader and replayer
+  pcut       the dm-pcut fixture
+  fstack     file-system stack helpers (checksums, fsync, caches)
+  gluster    GlusterFS over dm-nxd
+"""

@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host commands in the test guest: running a command, modules, waiting,
+the kernel log (markers, problem lines) and the logs kept for a test.
+"""
+import ctypes
+import os
+import re
+import subprocess
+import time
+import uuid
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+BUILD = os.path.join(REPO, "build")
+
+
+LOGS = os.environ.get("NXD_LOGS") or os.path.join(BUILD, "logs")
+
+
+KVER = os.uname().release
+
+
+MODULE_KO = os.environ.get("NXD_MODULE_KO", os.path.join(BUILD, KVER, "dm-nxd.ko"))
+
+
+def in_vm():
+    """True inside the test guest (set by scripts/vm-run.sh)."""
+    if os.environ.get("NXD_IN_VM") == "1":
+        return True
+    try:
+        with open("/proc/cmdline") as f:
+            return "virtme" in f.read()
+    except OSError:
+        return False
+
+
+class CmdError(Exception):
+    pass
+
+
+def run(cmd, check=True, input=None, timeout=600, quiet=False):
+    """Run @cmd (list, or str for the shell); return CompletedProcess (text).
+
+    On failure (check=True) raises CmdError carrying the output.
+    """
+    shell = isinstance(cmd, str)
+    p = subprocess.run(cmd, shell=shell, input=input, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        shown = cmd if shell else " ".join(map(str, cmd))
+        raise CmdError(f"`{shown}` exited {p.returncode}\n"
+                       f"stdout: {p.stdout.strip()}\nstderr: {p.stderr.strip()}")
+    return p
+
+
+def modprobe(name, *params, check=True):
+    return run(["modprobe", name, *params], check=check)
+
+
+def module_loaded(name):
+    return os.path.isdir(f"/sys/module/{name.replace('-', '_')}")
+
+
+def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
+    """Poll @pred until true; raise TimeoutError naming @what."""
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def udev_settle():
+    run(["udevadm", "settle", "--timeout=10"], check=False)
+
+
+def sh(cmd, check=True, input=None):
+    """Run a shell command, return stdout (text)."""
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                       input=input)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{cmd!r} failed ({p.returncode}): {p.stderr.strip()}")
+    return p.stdout
+
+# ----------------------------------------------------------------- dmesg ---
+
+
+# What must never show up in the kernel log during a test.
+DMESG_BAD_RE = re.compile(
+    r"(?i:oops)|BUG:|WARNING:|lockdep|possible circular locking|hung_task|"
+    r"blocked for more than|Call Trace|general protection|KASAN|UBSAN")
+
+
+MARK_PREFIX = "nxd-test:"
+
+
+def find_kernel_problems(lines, allow=()):
+    """Return the lines of @lines that look like a kernel problem.
+
+    Our own marker lines are ignored (test names may contain "oops"), and
+    so is any line matching one of the regexes in @allow.
+    """
+    allow_re = [re.compile(a) for a in allow]
+    bad = []
+    for line in lines:
+        if MARK_PREFIX in line:
+            continue
+        if DMESG_BAD_RE.search(line) and not any(a.search(line) for a in allow_re):
+            bad.append(line)
+    return bad
+
+
+def kmsg_write(text):
+    """Write one line to the kernel log."""
+    with open("/dev/kmsg", "w") as f:
+        f.write(text.replace("\n", " ") + "\n")
+
+
+def kmsg_mark(what):
+    """Write a unique marker line to the kernel log; return the marker."""
+    marker = f"{MARK_PREFIX} {what} [{uuid.uuid4().hex[:12]}]"
+    kmsg_write(marker)
+    return marker
+
+
+def dmesg_lines():
+    return run(["dmesg"]).stdout.splitlines()
+
+
+def dmesg_since(marker):
+    """Kernel log lines after the last line containing @marker.
+
+    If the marker has scrolled out of the ring buffer, everything that is
+    left is returned (and checked): better a false alarm than a miss.
+    """
+    lines = dmesg_lines()
+    for i in range(len(lines) - 1, -1, -1):
+        if marker in lines[i]:
+            return lines[i + 1:]
+    return lines
+
+
+def safe_name(s):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)[:150]
+
+
+def save_log(name, text):
+    os.makedirs(LOGS, exist_ok=True)
+    path = os.path.join(LOGS, f"{KVER}-{safe_name(name)}")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def wait_kmsg(marker, regex, timeout=5.0):
+    """Kernel log lines after @marker matching @regex (waits a little)."""
+    rx = re.compile(regex) if isinstance(regex, str) else regex
+    end = time.monotonic() + timeout
+    while True:
+        hits = [ln for ln in dmesg_since(marker) if rx.search(ln)]
+        if hits or time.monotonic() > end:
+            return hits
+        time.sleep(0.1)
+
+# ------------------------------------------------------------- processes ---
+
+
+def as_nobody(script, timeout=120):
+    """Run python3 -c @script as uid/gid 65534 with no supplementary groups
+    and no capabilities; returns CompletedProcess."""
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "python3", "-c", script],
+        capture_output=True, text=True, timeout=timeout, cwd="/")
+
+
+def libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+class Kmsg:
+    """Kernel log lines written after construction."""
+
+    def __init__(self, what):
+        self.marker = kmsg_mark(what)
+
+    def lines(self):
+        return dmesg_since(self.marker)
+
+    def grep(self, regex):
+        r = re.compile(regex)
+        return [ln for ln in self.lines() if r.search(ln)]
+
+
+# ------------------------------------------- logs of the crash tests ---
+
+
+def summary(fname, line):
+    print(line, flush=True)
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{KVER}-{fname}"), "a") as f:
+        f.write(f"{time.strftime('%F %T')} {line}\n")
+
+
+def dmesg_tail(n=15):
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return "\n".join(out.splitlines()[-n:])
+
+
+def progress(line):
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{KVER}-crash-progress.txt"), "a") as f:
+        f.write(f"{time.strftime('%T')} {line}\n")
