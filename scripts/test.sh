@@ -21,6 +21,10 @@
 #   NXD_REBOOT=0  skip the reboot check (scripts/reboot.sh, two more boots
 #                on the first kernel only: a volume made from bare disks
 #                comes back after a reboot; default: as NXD_POWERCUT)
+#   NXD_BENCH_SMOKE=0  skip the benchmark smoke (bench/bench.sh with
+#                BENCH_SMOKE=1, one more boot on the last kernel: every
+#                system of the benchmark set up and run through every kind
+#                of job; it asserts nothing about speed)
 #   NXD_FULL=1   every test on every kernel (`make test-full`); by default
 #                the slowest tests (HEAVY in tests/vm/conftest.py) are
 #                shared out, each running on one kernel only
@@ -175,6 +179,28 @@ boot_check() {
 	fi
 }
 
+# The benchmark's smoke run (bench/bench.sh, BENCH_SMOKE=1) on kernel $1,
+# results under $logs; one verdict line.  bench.sh exits non-zero unless
+# every system was set up and ran every smoke job.
+bench_smoke() {
+	local kv=$1 out=$logs/$1-bench-smoke t rc
+
+	t=$(date +%s)
+	rm -rf "$out"
+	BENCH_SMOKE=1 BENCH_KVER=$kv BENCH_OUT=$out BENCH_NO_DOCS=1 \
+		bench/bench.sh >"$logs/$kv-bench-smoke.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		echo "bench-smoke $kv: PASS ($(grep -ao 'every system ran every job.*' \
+			"$logs/$kv-bench-smoke.log" | tail -n1), $(($(date +%s) - t)) s)"
+	else
+		grep -aE 'FAILED|did not run|could not|not run|Error' "$logs/$kv-bench-smoke.log" |
+			tail -n 5 >&2
+		echo "bench-smoke $kv: FAIL (exit $rc, $(($(date +%s) - t)) s; see $rel/$kv-bench-smoke.log)"
+	fi
+	return $rc
+}
+
 run_kernel() {
 	local kv=$1 kidx=$2
 	local summary_l= extra_l= pass=0 failn=0 fail=0
@@ -300,6 +326,10 @@ run_kernel() {
 	# Reboot check: two more boots, first kernel only (scripts/reboot.sh).
 	if [ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ]; then
 		boot_check "reboot $kv" "$kv-reboot.err" env NXD_LOGS="$logs" scripts/reboot.sh "$kv"
+	fi
+	# Benchmark smoke: one more boot, last kernel only (make bench-smoke).
+	if [ "${NXD_BENCH_SMOKE:-1}" = 1 ] && [ "$kidx" = $((${#kvers[@]} - 1)) ]; then
+		boot_check "bench-smoke $kv" "$kv-bench-smoke.err" bench_smoke "$kv"
 	fi
 	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
 }
