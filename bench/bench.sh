@@ -42,7 +42,8 @@ t0=$(date +%s)
 # Sizes: the steady state wants a working set 4x the SSD and the drain job
 # a region 8x it, inside the array.
 if [ -n "$SMOKE" ]; then
-	export SSD_MB=${SSD_MB:-64} HDD_SIZE_MB=${HDD_SIZE_MB:-128}
+	# Small enough to run in make test (CI): fills and drains scale with it.
+	export SSD_MB=${SSD_MB:-32} HDD_SIZE_MB=${HDD_SIZE_MB:-64}
 	chunks=smoke
 else
 	export SSD_MB=${SSD_MB:-128} HDD_SIZE_MB=${HDD_SIZE_MB:-256}

@@ -1335,13 +1335,13 @@ def main():
     if args.cmd == "array":
         return cmd_array(args)
     sm = args.smoke
-    args.runtime = env_int("BENCH_RUNTIME", 3 if sm else 10)
+    args.runtime = env_int("BENCH_RUNTIME", 2 if sm else 10)
     args.ramp = env_int("BENCH_RAMP", 0 if sm else 2)
     args.burst_pct = env_int("BENCH_BURST_PCT", 20)
-    args.drain_fill_pct = env_int("BENCH_DRAIN_FILL_PCT", 60)
-    args.steady_s = env_int("BENCH_STEADY_S", 12 if sm else 240)
-    args.steady_nocache_s = env_int("BENCH_STEADY_NOCACHE_S", 6 if sm else 120)
-    args.steady_window_s = env_int("BENCH_STEADY_WINDOW_S", 6 if sm else 120)
+    args.drain_fill_pct = env_int("BENCH_DRAIN_FILL_PCT", 30 if sm else 60)
+    args.steady_s = env_int("BENCH_STEADY_S", 8 if sm else 240)
+    args.steady_nocache_s = env_int("BENCH_STEADY_NOCACHE_S", 4 if sm else 120)
+    args.steady_window_s = env_int("BENCH_STEADY_WINDOW_S", 4 if sm else 120)
     args.fill_limit = env_int("BENCH_FILL_LIMIT", 60 if sm else 300)
     args.clean_limit = env_int("BENCH_CLEAN_LIMIT", 300 if sm else 900)
     # BENCH_DEADLINE_S (bench.sh: the boot's limit less a margin): no job
