@@ -24,19 +24,13 @@ import time
 import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.host import run
 
 REPO = host.REPO
 TOOLS = os.path.join(REPO, "tools")
-NXDCTL = os.path.join(TOOLS, "nxdctl")
 PROBE = os.path.join(TOOLS, "nxd-probe")
 RULES = ["60-nxd.rules", "64-nxd-members.rules"]
-
-
-def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    return run([NXDCTL, *map(str, args)], check=check)
 
 
 @pytest.fixture

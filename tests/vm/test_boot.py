@@ -12,17 +12,16 @@ emptying that folder stands for a reboot (it is on tmpfs).
 """
 import hashlib
 import json
-import os
 import random
 import shutil
 import struct
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.ctl import NXDCTL
 from nxdt.facts import KiB, MiB, unit_cmd
 from nxdt.host import run
 
 REPO = host.REPO
-NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 REGION = 8 * MiB            # written and checksummed at the volume's start
 
 

@@ -19,10 +19,9 @@ import time
 import pytest
 
 from nxdt import ctl, host, rawio
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.facts import BLOCK, MiB
 from test_faults import rig, rig_setup, _setup, _degrade  # noqa: F401 (rig: fixture)
-
-NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 
 
 class Monitor:
@@ -100,10 +99,6 @@ class Monitor:
 
 def event_nr(v):
     return int(v.dm.info(v.name)["events"])
-
-
-def nxdctl(*args):
-    return host.run([NXDCTL, *map(str, args)])
 
 
 @pytest.fixture

@@ -25,19 +25,17 @@ import time
 
 import pytest
 
-from nxdt import blkdev, facts, host, nxdvol, rawio
+from nxdt import blkdev, ctl, facts, host, nxdvol, rawio
 from nxdt.facts import MiB
 from nxdt.host import run
 
-NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 MNT = "/tmp/nxd-lc-mnt"
 NAME = "lc0"
 
 
 def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    p = run([NXDCTL, *map(str, args)], check=False)
+    """ctl.nxdctl, failing with an AssertionError that shows its output."""
+    p = ctl.nxdctl(*args, check=False)
     if check and p.returncode:
         raise AssertionError(f"nxdctl {' '.join(map(str, args))} exited "
                              f"{p.returncode}:\n{p.stdout}\n{p.stderr}")

@@ -20,21 +20,15 @@ import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, KiB, MiB
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.host import run
 from nxdt.nxdvol import Vol
 
 REPO = host.REPO
-NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
 LABELS = ["< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K", "32K+1 - 64K",
           "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K", "512K+1 - 1M",
           "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M", "16M+1 - 32M", "> 32M"]
-
-
-def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    return run([NXDCTL, *map(str, args)], check=check)
 
 
 def hist_json(vol):

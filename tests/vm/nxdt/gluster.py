@@ -654,4 +654,4 @@ def ssd_share(stats):
 
 
 def nxdctl(*args):
-    return run([os.path.join(host.REPO, "tools", "nxdctl"), *args]).stdout
+    return run([ctl.NXDCTL, *args]).stdout
