@@ -19,8 +19,9 @@ import time
 import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
-from nxdt.facts import BLOCK, KiB, MiB
+from nxdt.blkdev import grow_loop
 from nxdt.ctl import NXDCTL, nxdctl
+from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Vol
 
@@ -519,15 +520,6 @@ def test_udev_links(dm, loopdev, nullb):
 
 
 # --------------------------------------------------------------- growth ---
-
-def grow_loop(dev, new_mb):
-    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
-        path = f.read().strip()
-    before = blkdev.dev_sectors(dev)
-    os.truncate(path, new_mb * MiB)
-    run(["losetup", "-c", dev])
-    host.wait_for(lambda: blkdev.dev_sectors(dev) > before, what=f"{dev} to grow")
-
 
 def test_grow_online(dm, loopdev, nullb):
     """The HDD grows under a live volume: nxdctl assemble still finds the

@@ -304,3 +304,27 @@ def md_grow_members(md, members, new_mb):
     host.wait_for(lambda: dev_sectors(md) > before, timeout=30,
                    what=f"{md} to grow")
     return dev_sectors(md)
+
+
+def grow_loop(dev, new_mb):
+    """The loop device @dev's backing file made @new_mb MiB, the device
+    told (losetup -c), waited for until it is larger."""
+    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
+        path = f.read().strip()
+    before = dev_sectors(dev)
+    os.truncate(path, new_mb * MiB)
+    run(["losetup", "-c", dev])
+    host.wait_for(lambda: dev_sectors(dev) > before, what=f"{dev} to grow")
+
+
+def settle(*devs, check=True):
+    """A change event for @devs and a settled udev queue."""
+    for d in devs:
+        run(["udevadm", "trigger", "--action=change", "--settle", d], check=check)
+    host.udev_settle()
+
+
+def disk_link(kind, value):
+    """Where /dev/disk/by-KIND/VALUE points, or None."""
+    p = f"/dev/disk/by-{kind}/{value}"
+    return os.path.realpath(p) if os.path.lexists(p) else None

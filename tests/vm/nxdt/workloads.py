@@ -313,3 +313,9 @@ def fio_summary(result):
                   "clat_mean_us": (sum(lat) / len(lat) / 1000.0) if lat else 0.0}
     out["errors"] = sum(j.get("error", 0) for j in result["jobs"])
     return out
+
+
+def pattern(tag, i, n):
+    """@n bytes of "TAG:IIIIII:" repeated: data that names where it belongs."""
+    unit = f"{tag}:{i:06d}:".encode()
+    return (unit * (n // len(unit) + 1))[:n]
