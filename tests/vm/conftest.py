@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from nxdt import blkdev, dmlib, host
+from nxdt import blkdev, dmlib, faultrig, host
 from nxdt.host import run
 
 
@@ -345,3 +345,11 @@ def dm(nullb, loopdev, md_raid6):
     yield d
     errors = d.cleanup()
     assert not errors, "dm cleanup failed:\n" + "\n".join(errors)
+
+
+@pytest.fixture
+def rig(dm, loopdev, nullb):
+    """HDD and SSD behind fault injectors.  Torn down before the dm devices
+    (it depends on `dm`): closes the models' fds and heals the injectors,
+    so that a failed test does not leave the volume busy or failing."""
+    yield from faultrig.rig_setup(dm, loopdev, nullb)
