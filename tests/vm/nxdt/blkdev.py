@@ -3,12 +3,14 @@
 fixture), their sizes and I/O statistics.
 """
 import contextlib
+import hashlib
 import os
 import time
 import uuid
 from nxdt import host
-from nxdt.facts import MiB, SECTOR
+from nxdt.facts import BLOCK, KiB, MiB, SECTOR
 from nxdt.host import CmdError, modprobe, module_loaded, run, sh, wait_for
+from nxdt.rawio import pread_dev
 
 
 # -------------------------------------------------------------- blk stat ---
@@ -328,3 +330,16 @@ def disk_link(kind, value):
     """Where /dev/disk/by-KIND/VALUE points, or None."""
     p = f"/dev/disk/by-{kind}/{value}"
     return os.path.realpath(p) if os.path.lexists(p) else None
+
+
+def dev_digest(dev):
+    """Hash of the parts of a device nxd could write at table load: the
+    first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
+    (HDD label area)."""
+    size = dev_size_bytes(dev)
+    h = hashlib.sha256()
+    h.update(pread_dev(dev, 0, min(64 * KiB, size)))
+    tail = min(2 * MiB, size)
+    off = (size - tail) // BLOCK * BLOCK
+    h.update(pread_dev(dev, off, size - off))
+    return h.hexdigest()
