@@ -153,14 +153,7 @@ def _teardown_all(funcs):
 @pytest.fixture(scope="session", autouse=True)
 def guest_setup():
     """Guest-wide preparation (the guest's /etc is a private overlay)."""
-    # udev's incremental assembly (64-md-raid-assembly.rules) would grab the
-    # members of a stopped array and start it as md127 behind our back.
-    os.makedirs("/etc/mdadm", exist_ok=True)
-    conf = "/etc/mdadm/mdadm.conf"
-    text = open(conf).read() if os.path.exists(conf) else ""
-    if "AUTO -all" not in text:
-        with open(conf, "a") as f:
-            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+    blkdev.md_no_auto_assembly()
     host.modprobe("loop", "max_loop=16", check=False)
     host.modprobe("null_blk", "nr_devices=0", check=False)
     blkdev.ensure_configfs()

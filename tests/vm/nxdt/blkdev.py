@@ -174,6 +174,18 @@ def loop_destroy(dev, path):
         os.unlink(path)
 
 
+def md_no_auto_assembly():
+    """AUTO -all in the guest's mdadm.conf (its /etc is a private overlay):
+    udev's incremental assembly (64-md-raid-assembly.rules) would grab the
+    members of a stopped array and start it as md127 behind our back."""
+    os.makedirs("/etc/mdadm", exist_ok=True)
+    conf = "/etc/mdadm/mdadm.conf"
+    text = open(conf).read() if os.path.exists(conf) else ""
+    if "AUTO -all" not in text:
+        with open(conf, "a") as f:
+            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+
+
 def md_free_minor(start=100):
     n = start
     while os.path.exists(f"/sys/block/md{n}") or os.path.exists(f"/dev/md{n}"):
