@@ -103,7 +103,7 @@ def event_nr(v):
 
 @pytest.fixture
 def big_rig(dm, loopdev, nullb):
-    """test_faults.py's rig with a log four destage rounds long (a round
+    """The rig (conftest.py) with a log four destage rounds long (a round
     copies at most 16 MiB): refilled under a steady write load, it never
     empties below the re-arm level of the log_full event in between."""
     yield from rig_setup(dm, loopdev, nullb, hdd_mb=128, ssd_mb=64)
