@@ -25,7 +25,6 @@ nxdctl, nxd-probe and the udev rules are installed into the guest's
 Prints "reboot: PASS ..." or "reboot: FAIL ..." as its last line.
 """
 import glob
-import hashlib
 import json
 import os
 import random
@@ -35,7 +34,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
 from nxdt import blkdev, ctl, host  # noqa: E402
+from nxdt.blkdev import disk_link, settle  # noqa: E402
+from nxdt.dmlib import dm_uuid  # noqa: E402
 from nxdt.facts import unit_cmd  # noqa: E402
+from nxdt.fstack import sha_file  # noqa: E402
 from nxdt.host import run  # noqa: E402
 
 REPO = host.REPO
@@ -98,29 +100,9 @@ def md_active(md):
         return False
 
 
-def link(kind, value):
-    p = f"/dev/disk/by-{kind}/{value}"
-    return os.path.realpath(p) if os.path.lexists(p) else None
-
-
 def lsblk_fstype(dev):
     out = json.loads(run(["lsblk", "-J", "-d", "-o", "FSTYPE", dev]).stdout)
     return out["blockdevices"][0]["fstype"]
-
-
-def settle(*devs):
-    for dv in devs:
-        run(["udevadm", "trigger", "--action=change", "--settle", dv], check=False)
-    host.udev_settle()
-
-
-def dm_uuid(name):
-    return run(["dmsetup", "info", "-c", "--noheadings", "-o", "uuid", name]).stdout.strip()
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 MARK = []
@@ -155,7 +137,7 @@ def boot1(d):
     md = holder_md(members[0])
     host.wait_for(lambda: md and md_active(md), timeout=30, what="the new array")
     ssd = attach(f"{d}/ssd.img")
-    settle(md, ssd)
+    settle(md, ssd, check=False)
 
     nxdctl(d, "create", NAME, f"/dev/md/{NAME}", ssd, "--write-threshold", "128K")
     vols = json.loads(nxdctl(d, "list", "--json").stdout)["volumes"]
@@ -165,8 +147,8 @@ def boot1(d):
     vol = os.path.realpath(f"/dev/mapper/{NAME}")
     run(["mkfs.ext4", "-q", "-L", LABEL, f"/dev/mapper/{NAME}"])
     fs = run(["blkid", "-p", "-s", "UUID", "-o", "value", vol]).stdout.strip()
-    settle(md, ssd, vol)
-    assert link("uuid", fs) == vol, (link("uuid", fs), vol)
+    settle(md, ssd, vol, check=False)
+    assert disk_link("uuid", fs) == vol, (disk_link("uuid", fs), vol)
     assert lsblk_fstype(md) == "nxd_hdd" and lsblk_fstype(ssd) == "nxd_log"
 
     # Files, the last of them with the destager paused: in the log at shutdown.
@@ -184,7 +166,7 @@ def boot1(d):
                 f.write(rnd.randbytes(size))
                 f.flush()
                 os.fsync(f.fileno())
-            sums[name] = sha(f"{MNT}/{name}")
+            sums[name] = sha_file(f"{MNT}/{name}")
     finally:
         run(["umount", MNT])
     st = json.loads(nxdctl(d, "status", NAME, "--json", "--interval", "0").stdout)["volumes"][0]
@@ -214,25 +196,25 @@ def boot2(d):
         md = holder_md(members[0])
     host.wait_for(lambda: md and md_active(md), timeout=30, what="the array")
     ssd = attach(f"{d}/ssd.img")
-    settle(md, ssd)
+    settle(md, ssd, check=False)
     assert lsblk_fstype(md) == "nxd_hdd" and lsblk_fstype(ssd) == "nxd_log"
-    assert link("uuid", s["fs_uuid"]) is None, "the bare array owns the fs UUID link"
+    assert disk_link("uuid", s["fs_uuid"]) is None, "the bare array owns the fs UUID link"
 
     run_unit(d, "ExecStart")                    # nxd-assemble.service
     vol = os.path.realpath(f"/dev/mapper/{NAME}")
-    settle(vol)
+    settle(vol, check=False)
     assert dm_uuid(NAME) == s["dm_uuid"] == f"NXD-{s['vol_uuid']}", (dm_uuid(NAME), s)
     thr = nxdctl(d, "threshold", NAME).stdout.split()
     assert int(thr[1]) == THRESHOLD, thr
     c = ctl.get_stats(NAME)["counters"]
     assert c["recovered_blocks"] > 0, c         # the log was replayed
-    assert link("uuid", s["fs_uuid"]) == vol, (link("uuid", s["fs_uuid"]), vol)
-    assert link("label", LABEL) == vol, link("label", LABEL)
+    assert disk_link("uuid", s["fs_uuid"]) == vol, (disk_link("uuid", s["fs_uuid"]), vol)
+    assert disk_link("label", LABEL) == vol, disk_link("label", LABEL)
 
     os.makedirs(MNT, exist_ok=True)
     run(["mount", f"/dev/disk/by-uuid/{s['fs_uuid']}", MNT])
     try:
-        bad = [n for n, h in s["sums"].items() if sha(f"{MNT}/{n}") != h]
+        bad = [n for n, h in s["sums"].items() if sha_file(f"{MNT}/{n}") != h]
     finally:
         run(["umount", MNT])
     assert not bad, f"files differ after the reboot: {bad}"

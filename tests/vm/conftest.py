@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from nxdt import blkdev, dmlib, host
+from nxdt import blkdev, dmlib, faultrig, host
 from nxdt.host import run
 
 
@@ -153,14 +153,7 @@ def _teardown_all(funcs):
 @pytest.fixture(scope="session", autouse=True)
 def guest_setup():
     """Guest-wide preparation (the guest's /etc is a private overlay)."""
-    # udev's incremental assembly (64-md-raid-assembly.rules) would grab the
-    # members of a stopped array and start it as md127 behind our back.
-    os.makedirs("/etc/mdadm", exist_ok=True)
-    conf = "/etc/mdadm/mdadm.conf"
-    text = open(conf).read() if os.path.exists(conf) else ""
-    if "AUTO -all" not in text:
-        with open(conf, "a") as f:
-            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+    blkdev.md_no_auto_assembly()
     host.modprobe("loop", "max_loop=16", check=False)
     host.modprobe("null_blk", "nr_devices=0", check=False)
     blkdev.ensure_configfs()
@@ -345,3 +338,11 @@ def dm(nullb, loopdev, md_raid6):
     yield d
     errors = d.cleanup()
     assert not errors, "dm cleanup failed:\n" + "\n".join(errors)
+
+
+@pytest.fixture
+def rig(dm, loopdev, nullb):
+    """HDD and SSD behind fault injectors.  Torn down before the dm devices
+    (it depends on `dm`): closes the models' fds and heals the injectors,
+    so that a failed test does not leave the volume busy or failing."""
+    yield from faultrig.rig_setup(dm, loopdev, nullb)

@@ -24,19 +24,14 @@ import time
 import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.blkdev import disk_link, settle
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.host import run
 
 REPO = host.REPO
 TOOLS = os.path.join(REPO, "tools")
-NXDCTL = os.path.join(TOOLS, "nxdctl")
 PROBE = os.path.join(TOOLS, "nxd-probe")
 RULES = ["60-nxd.rules", "64-nxd-members.rules"]
-
-
-def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    return run([NXDCTL, *map(str, args)], check=check)
 
 
 @pytest.fixture
@@ -70,24 +65,11 @@ def udev_nxd():
         run(["udevadm", "control", "--reload"], check=False)
 
 
-def settle(*devs):
-    """A change event for @devs and a settled udev queue."""
-    for d in devs:
-        run(["udevadm", "trigger", "--action=change", "--settle", d])
-    host.udev_settle()
-
-
 def lsblk(dev):
     """lsblk's view of @dev alone: FSTYPE, UUID, LABEL (udev's database)."""
     out = json.loads(run(["lsblk", "-J", "-d", "-o", "PATH,FSTYPE,UUID,LABEL",
                           dev]).stdout)
     return out["blockdevices"][0]
-
-
-def link(kind, value):
-    """Where /dev/disk/by-KIND/VALUE points, or None."""
-    p = f"/dev/disk/by-{kind}/{value}"
-    return os.path.realpath(p) if os.path.lexists(p) else None
 
 
 def real(dev):
@@ -125,8 +107,8 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
 
     # Before: the raw array owns the file system's links.
     assert lsblk(md)["fstype"] == "ext4"
-    assert link("uuid", fs) == real(md)
-    assert link("label", "nxdost0") == real(md)
+    assert disk_link("uuid", fs) == real(md)
+    assert disk_link("label", "nxdost0") == real(md)
     assert lsblk(ssd)["fstype"] is None
 
     # create refuses the file system on the HDD, and goes ahead with --force.
@@ -146,12 +128,12 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     assert (m["fstype"], m["uuid"], m["label"]) == ("nxd_hdd", vuuid, None), m
     assert (s["fstype"], s["uuid"]) == ("nxd_log", vuuid), s
     assert (v["fstype"], v["uuid"], v["label"]) == ("ext4", fs, "nxdost0"), v
-    assert link("uuid", fs) == real(vol)
-    assert link("label", "nxdost0") == real(vol)
+    assert disk_link("uuid", fs) == real(vol)
+    assert disk_link("label", "nxdost0") == real(vol)
     env = udev_env(md)
     assert env["ID_FS_UUID_SUB"] == huuid and env["ID_FS_USAGE"] == "raid", env
     # md's own links stay.
-    assert link("id", f"md-uuid-{env['MD_UUID']}") == real(md), env
+    assert disk_link("id", f"md-uuid-{env['MD_UUID']}") == real(md), env
     assert (env["NXD_DATA_FS_TYPE"], env["NXD_DATA_FS_UUID"]) == ("ext4", fs), env
     assert udev_env(ssd)["ID_FS_USAGE"] == "other"
     # (blkid -p reads the devices, not udev: it still sees the ext4.)
@@ -176,8 +158,8 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     dm.created.remove("adm0")
     settle(md, ssd)
     assert lsblk(md)["fstype"] == "nxd_hdd"
-    assert link("uuid", fs) is None
-    assert link("label", "nxdost0") is None
+    assert disk_link("uuid", fs) is None
+    assert disk_link("label", "nxdost0") is None
     for d in (md, ssd):
         p = nxdctl("wipe", d, check=False)
         assert p.returncode == 1, (d, p.stdout + p.stderr)
@@ -198,8 +180,8 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     m = lsblk(md)
     assert (m["fstype"], m["uuid"], m["label"]) == ("ext4", fs, "nxdost0"), m
     assert lsblk(ssd)["fstype"] is None
-    assert link("uuid", fs) == real(md)
-    assert link("label", "nxdost0") == real(md)
+    assert disk_link("uuid", fs) == real(md)
+    assert disk_link("label", "nxdost0") == real(md)
     run(["e2fsck", "-fn", md])
     run(["mount", "-o", "ro", md, str(mnt)])
     try:

@@ -8,7 +8,6 @@ nxd volume (NXD_IOC_LIST) and no change on the devices; nothing may oops
 (the conftest dmesg check).  Data checks compare with what the test wrote.
 """
 import errno
-import hashlib
 import json
 import os
 import random
@@ -17,95 +16,17 @@ import struct
 import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
-from nxdt.facts import BLOCK, KiB, MiB, SECTOR
+from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import refuse, Vol
+from nxdt.ondisk import check_log_matches_writes
+from nxdt.workloads import check, fill, seg_expect, seg_setup
 
 HDD_MB = 64
 SSD_MB = 8
 # ti->error for the removed option (kept verbatim: scripts may match it).
 RT_REMOVED = ("read_threshold was removed: small reads are served from the "
               "log only when logged")
-
-
-# ------------------------------------------------------------ helpers ---
-
-def dev_digest(dev):
-    """Hash of the parts of a device nxd could write at table load: the
-    first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
-    (HDD label area)."""
-    size = blkdev.dev_size_bytes(dev)
-    h = hashlib.sha256()
-    h.update(rawio.pread_dev(dev, 0, min(64 * KiB, size)))
-    tail = min(2 * MiB, size)
-    off = (size - tail) // BLOCK * BLOCK
-    h.update(rawio.pread_dev(dev, off, size - off))
-    return h.hexdigest()
-
-
-def nxd_sysfs_dirs():
-    return sorted(d for d in os.listdir("/sys/block")
-                  if d.startswith("dm-") and os.path.isdir(f"/sys/block/{d}/nxd"))
-
-
-def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
-    """`dmsetup create` (or, with @load, `dmsetup load` into the existing
-    device @load) of @line must fail with @msg_re logged by dm core for the
-    nxd constructor, and change nothing.  Returns the matching log lines."""
-    before = {d: dev_digest(d) for d in devs}
-    nvols = ctl.list_vols()[1]
-    sysdirs = nxd_sysfs_dirs()
-    marker = host.kmsg_mark(f"refuse {line}")
-    if load:
-        p = run(["dmsetup", "load", load], input=line + "\n", check=False)
-    else:
-        p = run(["dmsetup", "create", name], input=line + "\n", check=False)
-    host.udev_settle()
-    hits = host.wait_kmsg(marker, nxdvol.table_error_re(msg_re))
-    log = "\n".join(host.dmesg_since(marker))
-    assert p.returncode != 0, f"table accepted: {line}"
-    assert hits, f"no 'nxd: {msg_re}' in the kernel log for {line!r}:\n{log}"
-    if load:
-        info = run(["dmsetup", "info", load]).stdout
-        assert "Tables present:" in info and "INACTIVE" not in info, info
-    else:
-        assert not dm.exists(name), f"{name} left behind by a refused table"
-        assert not os.path.exists(f"/dev/mapper/{name}")
-    assert ctl.list_vols()[1] == nvols, "an nxd volume was left behind"
-    assert nxd_sysfs_dirs() == sysdirs
-    for d in devs:
-        assert dev_digest(d) == before[d], f"refused table {line!r} modified {d}"
-    return host.dmesg_since(marker)
-
-
-def fill(vol, seed, nbytes=4 * MiB):
-    """Write a model through @vol: a direct (HDD) base pattern, then logged
-    4 KiB and 512 B writes over it.  Returns the model (first @nbytes)."""
-    rng = random.Random(seed)
-    model = bytearray(rng.randbytes(nbytes))
-    with rawio.Fd(vol.dev) as f:
-        for off in range(0, nbytes, MiB):
-            f.pwrite(off, bytes(model[off:off + MiB]))
-        for _ in range(48):
-            off = rng.randrange(nbytes // BLOCK) * BLOCK
-            d = rng.randbytes(BLOCK)
-            f.pwrite(off, d)
-            model[off:off + BLOCK] = d
-        for _ in range(16):
-            off = rng.randrange(nbytes // SECTOR) * SECTOR
-            d = rng.randbytes(SECTOR)
-            f.pwrite(off, d)
-            model[off:off + SECTOR] = d
-        f.fsync()
-    return model
-
-
-def check(vol, model):
-    with rawio.Fd(vol.dev, write=False) as f:
-        got = f.pread(0, len(model))
-    if got != bytes(model):
-        bad = next(i for i in range(len(model)) if got[i] != model[i])
-        raise AssertionError(f"{vol.name}: data differs at byte {bad} (block {bad // BLOCK})")
 
 
 @pytest.fixture
@@ -748,71 +669,25 @@ def test_hdd_label_corrupt(dm, filled):
     check(v, model)
 
 
-# Segment-level corruption.  Twelve 8 KiB writes, each its own segment
-# (sequential O_DIRECT writes: the writer commits each before the next
-# arrives), over blocks chosen so that later ones overwrite earlier ones.
-SEG_WRITES = [0, 2, 4, 0, 6, 2, 8, 4, 10, 0, 12, 6]   # first block of each
-CUT = 6                                               # corrupt segment #6
-
-
-def _seg_setup(dm, hdd, ssd, name, seed):
-    """Volume with a 1 MiB HDD base pattern and the twelve logged writes.
-    Returns (vol, base, writes) with writes[i] = (off, data).  Each write
-    ends 512 bytes short of its second block: partial, it goes through the
-    writer's checksummed batches, one segment each (whole blocks would
-    take the direct path: ORDERED segments, no data checksum, several
-    writes a segment)."""
-    rng = random.Random(seed)
-    v = Vol(dm, name, hdd, ssd)
-    v.pause()
-    base = rng.randbytes(MiB)
-    writes = []
-    with rawio.Fd(v.dev) as f:
-        f.pwrite(0, base)                       # 1 MiB aligned: HDD, not logged
-        f.fsync()
-        assert v.status()["index_entries"] == 0
-        for blk in SEG_WRITES:
-            d = rng.randbytes(2 * BLOCK - 512)
-            f.pwrite(blk * BLOCK, d)
-            writes.append((blk * BLOCK, d))
-        f.fsync()
-    return v, base, writes
-
-
-def _expect(base, writes):
-    m = bytearray(base)
-    for off, d in writes:
-        m[off:off + len(d)] = d
-    return m
-
-
-def _check_log_matches_writes(ssd, sb, writes):
-    """The on-disk log as the format says it is: one segment per write,
-    a full and a 7-sector DATA record each, data equal to what was
-    written."""
-    segs = ondisk.walk_log(ssd, sb)
-    assert len(segs) == len(writes), [ondisk.data_recs(s) for s in segs]
-    for s, (off, d) in zip(segs, writes):
-        b = off // BLOCK
-        assert ondisk.data_recs(s) == [(b, 0xFF), (b + 1, 0x7F)], (s["seq"], ondisk.data_recs(s))
-        assert rawio.pread_dev(ssd, s["ssd_off"] + BLOCK, len(d)) == d
-    return segs
+# Segment-level corruption: workloads.seg_setup's twelve writes, one segment
+# each; segment #CUT is the one corrupted.
+CUT = 6
 
 
 def test_segment_header_corrupt_clean_log(dm, pair):
     hdd, ssd = pair
-    v, base, writes = _seg_setup(dm, hdd, ssd, "nxdseg", 91)
+    v, base, writes = seg_setup(dm, hdd, ssd, "nxdseg", 91)
     v.remove()                                  # clean shutdown
     i, sb = ondisk.newest_sb(ssd)
     assert sb["flags"] & 1, sb
-    segs = _check_log_matches_writes(ssd, sb, writes)
+    segs = check_log_matches_writes(ssd, sb, writes)
     rawio.flip_byte(ssd, segs[CUT]["ssd_off"] + 4000)       # header checksum breaks
     marker = host.kmsg_mark("recover cut log")
     v.recreate()
     assert host.wait_kmsg(marker, r"clean log ends early"), "no warning about the cut log"
     st = v.status()
     assert st["recovered_segments"] == CUT, st
-    want = _expect(base, writes[:CUT])
+    want = seg_expect(base, writes[:CUT])
     check(v, want)
 
 
@@ -825,13 +700,13 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     hdd, ssd = loopdev(HDD_MB), nullb(SSD_MB)
     hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
     hdd3, ssd3 = loopdev(HDD_MB), nullb(SSD_MB)
-    v, base, writes = _seg_setup(dm, hdd, ssd, "nxdcrash", 92)
+    v, base, writes = seg_setup(dm, hdd, ssd, "nxdcrash", 92)
     blkdev.copy_dev(ssd, ssd2, SSD_MB * MiB)
     blkdev.copy_dev(hdd, hdd2, HDD_MB * MiB)
     v.remove()
     i, sb = ondisk.newest_sb(ssd2)
     assert not sb["flags"] & 1, "the crash image has a clean superblock"
-    segs = _check_log_matches_writes(ssd2, sb, writes)
+    segs = check_log_matches_writes(ssd2, sb, writes)
     if what == "header":
         rawio.flip_byte(ssd2, segs[CUT]["ssd_off"] + 4000)
     else:
@@ -839,7 +714,7 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     v2 = Vol(dm, "nxdcrash2", hdd2, ssd2)
     st = v2.status()
     assert st["recovered_segments"] == CUT, st
-    check(v2, _expect(base, writes[:CUT]))
+    check(v2, seg_expect(base, writes[:CUT]))
     # One new segment of the same size lands where segment CUT was, so the
     # old segment CUT + 1 sits exactly where the chain continues, with the
     # sequence number it expects; only its generation tells it apart.
@@ -865,7 +740,7 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     v3 = Vol(dm, "nxdcrash3", hdd3, ssd3)
     st = v3.status()
     assert st["recovered_segments"] == fresh["seq"] - sb3["tail_seq"] + 1, (st, sb3)
-    check(v3, _expect(base, writes[:CUT] + [new]))
+    check(v3, seg_expect(base, writes[:CUT] + [new]))
 
 
 def test_inactive_table_and_clear(dm, pair):

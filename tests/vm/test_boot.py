@@ -10,19 +10,19 @@ a change of the unit changes what is tested.  The config file and the
 folder of removal marks are the test's own (NXD_CONFIG, NXD_REMOVED_DIR);
 emptying that folder stands for a reboot (it is on tmpfs).
 """
-import hashlib
 import json
-import os
 import random
 import shutil
 import struct
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.ctl import NXDCTL
+from nxdt.dmlib import dm_uuid
 from nxdt.facts import KiB, MiB, unit_cmd
+from nxdt.fstack import sha
 from nxdt.host import run
 
 REPO = host.REPO
-NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 REGION = 8 * MiB            # written and checksummed at the volume's start
 
 
@@ -45,11 +45,6 @@ class Env:
     def reboot(self):
         """What a reboot does to /run/nxd/removed."""
         shutil.rmtree(self.removed, ignore_errors=True)
-
-
-def dm_uuid(name):
-    return run(["dmsetup", "info", "-c", "--noheadings", "-o", "uuid",
-                name]).stdout.strip()
 
 
 def vol_uuid(env, name):
@@ -78,7 +73,7 @@ def write_some(dev, seed):
 
 
 def region_sum(dev):
-    return hashlib.sha256(rawio.pread_dev(dev, 0, REGION)).hexdigest()
+    return sha(rawio.pread_dev(dev, 0, REGION))
 
 
 def test_boot_assembly(dm, loopdev, tmp_path):

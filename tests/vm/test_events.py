@@ -19,10 +19,9 @@ import time
 import pytest
 
 from nxdt import ctl, host, rawio
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.facts import BLOCK, MiB
-from test_faults import rig, rig_setup, _setup, _degrade  # noqa: F401 (rig: fixture)
-
-NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
+from nxdt.faultrig import degrade, rig_setup, setup_vol
 
 
 class Monitor:
@@ -102,13 +101,9 @@ def event_nr(v):
     return int(v.dm.info(v.name)["events"])
 
 
-def nxdctl(*args):
-    return host.run([NXDCTL, *map(str, args)])
-
-
 @pytest.fixture
 def big_rig(dm, loopdev, nullb):
-    """test_faults.py's rig with a log four destage rounds long (a round
+    """The rig (conftest.py) with a log four destage rounds long (a round
     copies at most 16 MiB): refilled under a steady write load, it never
     empties below the re-arm level of the log_full event in between."""
     yield from rig_setup(dm, loopdev, nullb, hdd_mb=128, ssd_mb=64)
@@ -123,7 +118,7 @@ def test_events_degrade_log_full_drain(big_rig, tmp_path):
     (drain_done again)."""
     rig = big_rig
     # log_full is re-armed below high_watermark: 30 % is three rounds away
-    v, m = _setup(rig, "nxdev", size=4 * MiB, seed=19, nfull=16, npart=4,
+    v, m = setup_vol(rig, "nxdev", size=4 * MiB, seed=19, nfull=16, npart=4,
                   opts=["low_watermark", "10", "high_watermark", "30"])
     assert nxdctl("monitor", "--help").returncode == 0
     st0 = v.status()
@@ -175,7 +170,7 @@ def test_events_degrade_log_full_drain(big_rig, tmp_path):
             pl.register(fd, select.POLLPRI | select.POLLERR)
             time.sleep(0.5)
             assert waiter.poll() is None, "dmsetup wait returned before the event"
-            st_deg = _degrade(v, m, rig)
+            st_deg = degrade(v, m, rig)
             assert pl.poll(20000), "no sysfs_notify on nxd/events"
             os.lseek(fd, 0, os.SEEK_SET)
             assert int(os.read(fd, 64)) == 3
@@ -217,7 +212,7 @@ def test_error_counters_survive_histogram_reset(rig):
     """`nxdctl histogram --reset` (and the ioctl's reset) clears the
     histogram and the request counters, never ssd_errors, hdd_errors or
     the event counters; the status line keeps its first 27 words."""
-    v, m = _setup(rig, "nxdrst", size=4 * MiB, seed=20, nfull=8, npart=2)
+    v, m = setup_vol(rig, "nxdrst", size=4 * MiB, seed=20, nfull=8, npart=2)
     rig.ssdi.set("error")
     for b in sorted(m.logged)[:4]:
         m.read_eio(b * BLOCK, BLOCK)            # failed SSD reads: ssd_errors

@@ -18,145 +18,10 @@ import pytest
 
 from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
+from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
 from nxdt.host import run
 from nxdt.nxdvol import Vol
 from nxdt.rawio import EIO
-
-HDD_MB = 64
-SSD_MB = 16
-
-
-class Rig:
-    def __init__(self, dm, loopdev, nullb, hdd_mb=HDD_MB, ssd_mb=SSD_MB):
-        host.modprobe("dm-flakey", check=False)
-        self.dm = dm
-        self.hdd_base = loopdev(hdd_mb)
-        self.ssd_base = nullb(ssd_mb)
-        self.hddi = dmlib.Injector(dm, "nxdf-hdd", self.hdd_base)
-        self.ssdi = dmlib.Injector(dm, "nxdf-ssd", self.ssd_base)
-        self.hdd, self.ssd = self.hddi.dev, self.ssdi.dev
-        self.models = []
-
-
-def rig_setup(dm, loopdev, nullb, **sizes):
-    """The body of the fixture `rig` (a generator, for fixtures of other
-    sizes: test_events.py)."""
-    r = Rig(dm, loopdev, nullb, **sizes)
-    yield r
-    for m in r.models:
-        m.close()
-    for inj in (r.hddi, r.ssdi):
-        if inj.mode != "ok" and dm.exists(inj.name):
-            inj.set("ok")
-
-
-@pytest.fixture
-def rig(dm, loopdev, nullb):
-    """HDD and SSD behind fault injectors.  Torn down before the dm devices
-    (it depends on `dm`): closes the models' fds and heals the injectors,
-    so that a failed test does not leave the volume busy or failing."""
-    yield from rig_setup(dm, loopdev, nullb)
-
-
-class Model:
-    """The first @size bytes of the volume as the test wrote them, and the
-    4 KiB blocks that have a logged copy (from the routing rules: writes of
-    at most write_threshold bytes, or not 4 KiB aligned, are logged)."""
-
-    def __init__(self, vol, size, seed):
-        self.vol, self.size = vol, size
-        self.rng = random.Random(seed)
-        self.data = bytearray(size)
-        self.logged = set()          # blocks with a logged copy
-        self.partial = set()         # ... of which only some sectors
-        self.f = rawio.Fd(vol.dev)
-        self.fds = [self.f]
-
-    def close(self):
-        for f in self.fds:
-            f.close()
-
-    def reopen(self):
-        self.f = rawio.Fd(self.vol.dev)
-        self.fds.append(self.f)
-
-    def base(self):
-        """Random content written straight to the HDD (1 MiB aligned)."""
-        for off in range(0, self.size, MiB):
-            d = self.rng.randbytes(MiB)
-            self.f.pwrite(off, d)
-            self.data[off:off + MiB] = d
-        self.f.fsync()
-
-    def write(self, off, n, logged):
-        d = self.rng.randbytes(n)
-        self.f.pwrite(off, d)
-        self.data[off:off + n] = d
-        if logged:
-            s, e = off // SECTOR, (off + n) // SECTOR
-            for b in range(s // 8, (e - 1) // 8 + 1):
-                if min(e, b * 8 + 8) - max(s, b * 8) == 8:
-                    self.partial.discard(b)
-                elif b not in self.logged:
-                    self.partial.add(b)
-                self.logged.add(b)
-
-    def unlog(self, blocks):
-        """Whole blocks written to the HDD: their logged copies are gone."""
-        self.logged.difference_update(blocks)
-        self.partial.difference_update(blocks)
-
-    def log_blocks(self, blocks):
-        for b in blocks:
-            self.write(b * BLOCK, BLOCK, True)
-
-    def log_sectors(self, blocks):
-        """One 512 B write into each block: partially logged blocks."""
-        for b in blocks:
-            self.write(b * BLOCK + SECTOR * self.rng.randrange(8), SECTOR, True)
-
-    def read_ok(self, off, n):
-        got, e = self.f.pread_try(off, n)
-        assert e == 0, f"read {off}+{n}: errno {e}"
-        self.same(off, got)
-
-    def same(self, off, got):
-        want = bytes(self.data[off:off + len(got)])
-        if got != want:
-            bad = next(i for i in range(len(got)) if got[i] != want[i])
-            raise AssertionError(f"wrong data at byte {off + bad} (block {(off + bad) // BLOCK})")
-
-    def read_eio(self, off, n):
-        got, e = self.f.pread_try(off, n)
-        if e == 0:
-            self.same(off, got)          # never wrong data
-        assert e == EIO, f"read {off}+{n}: errno {e}, want EIO"
-
-    def verify(self, dev=None):
-        got = rawio.pread_dev(dev or self.vol.dev, 0, self.size)
-        self.same(0, got)
-
-    def free_blocks(self, n, exclude=()):
-        out = set()
-        while len(out) < n:
-            b = self.rng.randrange(self.size // BLOCK)
-            if b not in self.logged and b not in exclude:
-                out.add(b)
-        return sorted(out)
-
-
-def _setup(rig, name, size=4 * MiB, seed=1, nfull=32, npart=8, opts=None):
-    v = Vol(rig.dm, name, rig.hdd, rig.ssd, opts)
-    v.pause()
-    m = Model(v, size, seed)
-    rig.models.append(m)
-    m.base()
-    m.log_blocks(m.free_blocks(nfull))
-    m.log_sectors(m.free_blocks(npart))
-    m.f.fsync()
-    st = v.status()
-    assert st["index_entries"] == len(m.logged), (st, len(m.logged))
-    return v, m
 
 
 # --------------------------------------------------------- SSD faults ---
@@ -167,7 +32,7 @@ def test_ssd_read_errors(rig, mode):
     other data; HDD-only reads keep working; the log survives the fault."""
     if mode == "error_reads" and not dmlib.flakey_supports("error_reads"):
         pytest.skip("dm-flakey has no error_reads on this kernel (< 6.6)")
-    v, m = _setup(rig, "nxdsr", seed=2)
+    v, m = setup_vol(rig, "nxdsr", seed=2)
     full = sorted(b for b in m.logged)
     st0 = v.status()
     rig.ssdi.set(mode)
@@ -193,23 +58,6 @@ def test_ssd_read_errors(rig, mode):
     m.close()
     v.remove()
     m.verify(rig.hdd)                        # the HDD alone has it all
-
-
-def _degrade(v, m, rig):
-    """Make SSD writes fail and send a small write over unlogged blocks:
-    it must succeed (failed over to the HDD), degrade the volume and
-    freeze the log (HDD label) instead of giving it up."""
-    rig.ssdi.set("error_writes")
-    marker = host.kmsg_mark("degrade")
-    b = m.free_blocks(1)[0]
-    m.write(b * BLOCK, BLOCK, False)
-    st = v.status()
-    assert st["state"] == "degraded" and st["degraded"] == 1, st
-    assert st["ssd_errors"] >= 1, st
-    assert v.sget("state") == "degraded"
-    assert host.wait_kmsg(marker, r"SSD .*failed.*degraded"), "no kernel message about the SSD"
-    assert host.wait_kmsg(marker, r"SSD log frozen at segment \d+"), "log not frozen"
-    return st
 
 
 def _reassemble_ok(v, m, rig, logged_left=None):
@@ -248,8 +96,8 @@ def test_ssd_write_errors_degrade(rig):
     also one that only partly covers a logged block (it waits until the
     destager has copied that block to the HDD); nothing more is logged;
     every read is right; the log empties by itself."""
-    v, m = _setup(rig, "nxdsw", size=8 * MiB, seed=3, nfull=48, npart=16)
-    st1 = _degrade(v, m, rig)
+    v, m = setup_vol(rig, "nxdsw", size=8 * MiB, seed=3, nfull=48, npart=16)
+    st1 = degrade(v, m, rig)
     v.message("resume_destage")
     rng = random.Random(33)
     sizes = [512, 1024, 3584, 4096, 8192, 12288, 65536, 131072, MiB]
@@ -296,9 +144,9 @@ def test_degraded_reassembly_replays_the_frozen_log(rig):
     logged blocks still in it (destage paused).  Taken down and loaded
     again after the SSD recovered, the volume replays the frozen log (no
     'format', no loss), unfreezes it and logs again."""
-    v, m = _setup(rig, "nxdfr", seed=4, nfull=24, npart=8)
+    v, m = setup_vol(rig, "nxdfr", seed=4, nfull=24, npart=8)
     n_logged = len(m.logged)
-    _degrade(v, m, rig)
+    degrade(v, m, rig)
     for b in m.free_blocks(20):                # not logged: straight to the HDD
         m.write(b * BLOCK, BLOCK, False)
     st = v.status()
@@ -310,8 +158,8 @@ def test_degraded_writes_over_logged_blocks_then_reassembly(rig):
     """Degraded, whole-block and partial writes over logged blocks all
     succeed; once the volume is reassembled after the SSD recovered, no
     older logged copy comes back over them."""
-    v, m = _setup(rig, "nxdre", seed=5, nfull=24, npart=8)
-    _degrade(v, m, rig)
+    v, m = setup_vol(rig, "nxdre", seed=5, nfull=24, npart=8)
+    degrade(v, m, rig)
     v.message("resume_destage")
     rng = random.Random(55)
     for b in sorted(m.logged):
@@ -328,8 +176,8 @@ def test_degraded_volume_suspends_and_resumes(rig):
     """A degraded volume survives a suspend and resume (an LVM operation,
     an admin's reload): the SSD takes no superblock, the resume must not
     need one, and I/O goes on."""
-    v, m = _setup(rig, "nxdsr2", seed=6, nfull=16, npart=4)
-    _degrade(v, m, rig)
+    v, m = setup_vol(rig, "nxdsr2", seed=6, nfull=16, npart=4)
+    degrade(v, m, rig)
     run(["dmsetup", "suspend", v.name])
     p = run(["dmsetup", "resume", v.name], check=False)
     assert p.returncode == 0, f"resume of a degraded volume failed: {p.stderr}"
@@ -346,9 +194,9 @@ def test_reload_sees_a_log_frozen_after_its_constructor(rig):
     destages and takes whole-block writes over logged blocks to the HDD.
     At resume, B must read the HDD label again and replay only the frozen
     window, never A's older logged copies over the newer HDD data."""
-    v, m = _setup(rig, "nxdrl", seed=7, nfull=32, npart=0)
+    v, m = setup_vol(rig, "nxdrl", seed=7, nfull=32, npart=0)
     run(["dmsetup", "load", v.name], input=v.line() + "\n")    # B, inactive
-    _degrade(v, m, rig)
+    degrade(v, m, rig)
     v.message("resume_destage")
     for b in sorted(m.logged):
         m.write(b * BLOCK, BLOCK, False)
@@ -368,8 +216,8 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     """Degraded (SSD writes failing, reads working): a drain copies every
     logged block to the HDD, the HDD label records the new tail, and the
     HDD alone then holds the volume's data; reassembly replays nothing."""
-    v, m = _setup(rig, "nxddd", seed=9, nfull=40, npart=8)
-    _degrade(v, m, rig)
+    v, m = setup_vol(rig, "nxddd", seed=9, nfull=40, npart=8)
+    degrade(v, m, rig)
     v.drain()
     st = v.status()
     assert st["state"] == "degraded" and st["index_entries"] == 0, st
@@ -384,7 +232,7 @@ def test_rmw_read_error_fails_only_that_write(rig):
     the newest data, and other writes go on."""
     if not dmlib.flakey_supports("error_reads"):
         pytest.skip("dm-flakey has no error_reads on this kernel (< 6.6)")
-    v, m = _setup(rig, "nxdrm", seed=8, nfull=16, npart=0)
+    v, m = setup_vol(rig, "nxdrm", seed=8, nfull=16, npart=0)
     b = sorted(m.logged)[0]
     rig.ssdi.set("error_reads")
     e = m.f.pwrite_try(b * BLOCK + SECTOR, bytes([0xAB]) * SECTOR)
@@ -410,7 +258,7 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     gone (a replay would stop there too): its blocks are not copied and
     read the HDD's older data; every other block reads back right."""
     nfull, npart = (0, 32) if kind == "partial" else (32, 0)
-    v, m = _setup(rig, "nxdls", seed=12, nfull=nfull, npart=npart)
+    v, m = setup_vol(rig, "nxdls", seed=12, nfull=nfull, npart=npart)
     first_hdr = 8 * 4096                      # NXD_RING_START: ring slot 0
     hdr = rawio.pread_dev(rig.ssd_base, first_hdr, BLOCK)
     seg = ondisk.parse_seg(hdr)
@@ -437,7 +285,7 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
 
 @pytest.mark.parametrize("mode", ["error", "error_writes"])
 def test_hdd_errors_reach_the_caller(rig, mode):
-    v, m = _setup(rig, "nxdhe", seed=5, nfull=32, npart=8)
+    v, m = setup_vol(rig, "nxdhe", seed=5, nfull=32, npart=8)
     st0 = v.status()
     whole = sorted(m.logged - m.partial)
     partial = sorted(m.partial)
@@ -503,7 +351,7 @@ def test_destage_errors_keep_the_log(rig):
     """The HDD refuses writes while a drain destages: the log keeps the only
     copy (nothing reclaimed, reads right), the drain waits, and completes
     once the HDD is back; then the HDD alone holds the data."""
-    v, m = _setup(rig, "nxdde", seed=6, nfull=200, npart=16)
+    v, m = setup_vol(rig, "nxdde", seed=6, nfull=200, npart=16)
     st0 = v.status()
     p = _failing_drain(v, rig, host.kmsg_mark("destage errors"))
     try:
@@ -533,7 +381,7 @@ def test_destage_error_backoff_while_draining(rig):
     """After a failed destage round the destager backs off (1 s, see
     destage_throttled_ms in docs/status.md) instead of re-reading the log
     in a loop, also while a drain is waiting."""
-    v, m = _setup(rig, "nxdbo", seed=8, nfull=200, npart=0)
+    v, m = setup_vol(rig, "nxdbo", seed=8, nfull=200, npart=0)
     used = v.status()["log_used_blocks"] * BLOCK
     p = _failing_drain(v, rig, host.kmsg_mark("destage back-off"))
     try:
@@ -560,7 +408,7 @@ def test_drain_interrupted_then_reassembled(rig):
     """A drain stuck on a failing HDD is interruptible; the volume can be
     removed while the HDD still fails, and assembled again once it works,
     with nothing lost."""
-    v, m = _setup(rig, "nxddi", seed=7, nfull=64, npart=8)
+    v, m = setup_vol(rig, "nxddi", seed=7, nfull=64, npart=8)
     rig.hddi.set("error_writes")
     marker = host.kmsg_mark("drain interrupted")
     p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
@@ -595,7 +443,7 @@ def test_remove_during_stuck_drain(rig):
     """`dmsetup remove` while a drain waits on a failing HDD: the drain
     returns (the device is going away), the removal completes, nothing
     hangs; assembled again with the HDD repaired, nothing is lost."""
-    v, m = _setup(rig, "nxdrd", seed=9, nfull=64, npart=8)
+    v, m = setup_vol(rig, "nxdrd", seed=9, nfull=64, npart=8)
     m.close()
     p = _failing_drain(v, rig, host.kmsg_mark("remove during drain"))
     try:

@@ -33,6 +33,7 @@ import pytest
 
 from nxdt import blkdev, host
 from nxdt.blkdev import md_grow_members
+from nxdt.ctl import NXDCTL
 from nxdt.facts import data_sectors, MiB, parse_status
 from nxdt.fstack import (CrashWriters, Drainer, Fs, MNT, phase, sha, sha_file, Stack, T0,
                          to_linear, Tree)
@@ -388,9 +389,6 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
     assert not bad, f"{len(bad)} fsynced files lost or wrong after the cut: {bad[:10]}"
     print(f"{kind} cut: {len(committed)} small + {len(seq)} seq files durable at the cut, "
           f"{dr.drains} drains, recovery: {rec[-1]}")
-
-
-NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 
 
 def test_assemble_after_hdd_grew(dm, md_raid6, nullb):

@@ -25,19 +25,18 @@ import time
 
 import pytest
 
-from nxdt import blkdev, facts, host, nxdvol, rawio
+from nxdt import blkdev, ctl, facts, host, nxdvol, rawio
+from nxdt.blkdev import grow_loop
 from nxdt.facts import MiB
 from nxdt.host import run
 
-NXDCTL = os.path.join(host.REPO, "tools", "nxdctl")
 MNT = "/tmp/nxd-lc-mnt"
 NAME = "lc0"
 
 
 def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    p = run([NXDCTL, *map(str, args)], check=False)
+    """ctl.nxdctl, failing with an AssertionError that shows its output."""
+    p = ctl.nxdctl(*args, check=False)
     if check and p.returncode:
         raise AssertionError(f"nxdctl {' '.join(map(str, args))} exited "
                              f"{p.returncode}:\n{p.stdout}\n{p.stderr}")
@@ -63,15 +62,6 @@ def udev_role(dev):
     out = nxdctl("udev-info", os.path.basename(dev)).stdout
     m = re.search(r"^NXD_ROLE=(\w+)", out, re.M)
     return m.group(1) if m else ""
-
-
-def grow_loop(dev, new_mb):
-    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
-        path = f.read().strip()
-    before = blkdev.dev_sectors(dev)
-    os.truncate(path, new_mb * MiB)
-    run(["losetup", "-c", dev])
-    host.wait_for(lambda: blkdev.dev_sectors(dev) > before, what=f"{dev} to grow")
 
 
 def phase(what):

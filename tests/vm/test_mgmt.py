@@ -19,22 +19,17 @@ import time
 import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
+from nxdt.blkdev import grow_loop
+from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Vol
 
 REPO = host.REPO
-NXDCTL = os.path.join(REPO, "tools", "nxdctl")
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
 LABELS = ["< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K", "32K+1 - 64K",
           "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K", "512K+1 - 1M",
           "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M", "16M+1 - 32M", "> 32M"]
-
-
-def nxdctl(*args, check=True):
-    if not os.access(NXDCTL, os.X_OK):
-        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
-    return run([NXDCTL, *map(str, args)], check=check)
 
 
 def hist_json(vol):
@@ -525,15 +520,6 @@ def test_udev_links(dm, loopdev, nullb):
 
 
 # --------------------------------------------------------------- growth ---
-
-def grow_loop(dev, new_mb):
-    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
-        path = f.read().strip()
-    before = blkdev.dev_sectors(dev)
-    os.truncate(path, new_mb * MiB)
-    run(["losetup", "-c", dev])
-    host.wait_for(lambda: blkdev.dev_sectors(dev) > before, what=f"{dev} to grow")
-
 
 def test_grow_online(dm, loopdev, nullb):
     """The HDD grows under a live volume: nxdctl assemble still finds the

@@ -55,35 +55,27 @@ import time
 import pytest
 
 from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
+from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Vol
+from nxdt.workloads import pattern
 
 NREC = 252          # NXD_SEG_MAX_RECS
-
-
-def _delay_line(base, write_ms):
-    n = blkdev.dev_sectors(base)
-    return f"0 {n} delay {base} 0 0 {base} 0 {write_ms}"
-
-
-def _pattern(tag, i, n):
-    unit = f"{tag}:{i:06d}:".encode()
-    return (unit * (n // len(unit) + 1))[:n]
 
 
 def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     host.modprobe("dm-delay")
     hdd = loopdev(64)
     ssd_base = nullb(16)
-    ssd = dm.create("nxdn-ssd", _delay_line(ssd_base, 0))
+    ssd = dm.create("nxdn-ssd", delay_line(ssd_base, 0, 0))
     v = Vol(dm, "nxdn", hdd, ssd, opts=["write_threshold", "4096"])
     v.pause()
     model = {}
     with rawio.Fd(v.dev) as f:
         # 252 logged blocks: 0, 2, 4, ...
         for i in range(NREC):
-            d = _pattern("log", i, BLOCK)
+            d = pattern("log", i, BLOCK)
             f.pwrite(2 * i * BLOCK, d)
             model[2 * i] = d
         f.fsync()
@@ -91,7 +83,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     assert st0["index_entries"] == NREC, st0
 
     # Every SSD write now takes 2 s: the writer blocks in each segment write.
-    dm.reload("nxdn-ssd", _delay_line(ssd_base, 2000))
+    dm.reload("nxdn-ssd", delay_line(ssd_base, 0, 2000))
     go = threading.Event()
     errors = []
 
@@ -101,14 +93,14 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
         try:
             with rawio.Fd(v.dev) as g:
                 go.wait()
-                g.pwrite(2 * i * BLOCK, _pattern("hdd", i, 2 * BLOCK))
+                g.pwrite(2 * i * BLOCK, pattern("hdd", i, 2 * BLOCK))
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
     def small(blk, tag):
         try:
             with rawio.Fd(v.dev) as g:
-                g.pwrite(blk * BLOCK, _pattern(tag, blk, BLOCK))
+                g.pwrite(blk * BLOCK, pattern(tag, blk, BLOCK))
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
@@ -131,12 +123,12 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
         t.join(timeout=300)
         assert not t.is_alive(), "a write hung"
     assert not errors, errors
-    dm.reload("nxdn-ssd", _delay_line(ssd_base, 0))
+    dm.reload("nxdn-ssd", delay_line(ssd_base, 0, 0))
     for i in range(NREC):
-        model[2 * i] = _pattern("hdd", i, 2 * BLOCK)[:BLOCK]
-        model[2 * i + 1] = _pattern("hdd", i, 2 * BLOCK)[BLOCK:]
+        model[2 * i] = pattern("hdd", i, 2 * BLOCK)[:BLOCK]
+        model[2 * i + 1] = pattern("hdd", i, 2 * BLOCK)[BLOCK:]
     for k in range(3):
-        model[1000 + 2 * k] = _pattern(f"w{k}", 1000 + 2 * k, BLOCK)
+        model[1000 + 2 * k] = pattern(f"w{k}", 1000 + 2 * k, BLOCK)
 
     def check(when):
         with rawio.Fd(v.dev, write=False) as f:
@@ -248,13 +240,13 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     # Mid-volume, away from what udev's probes read after each close.
     B = 4100                                # the block; H covers blocks 4096-4127
     v.pause()
-    old = _pattern("old", B, BLOCK)
+    old = pattern("old", B, BLOCK)
     with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
     assert v.status()["index_entries"] == 1
     dm.reload("nxdm-ssd", line(3000), nosync=True)  # every SSD read now takes 3 s
-    w_data = _pattern("w", B, 512)
+    w_data = pattern("w", B, 512)
     errors = []
     t = {}
 
@@ -276,7 +268,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     t["dropped"] = time.monotonic() - t0
     # The setup: W is still merging when H comes.
     assert w.is_alive(), f"W finished before the destager dropped B: no race set up ({t}, {errors})"
-    h = _pattern("h", B, 32 * BLOCK)
+    h = pattern("h", B, 32 * BLOCK)
     with rawio.Fd(v.dev) as f:
         f.pwrite(4096 * BLOCK, h)
     w.join(timeout=120)
@@ -310,16 +302,16 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     hdd = loopdev(64)
     ssd = nullb(16)
     B = 300
-    old = _pattern("old", B, BLOCK)
+    old = pattern("old", B, BLOCK)
     rawio.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
     v = Vol(dm, "nxdlb", hdd, ssd)
     v.pause()
     with rawio.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
         if kind == "whole":
-            f.pwrite(B * BLOCK, _pattern("new", B, BLOCK))
+            f.pwrite(B * BLOCK, pattern("new", B, BLOCK))
         else:
-            f.pwrite(B * BLOCK + 512, _pattern("new", B, BLOCK - 512))
+            f.pwrite(B * BLOCK + 512, pattern("new", B, BLOCK - 512))
         f.fsync()
     assert v.status()["index_entries"] == 1
     ring = 8 * BLOCK                            # NXD_RING_START: ring slot 0
@@ -359,15 +351,15 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
             opts=["low_watermark", "0", "destage_rate", "1", "ssd_discard", "0"])
     v.pause()
     B, FILL0, NFILL = 4100, 8192, 2100
-    old = _pattern("old", B, BLOCK)
-    new = _pattern("new", B, BLOCK)
+    old = pattern("old", B, BLOCK)
+    new = pattern("new", B, BLOCK)
     with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
         # One segment each (QD 1): 7 sectors, so the writer's batches (a
         # whole block would join a direct segment with its neighbours).
         for i in range(NFILL):
-            f.pwrite((FILL0 + i) * BLOCK + 512, _pattern("fill", i, BLOCK - 512))
+            f.pwrite((FILL0 + i) * BLOCK + 512, pattern("fill", i, BLOCK - 512))
         before = v.status()["segments_written"]
         f.pwrite(B * BLOCK, new)
         # N supersedes O once its direct segment is committed (a tick or
@@ -513,7 +505,7 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     n, first = 16, 256
     # 7 sectors from sector 1 of each block: partial blocks, logged by the
     # writer with a checksum per block, acknowledged without a flush.
-    new = [_pattern("lost", i, 7 * 512) for i in range(n)]
+    new = [pattern("lost", i, 7 * 512) for i in range(n)]
     with rawio.Fd(v.dev) as f:
         for i in range(n):
             f.pwrite((first + i) * BLOCK + 512, new[i])
@@ -525,7 +517,7 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
         ssd.power_on()
         ssd.message("fail_writes", 1)
         ssd.message("fail_flush", 1)
-        f.pwrite(4096 * BLOCK, _pattern("trigger", 0, 512))
+        f.pwrite(4096 * BLOCK, pattern("trigger", 0, 512))
         assert v.status()["state"] == "degraded", v.status()
         v.message("resume_destage")
         try:

@@ -35,20 +35,12 @@ import threading
 import time
 
 from nxdt import blkdev, host, ondisk, pcut, rawio
+from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.nxdvol import Vol
+from nxdt.workloads import pattern
 
 SEG_ORDERED = 1
-
-
-def _pattern(tag, i, n):
-    unit = f"{tag}:{i:06d}:".encode()
-    return (unit * (n // len(unit) + 1))[:n]
-
-
-def _delay_line(base, read_ms, write_ms):
-    n = blkdev.dev_sectors(base)
-    return f"0 {n} delay {base} 0 {read_ms} {base} 0 {write_ms}"
 
 
 def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
@@ -57,7 +49,7 @@ def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
     host.modprobe("dm-delay")
     hdd, ssd = loopdev(64), nullb(16)
     base = ssd if slow == "ssd" else hdd
-    dev = dm.create(f"{name}-{slow}", _delay_line(base, 0, 0))
+    dev = dm.create(f"{name}-{slow}", delay_line(base, 0, 0))
     if slow == "ssd":
         ssd = dev
     else:
@@ -80,7 +72,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     model = {}
     with rawio.Fd(v.dev) as f:
         for i, b in enumerate(blocks):
-            d = _pattern("d", i, BLOCK)
+            d = pattern("d", i, BLOCK)
             f.pwrite(b * BLOCK, d)
             model[b] = d
         f.fsync()
@@ -101,7 +93,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     for s in segs:
         for i, (b, _) in enumerate(ondisk.data_recs(s)):
             got = rawio.pread_dev(ssd, s["ssd_off"] + (1 + i) * BLOCK, BLOCK)
-            assert got in (model[b], _pattern("d", blocks.index(b), BLOCK)), \
+            assert got in (model[b], pattern("d", blocks.index(b), BLOCK)), \
                 f"slot of block {b} holds something else"
     # Unclean: clear CLEAN in the superblock copies so recovery walks the
     # log from the tail and trusts the ORDERED headers.
@@ -122,16 +114,16 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
 def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxwm")
     B = 512
-    old = _pattern("old", B, BLOCK)
-    new = _pattern("new", B, BLOCK)
-    part = _pattern("part", B, 512)
+    old = pattern("old", B, BLOCK)
+    new = pattern("new", B, BLOCK)
+    part = pattern("part", B, 512)
     with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)                  # logged, the older copy
         f.fsync()
     # SSD writes take 700 ms from now: the direct write's data, its header
     # and the partial write's batch are each that slow.
     dm.suspend(slow)
-    dm.load(slow, _delay_line(ssd_base, 0, 700))
+    dm.load(slow, delay_line(ssd_base, 0, 700))
     dm.resume(slow)
     errors = []
 
@@ -152,7 +144,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     t2.join(60)
     assert not errors, errors
     dm.suspend(slow)
-    dm.load(slow, _delay_line(ssd_base, 0, 0))
+    dm.load(slow, delay_line(ssd_base, 0, 0))
     dm.resume(slow)
     # The partial write came after the whole one was submitted and before
     # it completed: sector 3 may hold either, every other sector is new's.
@@ -183,14 +175,14 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
                                      opts=["write_threshold", "65536"])
     with rawio.Fd(v.dev) as f:
         for b in range(32):
-            f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
+            f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
     assert v.status()["index_entries"] == 32
     dm.suspend(slow)
-    dm.load(slow, _delay_line(hdd_base, 0, 1000))
+    dm.load(slow, delay_line(hdd_base, 0, 1000))
     dm.resume(slow)
-    big = b"".join(_pattern("big", b, BLOCK) for b in range(32))
-    small = _pattern("small", 5, BLOCK)
+    big = b"".join(pattern("big", b, BLOCK) for b in range(32))
+    small = pattern("small", 5, BLOCK)
     errors = []
 
     def writer(off, data):
@@ -210,7 +202,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     t2.join(60)
     assert not errors, errors
     dm.suspend(slow)
-    dm.load(slow, _delay_line(hdd_base, 0, 0))
+    dm.load(slow, delay_line(hdd_base, 0, 0))
     dm.resume(slow)
 
     def check(where):
@@ -242,10 +234,10 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwf", "hdd")
     with rawio.Fd(v.dev) as f:
         for b in range(32):
-            f.pwrite(b * BLOCK, _pattern("log", b, BLOCK))
+            f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
     dm.suspend(slow)
-    dm.load(slow, _delay_line(hdd_base, 0, 5000))
+    dm.load(slow, delay_line(hdd_base, 0, 5000))
     dm.resume(slow)
     kname = blkdev.blk_name(hdd_base)
 
@@ -257,8 +249,8 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     v.message("resume_destage")
     host.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
                    what="the destage round's HDD writes")
-    big = b"".join(_pattern("big", b, BLOCK) for b in range(32))
-    small = _pattern("small", 0, 512)
+    big = b"".join(pattern("big", b, BLOCK) for b in range(32))
+    small = pattern("small", 0, 512)
     done, errors = {}, []
 
     def writer(tag, off, data):
@@ -282,7 +274,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     t1.join(60)
     assert not errors, errors
     dm.suspend(slow)
-    dm.load(slow, _delay_line(hdd_base, 0, 0))
+    dm.load(slow, delay_line(hdd_base, 0, 0))
     dm.resume(slow)
     with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(0, 32 * BLOCK) == big
@@ -302,9 +294,9 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     n = MiB // BLOCK
     R1, R2, R3, R4, R5 = 256, 1024, 2048, 4096, 6144
     regions = (R1, R2, R3, R4, R5)
-    old = {r: [_pattern(f"a{r}", i, BLOCK) for i in range(n)] for r in regions}
-    big = {r: b"".join(_pattern(f"w{r}", i, BLOCK) for i in range(n)) for r in regions}
-    fua5 = b"".join(_pattern("fua5", i, BLOCK) for i in range(n))
+    old = {r: [pattern(f"a{r}", i, BLOCK) for i in range(n)] for r in regions}
+    big = {r: b"".join(pattern(f"w{r}", i, BLOCK) for i in range(n)) for r in regions}
+    fua5 = b"".join(pattern("fua5", i, BLOCK) for i in range(n))
 
     def log_region(f, r):
         for i in range(n):
@@ -325,8 +317,8 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         assert f.pread(R1 * BLOCK, MiB) == big[R1], "R1 live"
         # Newer copies of blocks whose INVAL is not logged yet: a partial
         # one (the writer merges it) and a whole one (direct path).
-        w4 = _pattern("w4", 0, 512)
-        w5 = _pattern("w5", 0, BLOCK)
+        w4 = pattern("w4", 0, 512)
+        w5 = pattern("w5", 0, BLOCK)
         f.pwrite((R2 + 6) * BLOCK, w4)
         f.pwrite((R2 + 16) * BLOCK, w5)
         f.fsync()
@@ -382,13 +374,13 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
     X_, Y_, B = 3000, 3008, 100
     with rawio.Fd(v.dev) as f:
-        f.pwrite(X_ * BLOCK, _pattern("x", 0, BLOCK))
-        f.pwrite(Y_ * BLOCK, _pattern("y", 0, BLOCK))
+        f.pwrite(X_ * BLOCK, pattern("x", 0, BLOCK))
+        f.pwrite(Y_ * BLOCK, pattern("y", 0, BLOCK))
         f.fsync()
     st = v.status()
     assert st["index_entries"] == 2, st
     # Every SSD read now takes 2 s: an RMW read holds the writer up.
-    dm.reload(slow, _delay_line(ssd_base, 2000, 0))
+    dm.reload(slow, delay_line(ssd_base, 2000, 0))
     errors = []
 
     def writer(off, data):
@@ -398,19 +390,19 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    a = _pattern("a", 0, 512)
-    whole = _pattern("w", 0, BLOCK)
+    a = pattern("a", 0, 512)
+    whole = pattern("w", 0, BLOCK)
     # W0: RMW of X, the writer waits 2 s.  Meanwhile A (partial, B not
     # logged: no RMW) and C (RMW of Y) queue up and are taken in one pass:
     # A goes into the batch, then C's read holds the pass for 2 s, during
     # which the whole-block write of B comes.
-    t = [threading.Thread(target=writer, args=(X_ * BLOCK, _pattern("w0", 0, 512)))]
+    t = [threading.Thread(target=writer, args=(X_ * BLOCK, pattern("w0", 0, 512)))]
     t[0].start()
     time.sleep(0.7)
     t.append(threading.Thread(target=writer, args=(B * BLOCK, a)))
     t[1].start()
     time.sleep(0.2)
-    t.append(threading.Thread(target=writer, args=(Y_ * BLOCK, _pattern("c", 0, 512))))
+    t.append(threading.Thread(target=writer, args=(Y_ * BLOCK, pattern("c", 0, 512))))
     t[2].start()
     time.sleep(2.0)
     t.append(threading.Thread(target=writer, args=(B * BLOCK, whole)))
@@ -419,7 +411,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
         th.join(timeout=120)
         assert not th.is_alive(), "a write hung"
     assert not errors, errors
-    dm.reload(slow, _delay_line(ssd_base, 0, 0))
+    dm.reload(slow, delay_line(ssd_base, 0, 0))
 
     def check(where):
         with rawio.Fd(v.dev, write=False) as g:

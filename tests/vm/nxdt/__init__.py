@@ -15,8 +15,10 @@ and bench/bench_guest.py insert it themselves.  Standard library only.
   nxdvol     the one place that knows nxd's table line, sysfs, kernel
              messages, and the volume classes
   ondisk     an independent reader of the on-disk format
-  ctl        /dev/nxd-control (GET_STATS, LIST, the histogram)
-  models     reference models (the crash contract's checker)
+  ctl        /dev/nxd-control (GET_STATS, LIST, the histogram), nxdctl
+  models     reference models (the crash contract's checker, the fault
+             tests' volume model)
+  faultrig   HDD and SSD behind fault injectors, a volume on them, degrade
   workloads  the differential tester, the crash workload, fio
   logwrites  dm-log-writes reader and replayer
   pcut       the dm-pcut fixture

@@ -3,12 +3,14 @@
 fixture), their sizes and I/O statistics.
 """
 import contextlib
+import hashlib
 import os
 import time
 import uuid
 from nxdt import host
-from nxdt.facts import MiB, SECTOR
+from nxdt.facts import BLOCK, KiB, MiB, SECTOR
 from nxdt.host import CmdError, modprobe, module_loaded, run, sh, wait_for
+from nxdt.rawio import pread_dev
 
 
 # -------------------------------------------------------------- blk stat ---
@@ -172,6 +174,18 @@ def loop_destroy(dev, path):
         os.unlink(path)
 
 
+def md_no_auto_assembly():
+    """AUTO -all in the guest's mdadm.conf (its /etc is a private overlay):
+    udev's incremental assembly (64-md-raid-assembly.rules) would grab the
+    members of a stopped array and start it as md127 behind our back."""
+    os.makedirs("/etc/mdadm", exist_ok=True)
+    conf = "/etc/mdadm/mdadm.conf"
+    text = open(conf).read() if os.path.exists(conf) else ""
+    if "AUTO -all" not in text:
+        with open(conf, "a") as f:
+            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+
+
 def md_free_minor(start=100):
     n = start
     while os.path.exists(f"/sys/block/md{n}") or os.path.exists(f"/dev/md{n}"):
@@ -304,3 +318,40 @@ def md_grow_members(md, members, new_mb):
     host.wait_for(lambda: dev_sectors(md) > before, timeout=30,
                    what=f"{md} to grow")
     return dev_sectors(md)
+
+
+def grow_loop(dev, new_mb):
+    """The loop device @dev's backing file made @new_mb MiB, the device
+    told (losetup -c), waited for until it is larger."""
+    with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
+        path = f.read().strip()
+    before = dev_sectors(dev)
+    os.truncate(path, new_mb * MiB)
+    run(["losetup", "-c", dev])
+    host.wait_for(lambda: dev_sectors(dev) > before, what=f"{dev} to grow")
+
+
+def settle(*devs, check=True):
+    """A change event for @devs and a settled udev queue."""
+    for d in devs:
+        run(["udevadm", "trigger", "--action=change", "--settle", d], check=check)
+    host.udev_settle()
+
+
+def disk_link(kind, value):
+    """Where /dev/disk/by-KIND/VALUE points, or None."""
+    p = f"/dev/disk/by-{kind}/{value}"
+    return os.path.realpath(p) if os.path.lexists(p) else None
+
+
+def dev_digest(dev):
+    """Hash of the parts of a device nxd could write at table load: the
+    first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
+    (HDD label area)."""
+    size = dev_size_bytes(dev)
+    h = hashlib.sha256()
+    h.update(pread_dev(dev, 0, min(64 * KiB, size)))
+    tail = min(2 * MiB, size)
+    off = (size - tail) // BLOCK * BLOCK
+    h.update(pread_dev(dev, off, size - off))
+    return h.hexdigest()

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """/dev/nxd-control in Python (kernel/nxd_ioctl.h): request headers,
 GET_STATS and LIST, raw ioctl(2) on user memory of a known address, and
-the histogram's buckets computed from their definition.
+the histogram's buckets computed from their definition; the tree's nxdctl,
+the control's command-line client.
 """
 import ctypes
 import mmap
 import os
 import struct
 from nxdt.facts import MiB, STATUS_FIELDS
-from nxdt.host import libc
+from nxdt.host import libc, REPO, run
 
 
 CONTROL = "/dev/nxd-control"
@@ -228,3 +229,15 @@ def bucket_of(nbytes):
         b += 1
         hi *= 2
     return b
+
+
+NXDCTL = os.path.join(REPO, "tools", "nxdctl")
+
+
+def nxdctl(*args, check=True):
+    """The tree's nxdctl with @args (str() of each); the calling test fails
+    at once when it is not built."""
+    if not os.access(NXDCTL, os.X_OK):
+        import pytest       # tests only: the guest programs have no pytest
+        pytest.fail(f"{NXDCTL} not built: make -C tools", pytrace=False)
+    return run([NXDCTL, *map(str, args)], check=check)

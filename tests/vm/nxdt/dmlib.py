@@ -315,6 +315,10 @@ def dm_message(name, msg):
     return sh(f"dmsetup message {name} 0 {msg}")
 
 
+def dm_uuid(name):
+    return run(["dmsetup", "info", "-c", "--noheadings", "-o", "uuid", name]).stdout.strip()
+
+
 def dm_reload(name, table):
     sh(f"dmsetup reload {name}", input=table + "\n")
     sh(f"dmsetup suspend {name}")
@@ -367,3 +371,10 @@ def flakey_supports(feature):
     finally:
         if base:
             blkdev.loop_destroy(*base)
+
+
+def delay_line(base, read_ms, write_ms):
+    """A dm-delay table over all of @base: reads delayed @read_ms, writes
+    @write_ms."""
+    n = blkdev.dev_sectors(base)
+    return f"0 {n} delay {base} 0 {read_ms} {base} 0 {write_ms}"

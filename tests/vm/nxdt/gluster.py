@@ -81,12 +81,7 @@ def prepare_guest():
     for prog in ("glusterd", "gluster", "glusterfsd", "mount.glusterfs"):
         if not shutil.which(prog):
             raise RuntimeError(f"{prog} not installed: run `make deps`")
-    os.makedirs("/etc/mdadm", exist_ok=True)
-    conf = "/etc/mdadm/mdadm.conf"
-    text = open(conf).read() if os.path.exists(conf) else ""
-    if "AUTO -all" not in text:
-        with open(conf, "a") as f:
-            f.write("\n# tests/vm: no udev auto-assembly\nAUTO -all\n")
+    blkdev.md_no_auto_assembly()
     host.modprobe("fuse", check=False)
     host.modprobe("dm-mod")
     host.modprobe("raid456")
@@ -654,4 +649,4 @@ def ssd_share(stats):
 
 
 def nxdctl(*args):
-    return run([os.path.join(host.REPO, "tools", "nxdctl"), *args]).stdout
+    return run([ctl.NXDCTL, *args]).stdout

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Reference models the tests check data against, built from what the
 tests wrote, never from the code under test: the crash model (latest
-contents) and the crash contract's checker.
+contents), the crash contract's checker, and a volume's contents with the
+blocks that have a logged copy (the fault tests' model).
 """
 import hashlib
-from nxdt.facts import BLOCK, SECTOR
+import random
+from nxdt import rawio
+from nxdt.facts import BLOCK, MiB, SECTOR
+from nxdt.rawio import EIO
 
 
 class Model:
@@ -204,3 +208,90 @@ class Checker:
                 f"  expected {short_hash(e)} = {self.whence(e, s, self.durable[self.k])}\n"
                 f"  got      {short_hash(g)} = {self.whence(g, s)}\n"
                 f"  also allowed (written after the point): {allowed or 'nothing'}")
+
+
+class LoggedModel:
+    """The first @size bytes of the volume as the test wrote them, and the
+    4 KiB blocks that have a logged copy (from the routing rules: writes of
+    at most write_threshold bytes, or not 4 KiB aligned, are logged)."""
+
+    def __init__(self, vol, size, seed):
+        self.vol, self.size = vol, size
+        self.rng = random.Random(seed)
+        self.data = bytearray(size)
+        self.logged = set()          # blocks with a logged copy
+        self.partial = set()         # ... of which only some sectors
+        self.f = rawio.Fd(vol.dev)
+        self.fds = [self.f]
+
+    def close(self):
+        for f in self.fds:
+            f.close()
+
+    def reopen(self):
+        self.f = rawio.Fd(self.vol.dev)
+        self.fds.append(self.f)
+
+    def base(self):
+        """Random content written straight to the HDD (1 MiB aligned)."""
+        for off in range(0, self.size, MiB):
+            d = self.rng.randbytes(MiB)
+            self.f.pwrite(off, d)
+            self.data[off:off + MiB] = d
+        self.f.fsync()
+
+    def write(self, off, n, logged):
+        d = self.rng.randbytes(n)
+        self.f.pwrite(off, d)
+        self.data[off:off + n] = d
+        if logged:
+            s, e = off // SECTOR, (off + n) // SECTOR
+            for b in range(s // 8, (e - 1) // 8 + 1):
+                if min(e, b * 8 + 8) - max(s, b * 8) == 8:
+                    self.partial.discard(b)
+                elif b not in self.logged:
+                    self.partial.add(b)
+                self.logged.add(b)
+
+    def unlog(self, blocks):
+        """Whole blocks written to the HDD: their logged copies are gone."""
+        self.logged.difference_update(blocks)
+        self.partial.difference_update(blocks)
+
+    def log_blocks(self, blocks):
+        for b in blocks:
+            self.write(b * BLOCK, BLOCK, True)
+
+    def log_sectors(self, blocks):
+        """One 512 B write into each block: partially logged blocks."""
+        for b in blocks:
+            self.write(b * BLOCK + SECTOR * self.rng.randrange(8), SECTOR, True)
+
+    def read_ok(self, off, n):
+        got, e = self.f.pread_try(off, n)
+        assert e == 0, f"read {off}+{n}: errno {e}"
+        self.same(off, got)
+
+    def same(self, off, got):
+        want = bytes(self.data[off:off + len(got)])
+        if got != want:
+            bad = next(i for i in range(len(got)) if got[i] != want[i])
+            raise AssertionError(f"wrong data at byte {off + bad} (block {(off + bad) // BLOCK})")
+
+    def read_eio(self, off, n):
+        got, e = self.f.pread_try(off, n)
+        if e == 0:
+            self.same(off, got)          # never wrong data
+        assert e == EIO, f"read {off}+{n}: errno {e}, want EIO"
+
+    def verify(self, dev=None):
+        got = rawio.pread_dev(dev or self.vol.dev, 0, self.size)
+        self.same(0, got)
+
+    def free_blocks(self, n, exclude=()):
+        out = set()
+        while len(out) < n:
+            b = self.rng.randrange(self.size // BLOCK)
+            if b not in self.logged and b not in exclude:
+                out.add(b)
+        return sorted(out)

@@ -13,11 +13,11 @@ arguments; the classes use different dm clients):
 """
 import os
 import re
-from nxdt import blkdev, host
+from nxdt import blkdev, ctl, host
 from nxdt.blkdev import getsz
 from nxdt.dmlib import dm_create, dm_remove, dm_status
 from nxdt.facts import data_sectors, parse_status, SECTOR, TUNABLES
-from nxdt.host import wait_kmsg
+from nxdt.host import run, wait_kmsg
 
 
 # -------------------------------------------------------------- geometry ---
@@ -212,3 +212,38 @@ def nxd_sysfs(dev, key, value=None):
             f.write(f"{value}\n")
     with open(path) as f:
         return f.read().strip()
+
+
+def nxd_sysfs_dirs():
+    return sorted(d for d in os.listdir("/sys/block")
+                  if d.startswith("dm-") and os.path.isdir(f"/sys/block/{d}/nxd"))
+
+
+def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
+    """`dmsetup create` (or, with @load, `dmsetup load` into the existing
+    device @load) of @line must fail with @msg_re logged by dm core for the
+    nxd constructor, and change nothing.  Returns the matching log lines."""
+    before = {d: blkdev.dev_digest(d) for d in devs}
+    nvols = ctl.list_vols()[1]
+    sysdirs = nxd_sysfs_dirs()
+    marker = host.kmsg_mark(f"refuse {line}")
+    if load:
+        p = run(["dmsetup", "load", load], input=line + "\n", check=False)
+    else:
+        p = run(["dmsetup", "create", name], input=line + "\n", check=False)
+    host.udev_settle()
+    hits = host.wait_kmsg(marker, table_error_re(msg_re))
+    log = "\n".join(host.dmesg_since(marker))
+    assert p.returncode != 0, f"table accepted: {line}"
+    assert hits, f"no 'nxd: {msg_re}' in the kernel log for {line!r}:\n{log}"
+    if load:
+        info = run(["dmsetup", "info", load]).stdout
+        assert "Tables present:" in info and "INACTIVE" not in info, info
+    else:
+        assert not dm.exists(name), f"{name} left behind by a refused table"
+        assert not os.path.exists(f"/dev/mapper/{name}")
+    assert ctl.list_vols()[1] == nvols, "an nxd volume was left behind"
+    assert nxd_sysfs_dirs() == sysdirs
+    for d in devs:
+        assert blkdev.dev_digest(d) == before[d], f"refused table {line!r} modified {d}"
+    return host.dmesg_since(marker)

@@ -134,3 +134,16 @@ def walk_log(ssd, sb, max_segs=100000):
 
 def data_recs(seg):
     return [(b, m) for t, b, v, m in seg["recs"] if t == 1]
+
+
+def check_log_matches_writes(ssd, sb, writes):
+    """The on-disk log as the format says it is: one segment per write,
+    a full and a 7-sector DATA record each, data equal to what was
+    written."""
+    segs = walk_log(ssd, sb)
+    assert len(segs) == len(writes), [data_recs(s) for s in segs]
+    for s, (off, d) in zip(segs, writes):
+        b = off // BLOCK
+        assert data_recs(s) == [(b, 0xFF), (b + 1, 0x7F)], (s["seq"], data_recs(s))
+        assert pread_dev(ssd, s["ssd_off"] + BLOCK, len(d)) == d
+    return segs

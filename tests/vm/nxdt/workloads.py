@@ -8,9 +8,11 @@ import json
 import os
 import random
 import time
-from nxdt.facts import BLOCK, SECTOR
+from nxdt import rawio
+from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.host import run
 from nxdt.models import first_diff, Model, op_is_write
+from nxdt.nxdvol import Vol
 from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all, zeroout
 
 
@@ -313,3 +315,77 @@ def fio_summary(result):
                   "clat_mean_us": (sum(lat) / len(lat) / 1000.0) if lat else 0.0}
     out["errors"] = sum(j.get("error", 0) for j in result["jobs"])
     return out
+
+
+def pattern(tag, i, n):
+    """@n bytes of "TAG:IIIIII:" repeated: data that names where it belongs."""
+    unit = f"{tag}:{i:06d}:".encode()
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def fill(vol, seed, nbytes=4 * MiB):
+    """Write a model through @vol: a direct (HDD) base pattern, then logged
+    4 KiB and 512 B writes over it.  Returns the model (first @nbytes)."""
+    rng = random.Random(seed)
+    model = bytearray(rng.randbytes(nbytes))
+    with rawio.Fd(vol.dev) as f:
+        for off in range(0, nbytes, MiB):
+            f.pwrite(off, bytes(model[off:off + MiB]))
+        for _ in range(48):
+            off = rng.randrange(nbytes // BLOCK) * BLOCK
+            d = rng.randbytes(BLOCK)
+            f.pwrite(off, d)
+            model[off:off + BLOCK] = d
+        for _ in range(16):
+            off = rng.randrange(nbytes // SECTOR) * SECTOR
+            d = rng.randbytes(SECTOR)
+            f.pwrite(off, d)
+            model[off:off + SECTOR] = d
+        f.fsync()
+    return model
+
+
+def check(vol, model):
+    """The first len(@model) bytes of @vol are @model."""
+    with rawio.Fd(vol.dev, write=False) as f:
+        got = f.pread(0, len(model))
+    if got != bytes(model):
+        bad = next(i for i in range(len(model)) if got[i] != model[i])
+        raise AssertionError(f"{vol.name}: data differs at byte {bad} (block {bad // BLOCK})")
+
+
+# Segment-level corruption.  Twelve 8 KiB writes, each its own segment
+# (sequential O_DIRECT writes: the writer commits each before the next
+# arrives), over blocks chosen so that later ones overwrite earlier ones.
+SEG_WRITES = [0, 2, 4, 0, 6, 2, 8, 4, 10, 0, 12, 6]   # first block of each
+
+
+def seg_setup(dm, hdd, ssd, name, seed):
+    """Volume with a 1 MiB HDD base pattern and the twelve logged writes.
+    Returns (vol, base, writes) with writes[i] = (off, data).  Each write
+    ends 512 bytes short of its second block: partial, it goes through the
+    writer's checksummed batches, one segment each (whole blocks would
+    take the direct path: ORDERED segments, no data checksum, several
+    writes a segment)."""
+    rng = random.Random(seed)
+    v = Vol(dm, name, hdd, ssd)
+    v.pause()
+    base = rng.randbytes(MiB)
+    writes = []
+    with rawio.Fd(v.dev) as f:
+        f.pwrite(0, base)                       # 1 MiB aligned: HDD, not logged
+        f.fsync()
+        assert v.status()["index_entries"] == 0
+        for blk in SEG_WRITES:
+            d = rng.randbytes(2 * BLOCK - 512)
+            f.pwrite(blk * BLOCK, d)
+            writes.append((blk * BLOCK, d))
+        f.fsync()
+    return v, base, writes
+
+
+def seg_expect(base, writes):
+    m = bytearray(base)
+    for off, d in writes:
+        m[off:off + len(d)] = d
+    return m
