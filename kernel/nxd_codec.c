@@ -6,7 +6,7 @@
  * and into userspace tests; uses only what nxd_shim.h provides.
  */
 #include "nxd_codec.h"
-#include "nxd_route.h"
+#include "nxd_tun.h"
 
 /* All three block types keep their crc32c at the same offset. */
 #define NXD_CRC_OFF	8
@@ -34,38 +34,40 @@ static bool nxd_crc_ok(const void *blk, __le32 stored)
 
 /* ---- superblock ---- */
 
-/* Limits of the tunables, as the table parser takes them. */
-#define NXD_TUN_MAX_THRESHOLD	BIT(30)
-#define NXD_TUN_MAX_RATE	1000000U
-
 /*
  * The stored name and tunables are advice for the next assembly, never
  * a reason to refuse the superblock: a name is read up to its first NUL
- * (127 bytes at most), and tunables out of range are ignored (tun_valid
- * false).
+ * (127 bytes at most), and tunables out of the ranges the table parser
+ * takes (nxd_tuns[]) are ignored (tun_valid false).
  */
 static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
 {
 	u64 wt = le64_to_cpu(d->write_threshold);
+	struct nxd_tun t = {
+		/* Above any range: out of range, not truncated into one. */
+		.write_threshold = min_t(u64, wt, NXD_U32_MAX),
+		.mode = le32_to_cpu(d->mode),
+		.low_wm = d->low_wm,
+		.high_wm = d->high_wm,
+		.destage_rate = le32_to_cpu(d->destage_rate),
+		.ssd_discard = d->ssd_discard,
+		.drain_on_suspend = d->drain_on_suspend,
+	};
 
 	/* sb was zeroed: up to the first NUL, the rest stays zero. */
 	memcpy(sb->name, d->name, strnlen(d->name, sizeof(d->name) - 1));
 	if (!(le32_to_cpu(d->tun_flags) & NXD_SB_TUN_VALID))
 		return;
-	if (wt > NXD_TUN_MAX_THRESHOLD ||
-	    le32_to_cpu(d->mode) >= NXD_MODE_MAX ||
-	    d->low_wm > 100 || d->high_wm > 100 || d->low_wm > d->high_wm ||
-	    le32_to_cpu(d->destage_rate) > NXD_TUN_MAX_RATE ||
-	    d->ssd_discard > 1 || d->drain_on_suspend > 1)
+	if (!nxd_tun_valid(&t))
 		return;
 	sb->tun_valid = true;
-	sb->write_threshold = wt;
-	sb->mode = le32_to_cpu(d->mode);
-	sb->low_wm = d->low_wm;
-	sb->high_wm = d->high_wm;
-	sb->destage_rate = le32_to_cpu(d->destage_rate);
-	sb->ssd_discard = d->ssd_discard;
-	sb->drain_on_suspend = d->drain_on_suspend;
+	sb->write_threshold = t.write_threshold;
+	sb->mode = t.mode;
+	sb->low_wm = t.low_wm;
+	sb->high_wm = t.high_wm;
+	sb->destage_rate = t.destage_rate;
+	sb->ssd_discard = t.ssd_discard;
+	sb->drain_on_suspend = t.drain_on_suspend;
 }
 
 static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
