@@ -6,7 +6,6 @@
  * and into userspace tests; uses only what nxd_shim.h provides.
  */
 #include "nxd_codec.h"
-#include "nxd_tun.h"
 
 /* All three block types keep their crc32c at the same offset. */
 #define NXD_CRC_OFF	8
@@ -61,13 +60,7 @@ static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
 	if (!nxd_tun_valid(&t))
 		return;
 	sb->tun_valid = true;
-	sb->write_threshold = t.write_threshold;
-	sb->mode = t.mode;
-	sb->low_wm = t.low_wm;
-	sb->high_wm = t.high_wm;
-	sb->destage_rate = t.destage_rate;
-	sb->ssd_discard = t.ssd_discard;
-	sb->drain_on_suspend = t.drain_on_suspend;
+	sb->tun = t;
 }
 
 static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
@@ -78,13 +71,13 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	if (!sb->tun_valid)
 		return;
 	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID);
-	d->mode = cpu_to_le32(sb->mode);
-	d->write_threshold = cpu_to_le64(sb->write_threshold);
-	d->destage_rate = cpu_to_le32(sb->destage_rate);
-	d->low_wm = min_t(u32, sb->low_wm, 255);
-	d->high_wm = min_t(u32, sb->high_wm, 255);
-	d->ssd_discard = min_t(u32, sb->ssd_discard, 255);
-	d->drain_on_suspend = min_t(u32, sb->drain_on_suspend, 255);
+	d->mode = cpu_to_le32(sb->tun.mode);
+	d->write_threshold = cpu_to_le64(sb->tun.write_threshold);
+	d->destage_rate = cpu_to_le32(sb->tun.destage_rate);
+	d->low_wm = min_t(u32, sb->tun.low_wm, 255);
+	d->high_wm = min_t(u32, sb->tun.high_wm, 255);
+	d->ssd_discard = min_t(u32, sb->tun.ssd_discard, 255);
+	d->drain_on_suspend = min_t(u32, sb->tun.drain_on_suspend, 255);
 }
 
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
