@@ -58,13 +58,7 @@ static void nxd_sb_fill_meta(struct nxd_c *nc)
 	if (!dm_copy_name_and_uuid(dm_table_get_md(nc->ti->table), name, NULL))
 		strscpy_pad(sb->name, name, sizeof(sb->name));
 	sb->tun_valid = true;
-	sb->write_threshold = t.write_threshold;
-	sb->mode = t.mode;
-	sb->low_wm = t.low_wm;
-	sb->high_wm = t.high_wm;
-	sb->destage_rate = t.destage_rate;
-	sb->ssd_discard = t.ssd_discard;
-	sb->drain_on_suspend = t.drain_on_suspend;
+	sb->tun = t;
 }
 
 /*

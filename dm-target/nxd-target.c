@@ -75,7 +75,8 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 			return -EINVAL;
 		}
 	}
-	if (nc->opt.low_wm > nc->opt.high_wm) {
+	/* Each value was checked: only the watermarks' order can fail. */
+	if (!nxd_tun_valid(&nc->opt)) {
 		*error = "low_watermark must not exceed high_watermark";
 		return -EINVAL;
 	}
@@ -173,7 +174,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	atomic_set(&nc->full_armed, 1);
 	atomic_set(&nc->empty_armed, 1);
 	INIT_LIST_HEAD(&nc->node);
-	nc->opt = nxd_default_tun;
+	nxd_tun_defaults(&nc->opt);
 	mutex_init(&nc->sb_lock);
 	mutex_init(&nc->round_lock);
 	INIT_LIST_HEAD(&nc->parked);
@@ -674,6 +675,8 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 {
 	struct nxd_c *nc = ti->private;
 	struct nxd_tun *t = &nc->vol->tun;
+	const struct nxd_tun_desc *d;
+	char s[NXD_TUN_STR_LEN];
 	struct nxd_ioc_stats *st;
 	unsigned int sz = 0, i;
 	const __u64 *c;
@@ -694,15 +697,13 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		kfree(st);
 		break;
 	case STATUSTYPE_TABLE:
-		DMEMIT("%s %s 14 write_threshold %u mode %s",
-		       nc->hdd->name, nc->ssd->name,
-		       READ_ONCE(t->write_threshold),
-		       nxd_mode_name(READ_ONCE(t->mode)));
-		DMEMIT(" low_watermark %u high_watermark %u destage_rate %u",
-		       READ_ONCE(t->low_wm), READ_ONCE(t->high_wm),
-		       READ_ONCE(t->destage_rate));
-		DMEMIT(" ssd_discard %u drain_on_suspend %u",
-		       READ_ONCE(t->ssd_discard), READ_ONCE(t->drain_on_suspend));
+		DMEMIT("%s %s %u", nc->hdd->name, nc->ssd->name,
+		       2 * NXD_TUN_NR);
+		for (i = 0; i < NXD_TUN_NR; i++) {
+			d = &nxd_tuns[i];
+			DMEMIT(" %s %s", d->name,
+			       nxd_tun_str(d, READ_ONCE(*nxd_tun_field(t, d)), s));
+		}
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
@@ -781,6 +782,7 @@ static int __init dm_nxd_init(void)
 {
 	int r;
 
+	nxd_sysfs_init();
 	r = nxd_ctl_init();
 	if (r)
 		return r;

@@ -8,7 +8,6 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/string.h>
-#include <linux/sizes.h>
 
 #include "nxd.h"
 
@@ -18,60 +17,8 @@ LIST_HEAD(nxd_vols);
 
 /* ---- tunables ---- */
 
-const struct nxd_tun nxd_default_tun = {
-	.write_threshold = 64 * 1024,
-	.mode = NXD_MODE_AUTO,
-	.low_wm = 25,
-	.high_wm = 75,
-	.destage_rate = 0,
-	.ssd_discard = 1,
-	.drain_on_suspend = 0,
-};
-
 /* Serialises writes of a volume's tunables, and copies of all of them. */
 static DEFINE_MUTEX(nxd_tun_lock);
-
-static int nxd_parse_u32(const char *s, u32 min, u32 max, u32 *v)
-{
-	u64 x;
-	int r = nxd_parse_size(s, &x);
-
-	if (r)
-		return r;
-	if (x < min || x > max)
-		return -ERANGE;
-	*v = x;
-	return 0;
-}
-
-#define NXD_MAX_THRESHOLD	SZ_1G
-
-/* Apply one key/value option; shared by the table parser and sysfs. */
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
-{
-	enum nxd_mode m;
-	int r;
-
-	if (!strcasecmp(key, "write_threshold"))
-		return nxd_parse_u32(val, 0, NXD_MAX_THRESHOLD, &t->write_threshold);
-	if (!strcasecmp(key, "mode")) {
-		r = nxd_mode_parse(val, &m);
-		if (!r)
-			t->mode = m;
-		return r;
-	}
-	if (!strcasecmp(key, "low_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->low_wm);
-	if (!strcasecmp(key, "high_watermark"))
-		return nxd_parse_u32(val, 0, 100, &t->high_wm);
-	if (!strcasecmp(key, "destage_rate"))
-		return nxd_parse_u32(val, 0, 1000000, &t->destage_rate);
-	if (!strcasecmp(key, "ssd_discard"))
-		return nxd_parse_u32(val, 0, 1, &t->ssd_discard);
-	if (!strcasecmp(key, "drain_on_suspend"))
-		return nxd_parse_u32(val, 0, 1, &t->drain_on_suspend);
-	return -ENOENT;
-}
 
 /* A consistent copy of @vol's tunables (for the superblock). */
 void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
@@ -85,31 +32,13 @@ void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
 
 struct nxd_attr {
 	struct attribute attr;
-	const char *key;	/* tunable name, or NULL for read-only */
+	const struct nxd_tun_desc *tun;	/* or NULL: read-only, ->show */
 	ssize_t (*show)(struct nxd_vol *vol, char *buf);
 };
 
 static struct nxd_vol *kobj_to_vol(struct kobject *k)
 {
 	return container_of(k, struct nxd_vol, kobj);
-}
-
-#define NXD_TUN_SHOW(field)						\
-static ssize_t nxd_show_##field(struct nxd_vol *vol, char *buf)	\
-{									\
-	return sysfs_emit(buf, "%u\n", READ_ONCE(vol->tun.field));	\
-}
-
-NXD_TUN_SHOW(write_threshold)
-NXD_TUN_SHOW(low_wm)
-NXD_TUN_SHOW(high_wm)
-NXD_TUN_SHOW(destage_rate)
-NXD_TUN_SHOW(ssd_discard)
-NXD_TUN_SHOW(drain_on_suspend)
-
-static ssize_t nxd_show_mode(struct nxd_vol *vol, char *buf)
-{
-	return sysfs_emit(buf, "%s\n", nxd_mode_name(READ_ONCE(vol->tun.mode)));
 }
 
 static ssize_t nxd_show_log_used_pct(struct nxd_vol *vol, char *buf)
@@ -153,36 +82,21 @@ static ssize_t nxd_show_last_event(struct nxd_vol *vol, char *buf)
 	return sysfs_emit(buf, "%s\n", nxd_event_name(atomic_read(&vol->ev_last)));
 }
 
-#define NXD_RW(_n, field)						\
-	static struct nxd_attr nxd_attr_##_n = {			\
-		.attr = { .name = #_n, .mode = 0644 },			\
-		.key = #_n, .show = nxd_show_##field }
 #define NXD_RO(_n)							\
 	static struct nxd_attr nxd_attr_##_n = {			\
 		.attr = { .name = #_n, .mode = 0444 },			\
 		.show = nxd_show_##_n }
 
-NXD_RW(write_threshold, write_threshold);
-NXD_RW(mode, mode);
-NXD_RW(low_watermark, low_wm);
-NXD_RW(high_watermark, high_wm);
-NXD_RW(destage_rate, destage_rate);
-NXD_RW(ssd_discard, ssd_discard);
-NXD_RW(drain_on_suspend, drain_on_suspend);
 NXD_RO(log_used_pct);
 NXD_RO(state);
 NXD_RO(events);
 NXD_RO(last_event);
 
+/* One writable file per tunable, named from nxd_tuns[] by nxd_sysfs_init(). */
+static struct nxd_attr nxd_tun_attrs[NXD_TUN_NR];
+
 static struct attribute *nxd_attrs[] = {
-	&nxd_attr_write_threshold.attr,
-	&nxd_attr_mode.attr,
-	&nxd_attr_low_watermark.attr,
-	&nxd_attr_high_watermark.attr,
-	&nxd_attr_destage_rate.attr,
-	&nxd_attr_ssd_discard.attr,
-	&nxd_attr_drain_on_suspend.attr,
-	&nxd_attr_log_used_pct.attr,
+	[NXD_TUN_NR] = &nxd_attr_log_used_pct.attr,
 	&nxd_attr_state.attr,
 	&nxd_attr_events.attr,
 	&nxd_attr_last_event.attr,
@@ -190,9 +104,30 @@ static struct attribute *nxd_attrs[] = {
 };
 ATTRIBUTE_GROUPS(nxd);
 
+/* Before any volume exists (module init): the files' names and modes. */
+void nxd_sysfs_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		nxd_tun_attrs[i].attr.name = nxd_tuns[i].name;
+		nxd_tun_attrs[i].attr.mode = 0644;
+		nxd_tun_attrs[i].tun = &nxd_tuns[i];
+		nxd_attrs[i] = &nxd_tun_attrs[i].attr;
+	}
+}
+
 static ssize_t nxd_attr_show(struct kobject *k, struct attribute *a, char *buf)
 {
-	return container_of(a, struct nxd_attr, attr)->show(kobj_to_vol(k), buf);
+	struct nxd_attr *na = container_of(a, struct nxd_attr, attr);
+	struct nxd_vol *vol = kobj_to_vol(k);
+	char s[NXD_TUN_STR_LEN];
+	u32 v;
+
+	if (!na->tun)
+		return na->show(vol, buf);
+	v = READ_ONCE(*nxd_tun_field(&vol->tun, na->tun));
+	return sysfs_emit(buf, "%s\n", nxd_tun_str(na->tun, v, s));
 }
 
 static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
@@ -202,9 +137,10 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 	struct nxd_vol *vol = kobj_to_vol(k);
 	struct nxd_tun t;
 	char val[32];
+	u32 v;
 	int r;
 
-	if (!na->key)
+	if (!na->tun)
 		return -EPERM;
 	if (len >= sizeof(val))
 		return -EINVAL;
@@ -212,19 +148,16 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 	val[len] = '\0';
 	mutex_lock(&nxd_tun_lock);
 	t = vol->tun;
-	r = nxd_tun_set(&t, na->key, strim(val));
-	if (!r && t.low_wm > t.high_wm)
-		r = -EINVAL;
+	r = nxd_tun_parse(na->tun, strim(val), &v);
 	if (!r) {
-		/* Each field is read with READ_ONCE on the I/O path. */
-		WRITE_ONCE(vol->tun.write_threshold, t.write_threshold);
-		WRITE_ONCE(vol->tun.mode, t.mode);
-		WRITE_ONCE(vol->tun.low_wm, t.low_wm);
-		WRITE_ONCE(vol->tun.high_wm, t.high_wm);
-		WRITE_ONCE(vol->tun.destage_rate, t.destage_rate);
-		WRITE_ONCE(vol->tun.ssd_discard, t.ssd_discard);
-		WRITE_ONCE(vol->tun.drain_on_suspend, t.drain_on_suspend);
+		/* The watermarks are checked against each other. */
+		*nxd_tun_field(&t, na->tun) = v;
+		if (!nxd_tun_valid(&t))
+			r = -EINVAL;
 	}
+	/* Each field is read with READ_ONCE on the I/O path. */
+	if (!r)
+		WRITE_ONCE(*nxd_tun_field(&vol->tun, na->tun), v);
 	mutex_unlock(&nxd_tun_lock);
 	if (r)
 		return -EINVAL;

@@ -25,17 +25,6 @@
 
 #define NXD_VERSION_STR	"0.1.0"
 
-/* Tunables, shared by every table of one dm device (they survive reloads). */
-struct nxd_tun {
-	u32 write_threshold;	/* bytes */
-	u32 mode;		/* enum nxd_mode */
-	u32 low_wm;		/* % log occupancy */
-	u32 high_wm;
-	u32 destage_rate;	/* MB/s, 0 = unlimited */
-	u32 ssd_discard;	/* TRIM reclaimed log space */
-	u32 drain_on_suspend;
-};
-
 #define NXD_NCTR	(sizeof(struct nxd_ioc_counters) / sizeof(__u64))
 #define NXD_CTR(name)	(offsetof(struct nxd_ioc_counters, name) / sizeof(__u64))
 
@@ -374,9 +363,8 @@ u32 nxd_log_used_pct(struct nxd_c *nc);
 /* nxd-vol.c */
 extern struct mutex nxd_vols_lock;
 extern struct list_head nxd_vols;
-extern const struct nxd_tun nxd_default_tun;
-int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
 void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
+void nxd_sysfs_init(void);
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_event_work(struct work_struct *w);
 struct nxd_vol *nxd_vol_get(struct dm_target *ti, const struct nxd_tun *tun);

@@ -6,7 +6,6 @@
  * and into userspace tests; uses only what nxd_shim.h provides.
  */
 #include "nxd_codec.h"
-#include "nxd_route.h"
 
 /* All three block types keep their crc32c at the same offset. */
 #define NXD_CRC_OFF	8
@@ -34,38 +33,34 @@ static bool nxd_crc_ok(const void *blk, __le32 stored)
 
 /* ---- superblock ---- */
 
-/* Limits of the tunables, as the table parser takes them. */
-#define NXD_TUN_MAX_THRESHOLD	BIT(30)
-#define NXD_TUN_MAX_RATE	1000000U
-
 /*
  * The stored name and tunables are advice for the next assembly, never
  * a reason to refuse the superblock: a name is read up to its first NUL
- * (127 bytes at most), and tunables out of range are ignored (tun_valid
- * false).
+ * (127 bytes at most), and tunables out of the ranges the table parser
+ * takes (nxd_tuns[]) are ignored (tun_valid false).
  */
 static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
 {
 	u64 wt = le64_to_cpu(d->write_threshold);
+	struct nxd_tun t = {
+		/* Above any range: out of range, not truncated into one. */
+		.write_threshold = min_t(u64, wt, NXD_U32_MAX),
+		.mode = le32_to_cpu(d->mode),
+		.low_wm = d->low_wm,
+		.high_wm = d->high_wm,
+		.destage_rate = le32_to_cpu(d->destage_rate),
+		.ssd_discard = d->ssd_discard,
+		.drain_on_suspend = d->drain_on_suspend,
+	};
 
 	/* sb was zeroed: up to the first NUL, the rest stays zero. */
 	memcpy(sb->name, d->name, strnlen(d->name, sizeof(d->name) - 1));
 	if (!(le32_to_cpu(d->tun_flags) & NXD_SB_TUN_VALID))
 		return;
-	if (wt > NXD_TUN_MAX_THRESHOLD ||
-	    le32_to_cpu(d->mode) >= NXD_MODE_MAX ||
-	    d->low_wm > 100 || d->high_wm > 100 || d->low_wm > d->high_wm ||
-	    le32_to_cpu(d->destage_rate) > NXD_TUN_MAX_RATE ||
-	    d->ssd_discard > 1 || d->drain_on_suspend > 1)
+	if (!nxd_tun_valid(&t))
 		return;
 	sb->tun_valid = true;
-	sb->write_threshold = wt;
-	sb->mode = le32_to_cpu(d->mode);
-	sb->low_wm = d->low_wm;
-	sb->high_wm = d->high_wm;
-	sb->destage_rate = le32_to_cpu(d->destage_rate);
-	sb->ssd_discard = d->ssd_discard;
-	sb->drain_on_suspend = d->drain_on_suspend;
+	sb->tun = t;
 }
 
 static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
@@ -76,13 +71,13 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	if (!sb->tun_valid)
 		return;
 	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID);
-	d->mode = cpu_to_le32(sb->mode);
-	d->write_threshold = cpu_to_le64(sb->write_threshold);
-	d->destage_rate = cpu_to_le32(sb->destage_rate);
-	d->low_wm = min_t(u32, sb->low_wm, 255);
-	d->high_wm = min_t(u32, sb->high_wm, 255);
-	d->ssd_discard = min_t(u32, sb->ssd_discard, 255);
-	d->drain_on_suspend = min_t(u32, sb->drain_on_suspend, 255);
+	d->mode = cpu_to_le32(sb->tun.mode);
+	d->write_threshold = cpu_to_le64(sb->tun.write_threshold);
+	d->destage_rate = cpu_to_le32(sb->tun.destage_rate);
+	d->low_wm = min_t(u32, sb->tun.low_wm, 255);
+	d->high_wm = min_t(u32, sb->tun.high_wm, 255);
+	d->ssd_discard = min_t(u32, sb->tun.ssd_discard, 255);
+	d->drain_on_suspend = min_t(u32, sb->tun.drain_on_suspend, 255);
 }
 
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)

@@ -10,6 +10,7 @@
 
 #include "nxd_shim.h"
 #include "nxd_format.h"
+#include "nxd_tun.h"
 
 /* ---- superblock ---- */
 
@@ -32,13 +33,7 @@ struct nxd_sb_info {
 	/* Stored name and tunables ("" and tun_valid false: none). */
 	char name[NXD_SB_NAME_LEN];	/* NUL-terminated */
 	bool tun_valid;
-	u32 write_threshold;
-	u32 mode;
-	u32 low_wm;
-	u32 high_wm;
-	u32 destage_rate;
-	u32 ssd_discard;
-	u32 drain_on_suspend;
+	struct nxd_tun tun;
 };
 
 /* Decode results besides 0. */

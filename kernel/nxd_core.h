@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Kernel-neutral core of dm-nxd, one header per concept: on-disk codec,
- * log ring accounting, extent index, routing and histogram.  Compiled into
- * the module, nxdctl, nxd-probe, the userspace unit tests and the fuzzer.
+ * log ring accounting, extent index, routing and histogram, tunables.
+ * Compiled into the module, nxdctl, nxd-probe, the userspace unit tests
+ * and the fuzzer.
  * This header only gathers them for the callers that use several.
  */
 #ifndef NXD_CORE_H
@@ -12,5 +13,6 @@
 #include "nxd_ring.h"
 #include "nxd_index.h"
 #include "nxd_route.h"
+#include "nxd_tun.h"
 
 #endif /* NXD_CORE_H */

@@ -19,28 +19,15 @@
  */
 static int stored_opts(const struct nxd_sb_info *sb, struct create_opts *co)
 {
-	char buf[32];
-	int rc;
+	char buf[NXD_TUN_STR_LEN];
+	unsigned int i;
+	int rc = 0;
 
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->write_threshold);
-	rc = add_opt(co, "write_threshold", buf);
-	if (!rc)
-		rc = add_opt(co, "mode", nxd_mode_name(sb->mode));
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->low_wm);
-	if (!rc)
-		rc = add_opt(co, "low_watermark", buf);
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->high_wm);
-	if (!rc)
-		rc = add_opt(co, "high_watermark", buf);
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->destage_rate);
-	if (!rc)
-		rc = add_opt(co, "destage_rate", buf);
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->ssd_discard);
-	if (!rc)
-		rc = add_opt(co, "ssd_discard", buf);
-	snprintf(buf, sizeof(buf), "%" PRIu32, sb->drain_on_suspend);
-	if (!rc)
-		rc = add_opt(co, "drain_on_suspend", buf);
+	for (i = 0; !rc && i < NXD_TUN_NR; i++)
+		rc = add_opt(co, nxd_tuns[i].name,
+			     nxd_tun_str(&nxd_tuns[i],
+					 nxd_tun_val(&sb->tun, &nxd_tuns[i]),
+					 buf));
 	return rc;
 }
 

@@ -33,7 +33,8 @@ static const char *decode_word(int res)
 
 static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
 {
-	char a[40], b[40];
+	char a[40], b[40], buf[NXD_TUN_STR_LEN];
+	unsigned int i;
 
 	nxdctl_fmt_uuid(a, sb->vol_uuid);
 	nxdctl_fmt_uuid(b, sb->hdd_uuid);
@@ -57,22 +58,25 @@ static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
 	       "none (in use, or not shut down cleanly)");
 	printf("  name          %s\n", sb->name[0] ? sb->name :
 	       "none stored");
-	if (sb->tun_valid)
-		printf("  tunables      write_threshold %" PRIu32 " mode %s "
-		       "low_watermark %" PRIu32 " high_watermark %" PRIu32
-		       " destage_rate %" PRIu32 " ssd_discard %" PRIu32
-		       " drain_on_suspend %" PRIu32 "\n", sb->write_threshold,
-		       nxd_mode_name(sb->mode), sb->low_wm, sb->high_wm,
-		       sb->destage_rate, sb->ssd_discard,
-		       sb->drain_on_suspend);
-	else
+	if (!sb->tun_valid) {
 		printf("  tunables      none stored\n");
+		return;
+	}
+	printf("  tunables     ");
+	for (i = 0; i < NXD_TUN_NR; i++)
+		printf(" %s %s", nxd_tuns[i].name,
+		       nxd_tun_str(&nxd_tuns[i],
+				   nxd_tun_val(&sb->tun, &nxd_tuns[i]), buf));
+	printf("\n");
 }
 
 static void json_sb(struct jw *j, const char *key,
 		    const struct nxd_sb_info *sb)
 {
+	const struct nxd_tun_desc *d;
+	unsigned int i;
 	char u[40];
+	u32 v;
 
 	jw_open(j, key, '{');
 	jw_u64(j, "sb_seq", sb->sb_seq);
@@ -95,13 +99,14 @@ static void json_sb(struct jw *j, const char *key,
 	jw_str(j, "name", sb->name);
 	if (sb->tun_valid) {
 		jw_open(j, "tunables", '{');
-		jw_u64(j, "write_threshold", sb->write_threshold);
-		jw_str(j, "mode", nxd_mode_name(sb->mode));
-		jw_u64(j, "low_watermark", sb->low_wm);
-		jw_u64(j, "high_watermark", sb->high_wm);
-		jw_u64(j, "destage_rate", sb->destage_rate);
-		jw_u64(j, "ssd_discard", sb->ssd_discard);
-		jw_u64(j, "drain_on_suspend", sb->drain_on_suspend);
+		for (i = 0; i < NXD_TUN_NR; i++) {
+			d = &nxd_tuns[i];
+			v = nxd_tun_val(&sb->tun, d);
+			if (d->kind == NXD_TUN_MODE)
+				jw_str(j, d->name, nxd_mode_name(v));
+			else
+				jw_u64(j, d->name, v);
+		}
 		jw_close(j, '}');
 	} else {
 		jw_null(j, "tunables");

@@ -64,19 +64,26 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 	return print_size_attr(&v, "write_threshold");
 }
 
-static const char *const rw_attrs[] = {
-	"write_threshold", "mode", "low_watermark", "high_watermark",
-	"destage_rate", "ssd_discard", "drain_on_suspend",
-};
+/* The writable attributes are the tunables (nxd_tuns[]). */
 static const char *const ro_attrs[] = { "log_used_pct", "state" };
+
+/* sysfs file names are exact: the table line's any-case match is not. */
+static const struct nxd_tun_desc *tun_attr(const char *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < NXD_TUN_NR; i++)
+		if (!strcmp(a, nxd_tuns[i].name))
+			return &nxd_tuns[i];
+	return NULL;
+}
 
 static bool known_attr(const char *a, bool rw)
 {
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE_NXDCTL(rw_attrs); i++)
-		if (!strcmp(a, rw_attrs[i]))
-			return true;
+	if (tun_attr(a))
+		return true;
 	for (i = 0; !rw && i < ARRAY_SIZE_NXDCTL(ro_attrs); i++)
 		if (!strcmp(a, ro_attrs[i]))
 			return true;
@@ -97,7 +104,7 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 			return opt_default(c, o, argv);
 		}
 	}
-	rc = want_args(c, argc, argv, 1, 1 + ARRAY_SIZE_NXDCTL(rw_attrs) +
+	rc = want_args(c, argc, argv, 1, 1 + NXD_TUN_NR +
 		       ARRAY_SIZE_NXDCTL(ro_attrs));
 	if (rc)
 		return rc;
@@ -115,11 +122,11 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	if (optind + 1 == argc) {
-		for (i = 0; i < ARRAY_SIZE_NXDCTL(rw_attrs); i++) {
-			rc = attr_get(&v, rw_attrs[i], buf, sizeof(buf));
+		for (i = 0; i < NXD_TUN_NR; i++) {
+			rc = attr_get(&v, nxd_tuns[i].name, buf, sizeof(buf));
 			if (rc)
 				return rc;
-			printf("%s=%s\n", rw_attrs[i], buf);
+			printf("%s=%s\n", nxd_tuns[i].name, buf);
 		}
 		for (i = 0; i < ARRAY_SIZE_NXDCTL(ro_attrs); i++) {
 			rc = attr_get(&v, ro_attrs[i], buf, sizeof(buf));
@@ -131,6 +138,7 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 	}
 	for (o = optind + 1; o < argc; o++) {
 		char *eq = strchr(argv[o], '=');
+		const struct nxd_tun_desc *d;
 		char key[64];
 		uint64_t n;
 
@@ -146,7 +154,8 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 		}
 		snprintf(buf, sizeof(buf), "%s", eq + 1);
 		/* Sizes may carry a suffix; the kernel wants bytes. */
-		if (strstr(key, "threshold") && !nxd_parse_size(buf, &n))
+		d = tun_attr(key);
+		if (d && d->kind == NXD_TUN_BYTES && !nxd_parse_size(buf, &n))
 			snprintf(buf, sizeof(buf), "%" PRIu64, n);
 		rc = attr_set(&v, key, buf);
 		if (rc)

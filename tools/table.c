@@ -46,11 +46,35 @@ const struct option table_opts[] = {
 	HELP_OPT, { 0 }
 };
 
+/*
+ * The tunable option @o sets (--low-watermark: low_watermark), or NULL;
+ * @flag gets the option as the user wrote it.
+ */
+static const struct nxd_tun_desc *opt_tun(int o, char *flag, size_t len)
+{
+	const struct option *p;
+	char key[32];
+	size_t i;
+
+	*flag = '\0';
+	for (p = table_opts; p->name; p++) {
+		if (p->val != o)
+			continue;
+		snprintf(flag, len, "--%s", p->name);
+		for (i = 0; p->name[i] && i < sizeof(key) - 1; i++)
+			key[i] = p->name[i] == '-' ? '_' : p->name[i];
+		key[i] = '\0';
+		return nxd_tun_find(key);
+	}
+	return NULL;
+}
+
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 		     struct create_opts *co)
 {
-	char buf[32];
+	const struct nxd_tun_desc *d;
+	char buf[32], flag[40];
 	unsigned long n;
 	uint64_t sz;
 	enum nxd_mode m;
@@ -72,28 +96,26 @@ int table_opt(const char *cmd, int o, const char *arg,
 		return add_opt(co, "mode", arg);
 	case O_LOWWM:
 	case O_HIGHWM:
-		rc = parse_uint_opt(cmd, o == O_LOWWM ? "--low-watermark" :
-				    "--high-watermark", arg, 0, 100, &n);
+	case O_DISCARD:
+	case O_DRAIN:
+		/* Refused here, in the kernel's ranges (nxd_tuns[]). */
+		d = opt_tun(o, flag, sizeof(flag));
+		rc = parse_uint_opt(cmd, flag, arg, d->min, d->max, &n);
 		if (rc)
 			return rc;
 		snprintf(buf, sizeof(buf), "%lu", n);
-		return add_opt(co, o == O_LOWWM ? "low_watermark" :
-			       "high_watermark", buf);
+		return add_opt(co, d->name, buf);
 	case O_RATE:
+		/*
+		 * Like --write-threshold, only as a u32: the kernel refuses
+		 * a rate above its range, as it always has.
+		 */
 		rc = parse_uint_opt(cmd, "--destage-rate", arg, 0, UINT32_MAX,
 				    &n);
 		if (rc)
 			return rc;
 		snprintf(buf, sizeof(buf), "%lu", n);
 		return add_opt(co, "destage_rate", buf);
-	case O_DISCARD:
-	case O_DRAIN:
-		rc = parse_uint_opt(cmd, o == O_DISCARD ? "--ssd-discard" :
-				    "--drain-on-suspend", arg, 0, 1, &n);
-		if (rc)
-			return rc;
-		return add_opt(co, o == O_DISCARD ? "ssd_discard" :
-			       "drain_on_suspend", n ? "1" : "0");
 	case O_DRY:
 		co->dry_run = true;
 		return 0;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <endian.h>

@@ -59,6 +59,7 @@ static bool known_err(int r)
 
 static void fuzz_sb(const u8 *in, u8 ctl, u64 ssd_blocks)
 {
+	const struct nxd_tun *t;
 	static u8 b[BS], b2[BS];
 	struct nxd_sb_info sb, sb2, sbs[2];
 	int r, res[2], pick;
@@ -95,15 +96,16 @@ static void fuzz_sb(const u8 *in, u8 ctl, u64 ssd_blocks)
 	ASSERT(sb.data_sectors && sb.hdd_label_sector >= sb.data_sectors);
 	/* stored name and tunables: terminated, and in range if valid */
 	ASSERT(memchr(sb.name, 0, sizeof(sb.name)));
+	t = &sb.tun;
 	if (sb.tun_valid)
-		ASSERT(sb.write_threshold <= (1U << 30) &&
-		       sb.mode < NXD_MODE_MAX && sb.low_wm <= sb.high_wm &&
-		       sb.high_wm <= 100 && sb.destage_rate <= 1000000 &&
-		       sb.ssd_discard <= 1 && sb.drain_on_suspend <= 1);
+		ASSERT(t->write_threshold <= (1U << 30) &&
+		       t->mode < NXD_MODE_MAX && t->low_wm <= t->high_wm &&
+		       t->high_wm <= 100 && t->destage_rate <= 1000000 &&
+		       t->ssd_discard <= 1 && t->drain_on_suspend <= 1);
 	else
-		ASSERT(!sb.write_threshold && !sb.mode && !sb.low_wm &&
-		       !sb.high_wm && !sb.destage_rate && !sb.ssd_discard &&
-		       !sb.drain_on_suspend);
+		ASSERT(!t->write_threshold && !t->mode && !t->low_wm &&
+		       !t->high_wm && !t->destage_rate && !t->ssd_discard &&
+		       !t->drain_on_suspend);
 
 	nxd_sb_encode(&sb, b2);
 	ASSERT(nxd_sb_decode(b2, ssd_blocks, &sb2) == 0);

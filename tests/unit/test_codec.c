@@ -273,13 +273,13 @@ static void test_sb_meta(void)
 	/* stored: the bytes where the format says, and back */
 	strcpy(sb.name, "ost0-nxd");
 	sb.tun_valid = true;
-	sb.write_threshold = 12288;
-	sb.mode = NXD_MODE_LOG_ALL;
-	sb.low_wm = 10;
-	sb.high_wm = 60;
-	sb.destage_rate = 300;
-	sb.ssd_discard = 0;
-	sb.drain_on_suspend = 1;
+	sb.tun.write_threshold = 12288;
+	sb.tun.mode = NXD_MODE_LOG_ALL;
+	sb.tun.low_wm = 10;
+	sb.tun.high_wm = 60;
+	sb.tun.destage_rate = 300;
+	sb.tun.ssd_discard = 0;
+	sb.tun.drain_on_suspend = 1;
 	memset(blk, 0xA5, sizeof(blk));
 	nxd_sb_encode(&sb, blk);
 	CHECK(!memcmp(blk + 160, "ost0-nxd", 9));
@@ -309,7 +309,7 @@ static void test_sb_meta(void)
 	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
 	CHECK_EQ(out.name[0], 0);
 	CHECK(!out.tun_valid);
-	CHECK_EQ(out.write_threshold, 0);
+	CHECK_EQ(out.tun.write_threshold, 0);
 	CHECK_EQ(out.tail_seq, sb.tail_seq);
 
 	/* values without the VALID flag: ignored */
@@ -318,7 +318,7 @@ static void test_sb_meta(void)
 	fix_crc(blk2);
 	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
 	CHECK(!out.tun_valid);
-	CHECK_EQ(out.low_wm, 0);
+	CHECK_EQ(out.tun.low_wm, 0);
 	CHECK(!strcmp(out.name, "ost0-nxd"));
 
 	/* out of range: the superblock is fine, the tunables ignored */
@@ -351,7 +351,7 @@ static void test_sb_meta(void)
 		memset(&out, 0xEE, sizeof(out));
 		CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
 		CHECK(!out.tun_valid);
-		CHECK_EQ(out.write_threshold, 0);
+		CHECK_EQ(out.tun.write_threshold, 0);
 		CHECK(!strcmp(out.name, "ost0-nxd"));
 	}
 	/* the limits themselves are taken */
@@ -363,8 +363,8 @@ static void test_sb_meta(void)
 	fix_crc(blk2);
 	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
 	CHECK(out.tun_valid);
-	CHECK_EQ(out.write_threshold, 1U << 30);
-	CHECK_EQ(out.destage_rate, 1000000);
+	CHECK_EQ(out.tun.write_threshold, 1U << 30);
+	CHECK_EQ(out.tun.destage_rate, 1000000);
 
 	/* a name without NUL is cut at 127 bytes; bytes after a NUL dropped */
 	memcpy(blk2, blk, BS);

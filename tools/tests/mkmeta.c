@@ -48,9 +48,10 @@ int main(int argc, char **argv)
 		snprintf(sb.name, sizeof(sb.name), "%s", argv[5]);
 	if (argc == 7) {
 		if (sscanf(argv[6], "%u,%u,%u,%u,%u,%u,%u",
-			   &sb.write_threshold, &sb.mode, &sb.low_wm,
-			   &sb.high_wm, &sb.destage_rate, &sb.ssd_discard,
-			   &sb.drain_on_suspend) != 7) {
+			   &sb.tun.write_threshold, &sb.tun.mode,
+			   &sb.tun.low_wm, &sb.tun.high_wm,
+			   &sb.tun.destage_rate, &sb.tun.ssd_discard,
+			   &sb.tun.drain_on_suspend) != 7) {
 			fprintf(stderr, "mkmeta: bad TUNABLES\n");
 			return 2;
 		}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-nxd tunables: the one table of names, defaults and ranges, and its
+ * parser and printer.  Built into dm-nxd.ko, nxdctl and userspace tests;
+ * uses only what nxd_shim.h provides.
+ */
+#include "nxd_tun.h"
+#include "nxd_route.h"
+
+#define NXD_TUN(_name, _field, _kind, _def, _min, _max) {		\
+	.name = _name, .off = offsetof(struct nxd_tun, _field),		\
+	.kind = _kind, .def = _def, .min = _min, .max = _max }
+
+const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR] = {
+	NXD_TUN("write_threshold", write_threshold, NXD_TUN_BYTES,
+		64 * 1024, 0, 1U << 30),
+	NXD_TUN("mode", mode, NXD_TUN_MODE,
+		NXD_MODE_AUTO, 0, NXD_MODE_MAX - 1),
+	NXD_TUN("low_watermark", low_wm, NXD_TUN_NUM, 25, 0, 100),
+	NXD_TUN("high_watermark", high_wm, NXD_TUN_NUM, 75, 0, 100),
+	/* MB/s; 0 is unlimited. */
+	NXD_TUN("destage_rate", destage_rate, NXD_TUN_NUM, 0, 0, 1000000),
+	NXD_TUN("ssd_discard", ssd_discard, NXD_TUN_NUM, 1, 0, 1),
+	NXD_TUN("drain_on_suspend", drain_on_suspend, NXD_TUN_NUM, 0, 0, 1),
+};
+
+void nxd_tun_defaults(struct nxd_tun *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < NXD_TUN_NR; i++)
+		*nxd_tun_field(t, &nxd_tuns[i]) = nxd_tuns[i].def;
+}
+
+/* Keys were always matched without case in the table line. */
+const struct nxd_tun_desc *nxd_tun_find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < NXD_TUN_NR; i++)
+		if (!strcasecmp(name, nxd_tuns[i].name))
+			return &nxd_tuns[i];
+	return NULL;
+}
+
+int nxd_tun_parse(const struct nxd_tun_desc *d, const char *s, u32 *v)
+{
+	enum nxd_mode m;
+	u64 x;
+	int r;
+
+	if (d->kind == NXD_TUN_MODE) {
+		r = nxd_mode_parse(s, &m);
+		if (!r)
+			*v = m;
+		return r;
+	}
+	r = nxd_parse_size(s, &x);
+	if (r)
+		return r;
+	if (x < d->min || x > d->max)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val)
+{
+	const struct nxd_tun_desc *d = nxd_tun_find(key);
+
+	if (!d)
+		return -ENOENT;
+	return nxd_tun_parse(d, val, nxd_tun_field(t, d));
+}
+
+const char *nxd_tun_str(const struct nxd_tun_desc *d, u32 v, char *buf)
+{
+	if (d->kind == NXD_TUN_MODE)
+		return nxd_mode_name(v);
+	snprintf(buf, NXD_TUN_STR_LEN, "%u", v);
+	return buf;
+}
+
+bool nxd_tun_valid(const struct nxd_tun *t)
+{
+	unsigned int i;
+	u32 v;
+
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		v = nxd_tun_val(t, &nxd_tuns[i]);
+		if (v < nxd_tuns[i].min || v > nxd_tuns[i].max)
+			return false;
+	}
+	return t->low_wm <= t->high_wm;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-nxd tunables: one table of their names (the table-line key and the
+ * sysfs file), defaults, ranges and value syntax, read by the table
+ * parser, sysfs, the superblock codec and nxdctl.  Part of the
+ * kernel-neutral core (nxd_core.h).
+ */
+#ifndef NXD_TUN_H
+#define NXD_TUN_H
+
+#include "nxd_shim.h"
+
+/* A volume's tunables; every table of one dm device shares them. */
+struct nxd_tun {
+	u32 write_threshold;	/* bytes */
+	u32 mode;		/* enum nxd_mode */
+	u32 low_wm;		/* % log occupancy */
+	u32 high_wm;
+	u32 destage_rate;	/* MB/s, 0 = unlimited */
+	u32 ssd_discard;	/* TRIM reclaimed log space */
+	u32 drain_on_suspend;
+};
+
+/* How a value is written. */
+enum nxd_tun_kind {
+	NXD_TUN_BYTES,	/* a size: decimal, or with a K/M/G suffix */
+	NXD_TUN_NUM,	/* a number, parsed like a size */
+	NXD_TUN_MODE,	/* a name of enum nxd_mode */
+};
+
+struct nxd_tun_desc {
+	const char *name;	/* table-line key and sysfs file */
+	unsigned int off;	/* of its u32 in struct nxd_tun */
+	enum nxd_tun_kind kind;
+	u32 def;
+	u32 min;
+	u32 max;
+};
+
+/* In the order of the status table line, sysfs and nxdctl config. */
+#define NXD_TUN_NR	7
+extern const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR];
+
+/* Room for any value's text (u32 or mode name) and its NUL. */
+#define NXD_TUN_STR_LEN	16
+
+static inline u32 *nxd_tun_field(struct nxd_tun *t,
+				 const struct nxd_tun_desc *d)
+{
+	return (u32 *)((char *)t + d->off);
+}
+
+static inline u32 nxd_tun_val(const struct nxd_tun *t,
+			      const struct nxd_tun_desc *d)
+{
+	return *(const u32 *)((const char *)t + d->off);
+}
+
+void nxd_tun_defaults(struct nxd_tun *t);
+/* The tunable called @name (any case), or NULL. */
+const struct nxd_tun_desc *nxd_tun_find(const char *name);
+/* 0; -EINVAL (syntax, unknown mode) or -ERANGE; *@v set only on 0. */
+int nxd_tun_parse(const struct nxd_tun_desc *d, const char *s, u32 *v);
+/* nxd_tun_parse() of tunable @key into @t; -ENOENT if there is none. */
+int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
+/* @v as the table line and sysfs show it; @buf: NXD_TUN_STR_LEN bytes. */
+const char *nxd_tun_str(const struct nxd_tun_desc *d, u32 v, char *buf);
+/* Every value in its range, and low_watermark <= high_watermark. */
+bool nxd_tun_valid(const struct nxd_tun *t);
+
+#endif /* NXD_TUN_H */
