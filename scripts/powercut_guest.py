@@ -18,8 +18,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
 from nxdt.blkdev import discard_zeroes  # noqa: E402
-from nxdt.dmlib import DM, DMError  # noqa: E402
-from nxdt.facts import BLOCK, data_sectors, parse_params  # noqa: E402
+from nxdt.dmlib import DMError, DMIoctl  # noqa: E402
+from nxdt.facts import BLOCK, data_sectors, parse_status  # noqa: E402
 from nxdt.models import Checker, CrashFailure, op_is_write  # noqa: E402
 from nxdt.nxdvol import nxd_table  # noqa: E402
 from nxdt.rawio import DirectIO  # noqa: E402
@@ -71,7 +71,7 @@ def powercut1(d, seed):
         with open(f"{d}/{name}.img", "wb") as f:
             f.truncate(mib << 20)
     hdd, ssd = _pc_setup(d)
-    dm = DM()
+    dm = DMIoctl()
     vol = data_sectors(p["hdd_mib"] * 2048)
     dm.create("pcnxd", nxd_table(vol, hdd, ssd, p["opts"]))
     _fsync_write(f"{d}/params.json", json.dumps(p))
@@ -84,7 +84,7 @@ def powercut1(d, seed):
         jf.flush()
         os.fsync(jf.fileno())
     zd = not discard_zeroes(hdd)
-    wl = Workload(dm.node("pcnxd"), vol * 512, seed, dm=dm, nxd_name="pcnxd",
+    wl = Workload(dm.path("pcnxd"), vol * 512, seed, dm=dm, nxd_name="pcnxd",
                   hot=p["hot"], on_durable=durable, zero_discards=zd)
     print(f"powercut1: seed {seed} opts '{p['opts']}': sysrq-b in {p['delay']}s"
           + (" (HDD takes no discards: discards sent as BLKZEROOUT)" if zd else ""), flush=True)
@@ -116,7 +116,7 @@ def powercut2(d, seed):
     k = lines[-1][0] if lines else 0
     assert all(lines[i][0] == i + 1 for i in range(len(lines))), "durable.log out of order"
     hdd, ssd = _pc_setup(d)
-    dm = DM()
+    dm = DMIoctl()
     vol = data_sectors(p["hdd_mib"] * 2048)
     size = vol * 512
     tag = f"powercut {os.uname().release} seed {seed} opts '{p['opts']}'"
@@ -126,14 +126,14 @@ def powercut2(d, seed):
         print(_sh("dmesg | tail -n 20", check=False))
         print(f"{tag}: FAIL: nxd did not come back by itself: {e}")
         return 1
-    st = parse_params(dm.status("pcnxd"))
+    st = parse_status(dm.status("pcnxd"))
     if st["state"] != "ok":
         print(_sh("dmesg | grep -i nxd | tail -n 20", check=False))
         print(f"{tag}: FAIL: nxd state after recovery is {st['state']!r}, not 'ok': {st}")
         dm.remove("pcnxd")
         _sh(f"losetup -d {hdd} {ssd}", check=False)
         return 1
-    got = DirectIO().read_all(dm.node("pcnxd"), size)
+    got = DirectIO().read_all(dm.path("pcnxd"), size)
     # Regenerate the op stream: events up to the last durable point exactly,
     # and generously past it (whatever may have been in flight).
     ops = gen_ops(seed, size, p["hot"], dm_msgs=True)

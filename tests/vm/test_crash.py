@@ -40,8 +40,8 @@ import pytest
 
 from nxdt import facts, host, logwrites, rawio
 from nxdt.blkdev import Loop, NullBlk
-from nxdt.dmlib import DM, DMError
-from nxdt.facts import BLOCK, parse_params, SECTOR
+from nxdt.dmlib import DMError, DMIoctl, params
+from nxdt.facts import BLOCK, parse_status, SECTOR
 from nxdt.host import dmesg_tail, progress, summary
 from nxdt.logwrites import (choose_cuts, DevReplayer, hdd_mask_legit, Loader, parse_log,
                             save_failure, unstick, Watchdog)
@@ -88,7 +88,7 @@ VARIANT_CUTS = 3 if LONG else 1
 def dm():
     for m in ("dm-log-writes", "dm-snapshot", "dm-flakey", "loop"):
         subprocess.run(["modprobe", m], check=False)
-    d = DM()
+    d = DMIoctl()
     yield d
     errs = d.cleanup()
     d.close()
@@ -136,7 +136,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     def mark(k):
         dm.message(lws, f"mark m{k}")
         dm.message(lwh, f"mark m{k}")
-    wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx, on_durable=mark)
+    wl = Workload(dm.path(nx), vol * 512, seed, dm=dm, nxd_name=nx, on_durable=mark)
     wd = Watchdog(info=lambda: f"seed {seed} op {wl.nop} recent {wl.recent} "
                                f"nxd: {dm.status(nx)}", unstick=lambda: unstick(wl))
     try:
@@ -152,14 +152,14 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
         wl.final_sync()
         wd.arm()
         wd.disarm()
-        st = parse_params(dm.status(nx))
+        st = parse_status(dm.status(nx))
         wl.verify_all()
         wtime = time.monotonic() - t0
     finally:
         wd.disarm()
         wl.close()
     dm.remove(nx)       # clean shutdown: the end of the logs tests it too
-    lwstat = {"hdd": dm.status(lwh), "ssd": dm.status(lws)}
+    lwstat = {"hdd": params(dm.status(lwh)), "ssd": params(dm.status(lws))}
     dm.remove(lws)
     dm.remove(lwh)
     layout = {"seed": seed, "opts": opts, "hdd_bytes": H, "ssd_bytes": S,
@@ -345,7 +345,7 @@ def _flakey_once(dm, devs, seed, where):
     threshold = 131072 if "write_threshold" in opts else 65536
     dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
     stop = threading.Event()
-    wl = Workload(dm.node(nx), vol * 512, seed, dm=dm, nxd_name=nx, stop_verify=stop)
+    wl = Workload(dm.path(nx), vol * 512, seed, dm=dm, nxd_name=nx, stop_verify=stop)
     targets = [(fl_s, Ss, ssd.dev)] + ([(fl_h, Hs, hdd.dev)] if where != "ssd" else [])
     rng.shuffle(targets)
     drop_at = {}
@@ -408,7 +408,7 @@ def _flakey_once(dm, devs, seed, where):
                        f"{errors[0]!r}"
     assert "done" in drop_at, f"seed {seed}: the drop never happened ({wl.nop} ops)"
     for name, n, dev in targets:
-        tbl = dm.table(name).split()          # the target's parameters
+        tbl = params(dm.table(name)).split()  # the target's parameters
         assert tbl[1:] == ["0", "0", "100000", "1", "drop_writes"], \
             f"{name}: live table is not the drop table: {tbl}"
     post = len(wl.events) - ev_after
@@ -419,7 +419,7 @@ def _flakey_once(dm, devs, seed, where):
     # and the volume goes degraded (writes bypass the log, no waiting for
     # room that never comes).  If it then had to write the HDD over logged
     # blocks, the HDD label says "log abandoned" and the reload is refused.
-    noticed = parse_params(dm.status(nx))["state"] == "degraded"
+    noticed = parse_status(dm.status(nx))["state"] == "degraded"
     # Degraded, a partial write over a logged block fails (section 13 of
     # docs/design.md); nothing else may.
     assert noticed or not wl.counts.get("eio"), f"seed {seed}: EIO while not degraded: {wl.counts}"
@@ -441,7 +441,7 @@ def _flakey_once(dm, devs, seed, where):
         # what was only in the log is lost).  The HDD kept every write: each
         # block no op could have logged must hold exactly the final model.
         size = vol * 512
-        hddimg = DirectIO().read_all(dm.node(fl_h), size)
+        hddimg = DirectIO().read_all(dm.path(fl_h), size)
         blocks = never_logged_blocks(wl.events, size // BLOCK, threshold)
         bad = [b for b in blocks if hddimg[b * BLOCK:(b + 1) * BLOCK]
                != wl.model.latest[b * BLOCK:(b + 1) * BLOCK]]
@@ -456,9 +456,9 @@ def _flakey_once(dm, devs, seed, where):
                 f"({refused[0].strip()}); HDD alone: {len(blocks)} never-logged 4K blocks "
                 f"equal the final model")
         return
-    st = parse_params(dm.status(nx))
+    st = parse_status(dm.status(nx))
     assert st["state"] == "ok", st
-    got = DirectIO().read_all(dm.node(nx), vol * 512)
+    got = DirectIO().read_all(dm.path(nx), vol * 512)
     chk.advance_to(k)
     # Anything written after point k may show, up to the end of the run.
     relaxed = chk.check(got, strict=False, hi=len(wl.events), what=tag)
@@ -492,7 +492,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
     vol = facts.data_sectors(HDD_MIB * 2048)
     dm.create("crdnx", nxd_table(vol, hdd.dev, ssd.dev))
     dm.message("crdnx", "pause_destage")
-    dev = dm.node("crdnx")
+    dev = dm.path("crdnx")
     dio = DirectIO()
     fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
     try:

@@ -63,8 +63,8 @@ import pytest
 
 from nxdt import facts, ondisk, pcut, rawio
 from nxdt.blkdev import NullBlk
-from nxdt.dmlib import DM, DMError
-from nxdt.facts import parse_params
+from nxdt.dmlib import DMError, DMIoctl
+from nxdt.facts import parse_status
 from nxdt.host import dmesg_tail, summary
 from nxdt.nxdvol import nxd_table
 from nxdt.pcut import oracle, Workload, ZERO
@@ -190,7 +190,7 @@ def chain_plan(seed, ncuts):
 def remove_devices(dm, names, *nbs):
     """Remove the dm devices @names (last first), then close the null_blks."""
     for n in reversed(names):
-        if n in dm.devs:
+        if n in dm.created:
             try:
                 dm.remove(n)
             except DMError:
@@ -263,8 +263,8 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     except DMError as e2:
                         tot.failures.append(f"{tag}: and with format: {e2}\n{dmesg_tail(6)}")
                         return
-            st = parse_params(dm.status(nx))
-            img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+            st = parse_status(dm.status(nx))
+            img = bytes(DirectIO(1 << 20).read_all(dm.path(nx), vol * SECTOR))
             bad = nonzero_sectors(img, 0, vol)
             summary(fname, f"{tag}: cut {was_cut} (uncut load: {ops} ops){refused}; "
                     f"state {st['state']}, "
@@ -308,8 +308,8 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                         tot.failures.append(f"{tag}: the longer table did not load: {e}\n"
                                             f"{dmesg_tail(6)}")
                         return
-                st = parse_params(dm.status(nx))
-                img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+                st = parse_status(dm.status(nx))
+                img = bytes(DirectIO(1 << 20).read_all(dm.path(nx), vol * SECTOR))
                 old = old_vol * SECTOR
                 lost = 0 if img[:old] == init[:old] else \
                     sum(1 for s in range(old_vol)
@@ -331,7 +331,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 d.set(keep=p["keep"], torn=p["torn"])
             first, other = (ps, ph) if p["first"] == "ssd" else (ph, ps)
             first.cut_after(p["n"], p["gap"])
-            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
+            wl = Workload(dm.path(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
                           admin=nx if p["admin"] else None)
             t0 = time.monotonic()
             wl.start()
@@ -355,7 +355,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
             alive = wl.stop()
             t_work = time.monotonic() - t0
             st_first, st_other = first.status(), other.status()
-            nst = parse_params(dm.status(nx))
+            nst = parse_status(dm.status(nx))
             tot.forced += len(forced)
             if alive or wl.stuck:
                 tot.stuck += 1
@@ -393,7 +393,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 created, was_cut, _ = r
                 tot.recovery_cuts += was_cut
                 if created:
-                    st_r = parse_params(dm.status(nx))
+                    st_r = parse_status(dm.status(nx))
                     dm.remove(nx)           # and load it the normal way below
                     if st_r["state"] != "ok":
                         tot.failures.append(f"{tag}: state {st_r['state']} after an uncut recovery")
@@ -411,11 +411,11 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     tot.failures.append(f"{tag}: and with format: {e2}")
                     return
                 formatted = True
-            st = parse_params(dm.status(nx))
+            st = parse_status(dm.status(nx))
             if st["state"] != "ok":
                 tot.no_comeback += 1
                 tot.failures.append(f"{tag}: nxd state after recovery {st['state']}")
-            img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+            img = bytes(DirectIO(1 << 20).read_all(dm.path(nx), vol * SECTOR))
             t1 = time.monotonic()
             res = oracle(img, init, wl, vol, seed, wid_base)
             t_check = time.monotonic() - t1
@@ -518,7 +518,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
             tag = f"soak seed {seed} round {i} opts '{opts}' admin {p['admin']}"
             for d in (ph, ps):
                 d.set(keep=100, torn=0)
-            wl = Workload(dm.node(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
+            wl = Workload(dm.path(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
                           admin=nx if p["admin"] else None)
             wl.start()
             time.sleep(rng.uniform(*secs))
@@ -527,7 +527,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                 tot.stuck += 1
                 tot.failures.append(f"{tag}: writers stuck without any cut: {dm.status(nx)}")
                 return
-            fd = os.open(dm.node(nx), os.O_RDWR)
+            fd = os.open(dm.path(nx), os.O_RDWR)
             try:
                 f = [time.monotonic_ns(), None, False]
                 os.fsync(fd)
@@ -547,8 +547,8 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
                     ps.power_on()
                     log_before = _log_summary(ps.path)
                     dm.create(nx, table)
-                nst = parse_params(dm.status(nx))
-                img = bytes(DirectIO(1 << 20).read_all(dm.node(nx), vol * SECTOR))
+                nst = parse_status(dm.status(nx))
+                img = bytes(DirectIO(1 << 20).read_all(dm.path(nx), vol * SECTOR))
                 res = oracle(img, init, wl, vol, seed, wid_base)
                 results.append(f"{phase}: lost {res['lost']} unexplained {res['unexplained']}")
                 tot.cuts += phase == "replayed"
@@ -591,7 +591,7 @@ def pcut_module():
 
 @pytest.fixture
 def pdm():
-    d = DM(nodedir="/tmp/pcut-crash/dev")
+    d = DMIoctl(nodedir="/tmp/pcut-crash/dev")
     yield d
     errs = d.cleanup()
     d.close()
@@ -625,7 +625,7 @@ def run_bare(dm, seed, lying):
                 f"lost {res['lost']}, unexplained {res['unexplained']}")
         return res
     finally:
-        if name in dm.devs:
+        if name in dm.created:
             dm.remove(name)
         nb.close()
 

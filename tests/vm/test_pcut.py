@@ -17,7 +17,7 @@ import pytest
 
 from nxdt import dmlib, host, pcut, rawio
 from nxdt.blkdev import NullBlk
-from nxdt.dmlib import DM
+from nxdt.dmlib import DMIoctl
 from nxdt.rawio import DirectIO
 
 MiB = 1 << 20
@@ -36,7 +36,7 @@ def pcut_module():
 @pytest.fixture
 def env():
     """(dm, new_backing(mib)) with cleanup of both."""
-    dm = DM(nodedir="/tmp/pcut-test/dev")
+    dm = DMIoctl(nodedir="/tmp/pcut-test/dev")
     made = []
     Dev.opened = []
 
@@ -371,4 +371,4 @@ def test_bad_table_and_messages(env):
         with pytest.raises(dmlib.DMError):
             pc.message(m)
     rdev = os.stat(bdev).st_rdev
-    assert dm.table("pct9") == f"{os.major(rdev)}:{os.minor(rdev)} gt9 11"
+    assert dmlib.params(dm.table("pct9")) == f"{os.major(rdev)}:{os.minor(rdev)} gt9 11"

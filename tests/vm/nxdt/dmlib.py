@@ -1,17 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Generic device-mapper clients; nothing here knows nxd's table line
-(that is nxdt.nxdvol).
+"""Generic device-mapper client; nothing here knows nxd's table line (that
+is nxdt.nxdvol).
 
-Three clients, from two generations of the suite, not merged (their APIs
-and error handling differ; see each):
- - DMSetup: dmsetup processes, udev-synced; remembers what it created and
-   removes it in cleanup() (the conftest ``dm`` fixture); raises
-   host.CmdError.
- - DM: ioctls on /dev/mapper/control, nodes in a private directory, no
-   udev (hundreds of table loads per crash replay); raises DMError.
- - dm_create()/dm_remove()/...: module-level dmsetup calls through
-   host.sh() (raises RuntimeError), no bookkeeping: test_datapath,
-   test_destage.
+One API, two transports (the same methods, arguments and exception):
+ - DMSetup: dmsetup processes, udev-synced, nodes under /dev/mapper
+   (waited for after create).  The conftest ``dm`` fixture.
+ - DMIoctl: ioctls on /dev/mapper/control with udev's rules skipped and
+   nodes made by mknod in a private directory: nothing of udev runs
+   between two loads (the crash tests load tables hundreds of times
+   between power cuts and must see exactly their own I/O).
+Both remember what they created (``created``, oldest first) and remove it
+in cleanup(), newest first, force-removing what will not go; every
+failure raises DMError (a host.CmdError) with the errno when known.
+table() and status() return whole `dmsetup table|status` lines ("start
+length type params", one a target); params() takes the part after the
+target type.
+
 Injector: a linear/flakey device over another, switched live.
 """
 import errno
@@ -23,69 +27,59 @@ from nxdt import blkdev, host
 from nxdt.host import CmdError, run, sh, wait_for
 
 
-# --------------------------------------------------------------- dmsetup ---
+class DMError(CmdError):
+    """A device-mapper operation failed; .errno is the kernel's errno
+    where it is known (always with DMIoctl; with DMSetup when dmsetup's
+    message names it), else None."""
+
+    def __init__(self, msg, err=None):
+        super().__init__(msg)
+        self.errno = err
 
 
-class DMSetup:
-    """Thin dmsetup wrapper.  Devices created through it are remembered and
-    removed by cleanup() (the ``dm`` fixture calls it after every test)."""
+def params(line):
+    """The target's parameters of a one-target table or status line."""
+    f = line.split(None, 3)
+    return f[3] if len(f) > 3 else ""
+
+
+def _lines(table):
+    if isinstance(table, (list, tuple)):
+        table = "\n".join(table)
+    return [ln for ln in table.splitlines() if ln.strip()]
+
+
+class DMClient:
+    """What both transports share: bookkeeping, reload, cleanup and the
+    read-only queries (info, targets).  The subclasses implement the rest
+    with these very signatures."""
 
     def __init__(self):
-        self.created = []
+        self.created = []       # names, oldest first
 
-    @staticmethod
-    def _table(table):
-        if isinstance(table, (list, tuple)):
-            table = "\n".join(table)
-        return table.rstrip("\n") + "\n"
+    def path(self, name):
+        raise NotImplementedError
 
-    @staticmethod
-    def path(name):
-        return f"/dev/mapper/{name}"
+    def devno(self, name):
+        """"major:minor" of @name's node."""
+        d = os.stat(self.path(name)).st_rdev
+        return f"{os.major(d)}:{os.minor(d)}"
 
     def create(self, name, table, readonly=False, uuid=None, notable=False):
-        """Create @name from @table (a string or list of lines); return its path."""
-        cmd = ["dmsetup", "create", name]
-        if readonly:
-            cmd.append("--readonly")
-        if uuid:
-            cmd += ["--uuid", uuid]
-        if notable:
-            cmd.append("--notable")
-            run(cmd)
-        else:
-            run(cmd, input=self._table(table))
-        self.created.append(name)
-        wait_for(lambda: os.path.exists(self.path(name)), what=f"{self.path(name)}")
-        return self.path(name)
+        """Create @name from @table (a string of lines or a list of
+        lines; with @notable, none) and resume it; return its node."""
+        raise NotImplementedError
 
-    def remove(self, name, retry=True, force=False, deferred=False):
-        cmd = ["dmsetup", "remove"]
-        if retry:
-            cmd.append("--retry")
-        if force:
-            cmd.append("--force")
-        if deferred:
-            cmd.append("--deferred")
-        run(cmd + [name])
-        if name in self.created:
-            self.created.remove(name)
-
-    def load(self, name, table):
-        run(["dmsetup", "load", name], input=self._table(table))
+    def load(self, name, table, readonly=False):
+        raise NotImplementedError
 
     def suspend(self, name, noflush=False, nolockfs=False):
-        cmd = ["dmsetup", "suspend"]
-        if noflush:
-            cmd.append("--noflush")
-        if nolockfs:
-            cmd.append("--nolockfs")
-        run(cmd + [name])
+        raise NotImplementedError
 
     def resume(self, name, nosync=False):
-        # nosync: do not wait for udev's probe of the device (slow on a
-        # device that delays reads).
-        run(["dmsetup", "resume", name] + (["--noudevsync"] if nosync else []))
+        """@nosync: do not wait for udev's probe (slow on a device that
+        delays reads); DMIoctl never waits for udev."""
+        raise NotImplementedError
 
     def reload(self, name, table, noflush=False, nosync=False):
         """load + suspend + resume: swap in a new table."""
@@ -93,47 +87,145 @@ class DMSetup:
         self.suspend(name, noflush=noflush)
         self.resume(name, nosync=nosync)
 
+    def clear(self, name):
+        """Drop @name's inactive table."""
+        raise NotImplementedError
+
+    def remove(self, name, retry=True, force=False, deferred=False, missing_ok=False):
+        """Remove @name: @retry while busy; @force: first replace the table
+        by one failing all I/O; @deferred: when last closed; @missing_ok:
+        a device that does not exist is not an error."""
+        raise NotImplementedError
+
     def table(self, name):
-        return run(["dmsetup", "table", name]).stdout.strip()
+        raise NotImplementedError
 
     def status(self, name):
-        return run(["dmsetup", "status", name]).stdout.strip()
+        raise NotImplementedError
 
-    def message(self, name, *msg, sector=0):
-        return run(["dmsetup", "message", name, str(sector), *map(str, msg)]).stdout.strip()
-
-    def info(self, name):
-        """dmsetup info -c as a dict (name, major, minor, open count...)."""
-        out = run(["dmsetup", "info", "-c", "--noheadings", "--separator", "|",
-                   "-o", "name,major,minor,attr,open,segments,events,uuid", name]).stdout
-        keys = ["name", "major", "minor", "attr", "open", "segments", "events", "uuid"]
-        return dict(zip(keys, out.strip().split("|")))
-
-    def is_suspended(self, name):
-        return "SUSPENDED" in run(["dmsetup", "info", name]).stdout
+    def message(self, name, *words, sector=0):
+        """Send the words (joined by spaces) to @name's target at
+        @sector; return the target's answer ("" if none)."""
+        raise NotImplementedError
 
     def exists(self, name):
-        return run(["dmsetup", "info", name], check=False).returncode == 0
+        raise NotImplementedError
+
+    def is_suspended(self, name):
+        raise NotImplementedError
+
+    def info(self, name):
+        """`dmsetup info -c` as a dict (name, major, minor, attr, open,
+        segments, events, uuid).  A query: no uevent, no udev."""
+        keys = ["name", "major", "minor", "attr", "open", "segments", "events", "uuid"]
+        out = run(["dmsetup", "info", "-c", "--noheadings", "--separator", "|",
+                   "-o", ",".join(keys), name]).stdout
+        return dict(zip(keys, out.strip().split("|")))
 
     def targets(self):
         return run(["dmsetup", "targets"]).stdout
 
+    def _forget(self, name):
+        if name in self.created:
+            self.created.remove(name)
+
     def cleanup(self):
-        """Remove everything created here, newest first; returns errors."""
+        """Remove everything created here, newest first (force-removing
+        what will not go); returns the errors."""
         errors = []
         for name in reversed(list(self.created)):
             if not self.exists(name):
-                self.created.remove(name)
+                self._forget(name)
                 continue
             try:
                 self.remove(name)
-            except CmdError as e:
-                errors.append(str(e))
+            except DMError as e:
+                errors.append(f"{name}: {e}")
                 try:
                     self.remove(name, force=True)
-                except CmdError as e2:
-                    errors.append(str(e2))
+                except DMError as e2:
+                    errors.append(f"{name}: {e2}")
         return errors
+
+    def close(self):
+        pass
+
+# --------------------------------------------------------------- dmsetup ---
+
+
+def _errno_in(text):
+    """The errno whose strerror dmsetup printed, if any."""
+    for e in (errno.EBUSY, errno.ENXIO, errno.EINVAL, errno.ENODEV, errno.EEXIST,
+              errno.ENOENT, errno.EIO, errno.ENOMEM, errno.EPERM, errno.EACCES,
+              errno.ENOSPC, errno.EROFS, errno.ENOTTY):
+        if os.strerror(e) in text:
+            return e
+    return None
+
+
+class DMSetup(DMClient):
+    """Through dmsetup processes (udev-synced, nodes in /dev/mapper)."""
+
+    @staticmethod
+    def _dmsetup(*args, input=None):
+        p = run(["dmsetup", *map(str, args)], input=input, check=False)
+        if p.returncode != 0:
+            raise DMError(f"`dmsetup {' '.join(map(str, args))}` exited {p.returncode}\n"
+                          f"stdout: {p.stdout.strip()}\nstderr: {p.stderr.strip()}",
+                          _errno_in(p.stderr))
+        return p.stdout
+
+    def path(self, name):
+        return f"/dev/mapper/{name}"
+
+    def create(self, name, table, readonly=False, uuid=None, notable=False):
+        args = ["create", name] + (["--readonly"] if readonly else []) + \
+            (["--uuid", uuid] if uuid else [])
+        if notable:
+            self._dmsetup(*args, "--notable")
+        else:
+            self._dmsetup(*args, input="\n".join(_lines(table)) + "\n")
+        self.created.append(name)
+        wait_for(lambda: os.path.exists(self.path(name)), what=self.path(name))
+        return self.path(name)
+
+    def load(self, name, table, readonly=False):
+        self._dmsetup("load", name, *(["--readonly"] if readonly else []),
+                      input="\n".join(_lines(table)) + "\n")
+
+    def suspend(self, name, noflush=False, nolockfs=False):
+        self._dmsetup("suspend", *(["--noflush"] if noflush else []),
+                      *(["--nolockfs"] if nolockfs else []), name)
+
+    def resume(self, name, nosync=False):
+        self._dmsetup("resume", name, *(["--noudevsync"] if nosync else []))
+
+    def clear(self, name):
+        self._dmsetup("clear", name)
+
+    def remove(self, name, retry=True, force=False, deferred=False, missing_ok=False):
+        if missing_ok and not self.exists(name):
+            self._forget(name)
+            return
+        self._dmsetup("remove", *(["--retry"] if retry else []),
+                      *(["--force"] if force else []),
+                      *(["--deferred"] if deferred else []), name)
+        self._forget(name)
+
+    def table(self, name):
+        return self._dmsetup("table", name).strip()
+
+    def status(self, name):
+        return self._dmsetup("status", name).strip()
+
+    def message(self, name, *words, sector=0):
+        return self._dmsetup("message", name, sector, *words).strip()
+
+    def exists(self, name):
+        return run(["dmsetup", "info", name], check=False).returncode == 0
+
+    def is_suspended(self, name):
+        return "SUSPENDED" in self._dmsetup("info", name)
 
 # -------------------------------------------------------------- dm ioctl ---
 
@@ -147,148 +239,156 @@ assert _DM_HDR.size == 312
 _DM_SPEC = struct.Struct("<QQiI16s")
 
 
-_DM_READONLY = 1 << 0
-
-
-_DM_SUSPEND = 1 << 1
-
-
-_DM_STATUS_TABLE = 1 << 4
-
-
-_DM_NOFLUSH = 1 << 11
+(_DM_READONLY, _DM_SUSPEND, _DM_STATUS_TABLE, _DM_SKIP_LOCKFS, _DM_NOFLUSH,
+ _DM_DATA_OUT, _DM_DEFERRED_REMOVE) = (1 << 0, 1 << 1, 1 << 4, 1 << 10, 1 << 11,
+                                       1 << 16, 1 << 17)
 
 
 # udev cookie flags (libdm): skip the dm, subsystem, disk and other rules.
 _DM_UDEV_FLAGS = (0x0001 | 0x0002 | 0x0004 | 0x0008) << 16
 
 
-(_CMD_CREATE, _CMD_REMOVE, _CMD_SUSPEND, _CMD_LOAD, _CMD_STATUS_TBL,
- _CMD_MSG) = (3, 4, 6, 9, 12, 14)
+(_CMD_CREATE, _CMD_REMOVE, _CMD_SUSPEND, _CMD_DEV_STATUS, _CMD_LOAD, _CMD_CLEAR,
+ _CMD_STATUS_TBL, _CMD_MSG) = (3, 4, 6, 7, 9, 10, 12, 14)
 
 
 def _dm_cmd(nr):
     return (3 << 30) | (_DM_HDR.size << 16) | (0xfd << 8) | nr
 
 
-class DMError(OSError):
-    pass
-
-
-class DM:
-    """device-mapper through /dev/mapper/control.  Devices get nodes in a
-    private directory (no udev involved); all are removed by cleanup()."""
+class DMIoctl(DMClient):
+    """Through ioctls on /dev/mapper/control: udev's rules skipped, nodes
+    made by mknod in @nodedir (no /dev/mapper link), a busy device's
+    removal retried 200 times 50 ms apart."""
 
     def __init__(self, nodedir="/tmp/nxd-crash/dev"):
+        super().__init__()
         self.nodedir = nodedir
         os.makedirs(nodedir, exist_ok=True)
         self.ctl = os.open("/dev/mapper/control", os.O_RDWR)
-        self.devs = {}          # name -> dev_t, creation order
 
     def _ioctl(self, nr, name, flags=0, payload=b"", target_count=0,
-               event_nr=0, bufsize=16384):
+               event_nr=0, bufsize=16384, uuid=""):
         buf = bytearray(max(bufsize, _DM_HDR.size + len(payload) + 8))
         _DM_HDR.pack_into(buf, 0, 4, 0, 0, len(buf), _DM_HDR.size, target_count,
-                          0, flags, event_nr, 0, 0, name.encode(), b"", b"")
+                          0, flags, event_nr, 0, 0, name.encode(), uuid.encode(), b"")
         buf[_DM_HDR.size:_DM_HDR.size + len(payload)] = payload
         try:
             fcntl.ioctl(self.ctl, _dm_cmd(nr), buf, True)
         except OSError as e:
-            raise DMError(e.errno, f"dm ioctl {nr} on {name}: {os.strerror(e.errno)}") from None
+            raise DMError(f"dm ioctl {nr} on {name}: {os.strerror(e.errno)}", e.errno) from None
         return buf
 
-    def node(self, name):
+    def path(self, name):
         return os.path.join(self.nodedir, name)
 
-    def devno(self, name):
-        d = self.devs[name]
-        return f"{os.major(d)}:{os.minor(d)}"
-
-    def create(self, name, table, readonly=False):
-        """Create @name with a one-line @table "start len type args"."""
-        buf = self._ioctl(_CMD_CREATE, name)
+    def create(self, name, table, readonly=False, uuid=None, notable=False):
+        buf = self._ioctl(_CMD_CREATE, name, uuid=uuid or "")
         dev = _DM_HDR.unpack_from(buf)[10]
-        self.devs[name] = dev
-        try:
-            self.load(name, table, readonly)
-            self.resume(name)
-        except DMError:
-            self.remove(name)
-            raise
-        p = self.node(name)
+        self.created.append(name)
+        if not notable:
+            try:
+                self.load(name, table, readonly)
+                self.resume(name)
+            except DMError:
+                self.remove(name)
+                raise
+        p = self.path(name)
         if os.path.exists(p):
             os.unlink(p)
         os.mknod(p, 0o600 | 0o060000, dev)
         return p
 
     def load(self, name, table, readonly=False):
-        start, length, ttype, params = table.split(None, 3) + [""] * (4 - len(table.split(None, 3)))
-        spec = _DM_SPEC.pack(int(start), int(length), 0, 0, ttype.encode())
-        payload = spec + params.encode() + b"\0"
+        payload = b""
+        lines = _lines(table)
+        for i, line in enumerate(lines):
+            start, length, ttype, prm = (line.split(None, 3) + [""])[:4]
+            prm = prm.encode() + b"\0"
+            prm += b"\0" * (-(_DM_SPEC.size + len(prm)) % 8)
+            nxt = _DM_SPEC.size + len(prm) if i < len(lines) - 1 else 0
+            payload += _DM_SPEC.pack(int(start), int(length), 0, nxt, ttype.encode()) + prm
         self._ioctl(_CMD_LOAD, name, _DM_READONLY if readonly else 0, payload,
-                    target_count=1)
+                    target_count=len(lines))
 
-    def suspend(self, name, noflush=False):
-        self._ioctl(_CMD_SUSPEND, name, _DM_SUSPEND | (_DM_NOFLUSH if noflush else 0),
-                    event_nr=_DM_UDEV_FLAGS)
+    def suspend(self, name, noflush=False, nolockfs=False):
+        self._ioctl(_CMD_SUSPEND, name, _DM_SUSPEND | (_DM_NOFLUSH if noflush else 0) |
+                    (_DM_SKIP_LOCKFS if nolockfs else 0), event_nr=_DM_UDEV_FLAGS)
 
-    def resume(self, name):
+    def resume(self, name, nosync=False):
         self._ioctl(_CMD_SUSPEND, name, 0, event_nr=_DM_UDEV_FLAGS)
 
-    def reload(self, name, table):
-        self.load(name, table)
-        self.suspend(name)
-        self.resume(name)
+    def clear(self, name):
+        self._ioctl(_CMD_CLEAR, name)
 
-    def remove(self, name, tries=200):
+    def remove(self, name, retry=True, force=False, deferred=False, missing_ok=False):
+        if force and self.exists(name):
+            # As dmsetup --force: a table failing all I/O first.
+            n = sum(int(ln.split()[1]) for ln in _lines(self.table(name)))
+            self.load(name, f"0 {n} error")
+            self._ioctl(_CMD_SUSPEND, name, _DM_NOFLUSH, event_nr=_DM_UDEV_FLAGS)
+        tries = 200 if retry else 1
         for i in range(tries):
             try:
-                self._ioctl(_CMD_REMOVE, name, event_nr=_DM_UDEV_FLAGS)
+                self._ioctl(_CMD_REMOVE, name, _DM_DEFERRED_REMOVE if deferred else 0,
+                            event_nr=_DM_UDEV_FLAGS)
                 break
             except DMError as e:
-                if e.errno == errno.ENXIO:
+                if e.errno == errno.ENXIO and missing_ok:
                     break
                 if e.errno != errno.EBUSY or i == tries - 1:
                     raise
                 time.sleep(0.05)
-        self.devs.pop(name, None)
+        self._forget(name)
         try:
-            os.unlink(self.node(name))
+            os.unlink(self.path(name))
         except FileNotFoundError:
             pass
 
-    def _status(self, name, flags):
+    def _lines_of(self, name, flags):
         buf = self._ioctl(_CMD_STATUS_TBL, name, flags)
         hdr = _DM_HDR.unpack_from(buf)
-        start = hdr[4]
-        if hdr[5] < 1:
-            return ""
-        s = start + _DM_SPEC.size
-        return bytes(buf[s:buf.index(b"\0", s)]).decode()
+        out = []
+        for _ in range(hdr[5]):
+            s = hdr[4] + (out[-1][0] if out else 0)
+            start, length, _st, nxt, ttype = _DM_SPEC.unpack_from(buf, s)
+            p = s + _DM_SPEC.size
+            prm = bytes(buf[p:buf.index(b"\0", p)]).decode()
+            ttype = ttype.rstrip(b"\0").decode()
+            out.append((nxt, f"{start} {length} {ttype} {prm}".rstrip()))
+        return "\n".join(ln for _, ln in out).strip()
 
     def status(self, name):
-        return self._status(name, 0)
+        return self._lines_of(name, 0)
 
     def table(self, name):
-        return self._status(name, _DM_STATUS_TABLE)
+        return self._lines_of(name, _DM_STATUS_TABLE)
 
-    def message(self, name, msg, sector=0):
+    def message(self, name, *words, sector=0):
+        msg = " ".join(map(str, words))
         payload = struct.pack("<Q", sector) + msg.encode() + b"\0"
-        self._ioctl(_CMD_MSG, name, payload=payload)
+        buf = self._ioctl(_CMD_MSG, name, payload=payload)
+        hdr = _DM_HDR.unpack_from(buf)
+        if not hdr[7] & _DM_DATA_OUT:
+            return ""
+        return bytes(buf[hdr[4]:buf.index(b"\0", hdr[4])]).decode().strip()
 
-    def cleanup(self):
-        errs = []
-        for name in reversed(list(self.devs)):
-            try:
-                self.remove(name)
-            except OSError as e:
-                errs.append(f"{name}: {e}")
-        return errs
+    def exists(self, name):
+        try:
+            self._ioctl(_CMD_DEV_STATUS, name)
+            return True
+        except DMError as e:
+            if e.errno == errno.ENXIO:
+                return False
+            raise
+
+    def is_suspended(self, name):
+        return bool(_DM_HDR.unpack_from(self._ioctl(_CMD_DEV_STATUS, name))[7] & _DM_SUSPEND)
 
     def close(self):
         os.close(self.ctl)
 
-# ----------------------------------------------------- dmsetup functions ---
+# ---------------------------- dmsetup functions (to go: use a DMSetup) ---
 
 
 def dm_create(name, table):
@@ -363,11 +463,13 @@ def flakey_supports(feature):
     try:
         dev, path = blkdev.loop_create(1)
         base = (dev, path)
-        p = run(["dmsetup", "create", "nxdprobe-flakey", "--table",
-                 f"0 2048 flakey {dev} 0 0 1 1 {feature}"], check=False)
-        if p.returncode == 0:
-            run(["dmsetup", "remove", "--retry", "nxdprobe-flakey"], check=False)
-        return p.returncode == 0
+        dm = DMSetup()
+        try:
+            dm.create("nxdprobe-flakey", f"0 2048 flakey {dev} 0 0 1 1 {feature}")
+        except DMError:
+            return False
+        dm.remove("nxdprobe-flakey")
+        return True
     finally:
         if base:
             blkdev.loop_destroy(*base)

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from nxdt.dmlib import DMError
-from nxdt.facts import parse_params, SECTOR
+from nxdt.facts import parse_status, SECTOR
 from nxdt.host import dmesg_tail, KVER, LOGS, progress
 from nxdt.models import CrashFailure, short_hash
 from nxdt.nxdvol import nxd_table
@@ -352,10 +352,10 @@ class Loader:
                                        f"{dmesg_tail()}") from None
                 t = self._t("nxd_create", t)
                 try:
-                    st = parse_params(dm.status(nx))
+                    st = parse_status(dm.status(nx))
                     if st["state"] != "ok":
                         raise CrashFailure(f"nxd state after recovery: {st}")
-                    got = self.dio.read_all(dm.node(nx), L["vol_sectors"] * 512)
+                    got = self.dio.read_all(dm.path(nx), L["vol_sectors"] * 512)
                     t = self._t("read", t)
                 finally:
                     dm.remove(nx)

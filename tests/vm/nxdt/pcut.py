@@ -64,7 +64,7 @@ def parse_status(line):
 
 class Pcut:
     """One pcut device named @name over @backing (a /dev path or major:minor)
-    in cut group @group, through a dmlib.DM (ioctl) client."""
+    in cut group @group, through a dmlib client (the tests use DMIoctl)."""
 
     def __init__(self, dm, name, backing, group, seed, sectors=None):
         self.dm, self.name, self.backing = dm, name, backing
@@ -83,7 +83,7 @@ class Pcut:
         return self.dm.devno(self.name)
 
     def message(self, *words):
-        self.dm.message(self.name, " ".join(map(str, words)))
+        self.dm.message(self.name, *words)
 
     def status(self):
         return parse_status(self.dm.status(self.name))
