@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
-from nxdt import blkdev, facts, fstack, gluster, host
+from nxdt import blkdev, dmlib, facts, fstack, gluster, host
 from nxdt.gluster import Brick, Files, Gluster, IorJob, phase
 from nxdt.host import run
 
@@ -94,7 +94,8 @@ class DemoStack:
     def __init__(self, tag, nxd, hdd_mb, hddsim_opts):
         self.tag, self.nxd = tag, nxd
         self.hdd_mb, self.opts = hdd_mb, hddsim_opts
-        self.nullbs, self.hdds, self.bricks = [], [], []
+        self.nullbs, self.bricks = [], []
+        self.dm = dmlib.DMSetup()
 
     def build(self):
         for i in range(NBRICKS):
@@ -104,9 +105,7 @@ class DemoStack:
                 self.nullbs.append(folder)
                 name = f"pfshdd{i}{j}"
                 sz = blkdev.dev_sectors(base)
-                run(["dmsetup", "create", name], input=f"0 {sz} hddsim {base} {self.opts}".rstrip() + "\n")
-                self.hdds.append(name)
-                members.append(f"/dev/mapper/{name}")
+                members.append(self.dm.create(name, f"0 {sz} hddsim {base} {self.opts}".rstrip()))
             ssd = None
             if self.nxd:
                 ssd, folder = blkdev.nullb_create(64, discard=1, irqmode=0)
@@ -123,8 +122,8 @@ class DemoStack:
             b.umount()
             b.remove_volume()
             b.stop_md()
-        for name in self.hdds:
-            run(["dmsetup", "remove", "--retry", name], check=False)
+        for err in self.dm.cleanup():      # reported, not raised: the demo's result stands
+            print(f"teardown: {err}", file=sys.stderr)
         for folder in self.nullbs:
             blkdev.nullb_destroy(folder)
 
@@ -134,7 +133,7 @@ def demo(out):
     gluster.prepare_guest()
     gluster.load_nxd()
     ko = os.path.join(host.BUILD, KVER, "hddsim", "dm-hddsim.ko")
-    if "hddsim" not in run(["dmsetup", "targets"]).stdout:
+    if "hddsim" not in dmlib.DMSetup().targets():
         run(["insmod", ko])
     # No udev re-probe of every device each time something closes it.
     os.makedirs("/run/udev/rules.d", exist_ok=True)

@@ -21,7 +21,7 @@ from nxdt.blkdev import discard_zeroes  # noqa: E402
 from nxdt.dmlib import DMError, DMIoctl  # noqa: E402
 from nxdt.facts import BLOCK, data_sectors, parse_status  # noqa: E402
 from nxdt.models import Checker, CrashFailure, op_is_write  # noqa: E402
-from nxdt.nxdvol import nxd_table  # noqa: E402
+from nxdt.nxdvol import nxd_line  # noqa: E402
 from nxdt.rawio import DirectIO  # noqa: E402
 from nxdt.workloads import Workload, gen_ops  # noqa: E402
 
@@ -73,7 +73,7 @@ def powercut1(d, seed):
     hdd, ssd = _pc_setup(d)
     dm = DMIoctl()
     vol = data_sectors(p["hdd_mib"] * 2048)
-    dm.create("pcnxd", nxd_table(vol, hdd, ssd, p["opts"]))
+    dm.create("pcnxd", nxd_line(hdd, ssd, vol, p["opts"]))
     _fsync_write(f"{d}/params.json", json.dumps(p))
     _fsync_write(f"{d}/durable.log", "")
     jf = open(f"{d}/durable.log", "a")
@@ -121,7 +121,7 @@ def powercut2(d, seed):
     size = vol * 512
     tag = f"powercut {os.uname().release} seed {seed} opts '{p['opts']}'"
     try:
-        dm.create("pcnxd", nxd_table(vol, hdd, ssd, p["opts"]))
+        dm.create("pcnxd", nxd_line(hdd, ssd, vol, p["opts"]))
     except DMError as e:
         print(_sh("dmesg | tail -n 20", check=False))
         print(f"{tag}: FAIL: nxd did not come back by itself: {e}")

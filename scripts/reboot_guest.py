@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "tests", "vm"))
 from nxdt import blkdev, ctl, host  # noqa: E402
 from nxdt.blkdev import disk_link, settle  # noqa: E402
-from nxdt.dmlib import dm_uuid  # noqa: E402
+from nxdt.dmlib import DMSetup  # noqa: E402
 from nxdt.facts import unit_cmd  # noqa: E402
 from nxdt.fstack import sha_file  # noqa: E402
 from nxdt.host import run  # noqa: E402
@@ -172,7 +172,7 @@ def boot1(d):
     st = json.loads(nxdctl(d, "status", NAME, "--json", "--interval", "0").stdout)["volumes"][0]
     assert st["dirty_blocks"] > 0, st
     with open(f"{d}/state.json", "w") as f:
-        json.dump({"vol_uuid": vuuid, "fs_uuid": fs, "dm_uuid": dm_uuid(NAME),
+        json.dump({"vol_uuid": vuuid, "fs_uuid": fs, "dm_uuid": DMSetup().info(NAME)["uuid"],
                    "sums": sums, "dirty_at_shutdown": st["dirty_blocks"]}, f)
     shutdown(d, md, members + [ssd])
     kernel_ok("boot 1")
@@ -203,7 +203,8 @@ def boot2(d):
     run_unit(d, "ExecStart")                    # nxd-assemble.service
     vol = os.path.realpath(f"/dev/mapper/{NAME}")
     settle(vol, check=False)
-    assert dm_uuid(NAME) == s["dm_uuid"] == f"NXD-{s['vol_uuid']}", (dm_uuid(NAME), s)
+    dmu = DMSetup().info(NAME)["uuid"]
+    assert dmu == s["dm_uuid"] == f"NXD-{s['vol_uuid']}", (dmu, s)
     thr = nxdctl(d, "threshold", NAME).stdout.split()
     assert int(thr[1]) == THRESHOLD, thr
     c = ctl.get_stats(NAME)["counters"]

@@ -433,11 +433,11 @@ def test_package_dkms(dm, loopdev, nullb, debs):
         with open("/sys/module/dm_nxd/srcversion") as f:
             assert f.read().strip() == run(["modinfo", "-F", "srcversion", ko]).stdout.strip()
         hdd, ssd = loopdev(64), nullb(16)
-        v = nxdvol.Vol(dm, "pkgdkms", hdd, ssd)
+        v = nxdvol.Volume(dm, "pkgdkms", hdd, ssd)
         data = os.urandom(256 * 1024)
         rawio.pwrite_dev(v.dev, 4096, data)
         v.remove()
-        v = nxdvol.Vol(dm, "pkgdkms", hdd, ssd)          # loaded again, read back
+        v = nxdvol.Volume(dm, "pkgdkms", hdd, ssd)          # loaded again, read back
         assert rawio.pread_dev(v.dev, 4096, len(data)) == data
         v.remove()
     finally:

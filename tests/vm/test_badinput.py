@@ -18,7 +18,7 @@ import pytest
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
-from nxdt.nxdvol import refuse, Vol
+from nxdt.nxdvol import refuse, Volume
 from nxdt.ondisk import check_log_matches_writes
 from nxdt.workloads import check, fill, seg_expect, seg_setup
 
@@ -95,7 +95,7 @@ def test_table_lines_refused(dm, pair):
     for line, msg in lines:
         refuse(dm, line, msg, devs=(hdd, ssd))
     # The devices are still usable: the same line without the error works.
-    v = Vol(dm, "nxdok", hdd, ssd, ["write_threshold", "1G", "low_watermark", "100",
+    v = Volume(dm, "nxdok", hdd, ssd, ["write_threshold", "1G", "low_watermark", "100",
                                     "high_watermark", "100"])
     opts = nxdvol.table_opts(v.table())
     assert opts["write_threshold"] == str(1 << 30)
@@ -120,7 +120,7 @@ def test_table_boundaries_accepted(dm, pair):
         (["mode", "log_all", "ssd_discard", "0", "drain_on_suspend", "1"],
          {"mode": "log_all", "ssd_discard": "0", "drain_on_suspend": "1"}),
     ]:
-        v = Vol(dm, "nxdok", hdd, ssd, opts, length=L)
+        v = Volume(dm, "nxdok", hdd, ssd, opts, length=L)
         got = nxdvol.table_opts(v.table())
         for k, val in want.items():
             assert got[k] == val, (opts, got)
@@ -141,7 +141,7 @@ def test_ssd_minimum_size(dm, loopdev):
         tiny = blkdev.loop_bytes(2 * MiB, made)
         refuse(dm, f"0 {L} nxd {hdd} {tiny}", r"SSD smaller than the minimum", devs=(hdd, tiny))
         ok = blkdev.loop_bytes(2080 * KiB, made)
-        v = Vol(dm, "nxdmin", hdd, ok)
+        v = Volume(dm, "nxdmin", hdd, ok)
         st = v.status()
         assert st["log_blocks"] == 512, st
         rng = random.Random(11)
@@ -178,7 +178,7 @@ def test_hdd_too_small_for_length(dm, loopdev, nullb):
     finally:
         for d, p in made:
             blkdev.loop_destroy(d, p)
-    v = Vol(dm, "nxdlen", hdd, ssd, length=L)
+    v = Volume(dm, "nxdlen", hdd, ssd, length=L)
     assert blkdev.dev_sectors(v.dev) == L
     v.remove()
 
@@ -206,7 +206,7 @@ def test_ssd_with_foreign_data(dm, pair):
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", "SSD holds data that is not an nxd log",
            devs=(hdd, ssd))
     # 'format' takes it.
-    v = Vol(dm, "nxdfmt", hdd, ssd, ["format"])
+    v = Volume(dm, "nxdfmt", hdd, ssd, ["format"])
     assert "format" not in v.table()
     v.remove()
     sbs = ondisk.read_sbs(ssd)
@@ -224,11 +224,11 @@ def test_ssd_log_of_another_volume(dm, loopdev, nullb):
     hdd_b, ssd_b = loopdev(HDD_MB), nullb(SSD_MB)
     hdd_c = loopdev(HDD_MB)             # blank
     hdd_s = loopdev(HDD_MB // 2)        # blank and smaller
-    a = Vol(dm, "nxda", hdd_a, ssd_a)
+    a = Volume(dm, "nxda", hdd_a, ssd_a)
     a.pause()
     model_a = fill(a, 21)
     a.remove()
-    b = Vol(dm, "nxdb", hdd_b, ssd_b)
+    b = Volume(dm, "nxdb", hdd_b, ssd_b)
     model_b = fill(b, 22)
     b.remove()
     ua = ondisk.newest_sb(ssd_a)[1]["vol_uuid"]
@@ -249,14 +249,14 @@ def test_ssd_log_of_another_volume(dm, loopdev, nullb):
            "HDD is smaller than this SSD log's volume", devs=(hdd_s, ssd_a))
     a.recreate()
     check(a, model_a)
-    b = Vol(dm, "nxdb", hdd_b, ssd_b)
+    b = Volume(dm, "nxdb", hdd_b, ssd_b)
     check(b, model_b)
 
 
 def test_second_volume_over_active_devices(dm, loopdev, nullb):
     hdd, ssd = loopdev(HDD_MB), nullb(SSD_MB)
     hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
-    a = Vol(dm, "nxdact", hdd, ssd, ["write_threshold", "32768", "destage_rate", "7"])
+    a = Volume(dm, "nxdact", hdd, ssd, ["write_threshold", "32768", "destage_rate", "7"])
     a.pause()
     model = fill(a, 31)
     table0, tun0 = a.table(), a.tunables()
@@ -268,7 +268,7 @@ def test_second_volume_over_active_devices(dm, loopdev, nullb):
     assert a.status()["state"] == "ok"
     check(a, model)
     # The devices are still free for a volume of their own.
-    b = Vol(dm, "nxdother", hdd2, ssd2)
+    b = Volume(dm, "nxdother", hdd2, ssd2)
     b.remove()
 
 
@@ -277,7 +277,7 @@ def test_refused_reload_changes_nothing(dm, pair):
     while active) must leave the live volume as it was: table, tunables
     (sysfs), data."""
     hdd, ssd = pair
-    a = Vol(dm, "nxdrl", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
+    a = Volume(dm, "nxdrl", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
     a.pause()
     model = fill(a, 41)
     table0, tun0 = a.table(), a.tunables()
@@ -296,7 +296,7 @@ def test_read_threshold_refused(dm, pair):
     a live volume, which keeps its table, tunables, counters and data, and
     for a new device; the option shows nowhere (table, sysfs, list)."""
     hdd, ssd = pair
-    a = Vol(dm, "nxdrt", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
+    a = Volume(dm, "nxdrt", hdd, ssd, ["write_threshold", "32768", "mode", "auto"])
     a.pause()
     model = fill(a, 43)
     table0, tun0 = a.table(), a.tunables()
@@ -334,7 +334,7 @@ def test_read_threshold_refused(dm, pair):
 
 def test_messages_refused(dm, pair):
     hdd, ssd = pair
-    v = Vol(dm, "nxdmsg", hdd, ssd)
+    v = Volume(dm, "nxdmsg", hdd, ssd)
     v.pause()
     model = fill(v, 51, MiB)
     for msg in (["frobnicate"], ["drain", "now"], ["pause_destage", "1"], ["resume"]):
@@ -375,7 +375,7 @@ SYSFS_BAD = [
 
 def test_sysfs_bad_values(dm, pair):
     hdd, ssd = pair
-    v = Vol(dm, "nxdsys", hdd, ssd)
+    v = Volume(dm, "nxdsys", hdd, ssd)
     tun0, table0 = v.tunables(), v.table()
     assert tun0["write_threshold"] == "65536" and tun0["low_watermark"] == "25"
     n = 0
@@ -411,7 +411,7 @@ def _stats_req(size, bufsize=None, **kw):
 
 def test_control_bad_requests(dm, pair):
     hdd, ssd = pair
-    v = Vol(dm, "nxdio", hdd, ssd)
+    v = Volume(dm, "nxdio", hdd, ssd)
     fill(v, 61, MiB)
     ma, mi = v.devnum()
     vdev = ctl.encode_dev(ma, mi)
@@ -567,7 +567,7 @@ print(json.dumps(out))
 
 def test_unprivileged_caller(dm, pair):
     hdd, ssd = pair
-    v = Vol(dm, "nxdnobody", hdd, ssd)
+    v = Volume(dm, "nxdnobody", hdd, ssd)
     fill(v, 71, MiB)
     st0 = os.stat(ctl.CONTROL)
     script = NOBODY_SCRIPT % dict(stats=ctl.STATS_SIZE, list=ctl.LIST_SIZE, get=ctl.GET_STATS,
@@ -611,7 +611,7 @@ def test_unprivileged_caller(dm, pair):
 def filled(dm, pair):
     """A volume with logged and direct data, removed cleanly: (hdd, ssd, model)."""
     hdd, ssd = pair
-    v = Vol(dm, "nxdmeta", hdd, ssd)
+    v = Volume(dm, "nxdmeta", hdd, ssd)
     v.pause()
     model = fill(v, 81)
     st = v.status()
@@ -628,7 +628,7 @@ def test_one_superblock_copy_corrupt(dm, filled, which, where):
     victim = i if which == "newest" else 1 - i
     # crc: a byte of the volume UUID (covered by the checksum); magic: byte 1.
     rawio.flip_byte(ssd, victim * BLOCK + (30 if where == "crc" else 1))
-    v = Vol(dm, "nxdmeta", hdd, ssd)
+    v = Volume(dm, "nxdmeta", hdd, ssd)
     check(v, model)
     st = v.status()
     assert st["state"] == "ok", st
@@ -650,7 +650,7 @@ def test_both_superblock_copies_corrupt(dm, filled, where, msg):
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
     refuse(dm, f"0 {L} nxd {hdd} {ssd}", msg, devs=(hdd, ssd))
     rawio.pwrite_dev(ssd, 0, saved)
-    v = Vol(dm, "nxdmeta", hdd, ssd)
+    v = Volume(dm, "nxdmeta", hdd, ssd)
     check(v, model)
 
 
@@ -665,7 +665,7 @@ def test_hdd_label_corrupt(dm, filled):
         refuse(dm, f"0 {L} nxd {hdd} {ssd}",
                "HDD has no nxd label: this SSD log belongs to a different HDD", devs=(hdd, ssd))
         rawio.pwrite_dev(hdd, off, saved)
-    v = Vol(dm, "nxdmeta", hdd, ssd)
+    v = Volume(dm, "nxdmeta", hdd, ssd)
     check(v, model)
 
 
@@ -711,7 +711,7 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
         rawio.flip_byte(ssd2, segs[CUT]["ssd_off"] + 4000)
     else:
         rawio.flip_byte(ssd2, segs[CUT]["ssd_off"] + BLOCK + 100)   # first data block
-    v2 = Vol(dm, "nxdcrash2", hdd2, ssd2)
+    v2 = Volume(dm, "nxdcrash2", hdd2, ssd2)
     st = v2.status()
     assert st["recovered_segments"] == CUT, st
     check(v2, seg_expect(base, writes[:CUT]))
@@ -737,7 +737,7 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     v2.remove()
     i3, sb3 = ondisk.newest_sb(ssd3)
     assert not sb3["flags"] & 1 and sb3["tail_seq"] <= fresh["seq"], sb3
-    v3 = Vol(dm, "nxdcrash3", hdd3, ssd3)
+    v3 = Volume(dm, "nxdcrash3", hdd3, ssd3)
     st = v3.status()
     assert st["recovered_segments"] == fresh["seq"] - sb3["tail_seq"] + 1, (st, sb3)
     check(v3, seg_expect(base, writes[:CUT] + [new]))
@@ -770,5 +770,5 @@ def test_inactive_table_and_clear(dm, pair):
     dm.created.remove("nxdinact")
     assert ctl.list_vols()[1] == n0
     # The devices are free again and hold a volume.
-    v = Vol(dm, "nxdafter", hdd, ssd)
+    v = Volume(dm, "nxdafter", hdd, ssd)
     assert v.status()["state"] == "ok"

@@ -17,7 +17,6 @@ import struct
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
 from nxdt.ctl import NXDCTL
-from nxdt.dmlib import dm_uuid
 from nxdt.facts import KiB, MiB, unit_cmd
 from nxdt.fstack import sha
 from nxdt.host import run
@@ -90,7 +89,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
         p = env.nxdctl("create", n, hdd[n], ssd[n], "--write-threshold",
                        f"{thr[n] // KiB}K")
         dm.created.append(n)
-        uuid[n], dmu[n] = vol_uuid(env, n), dm_uuid(n)
+        uuid[n], dmu[n] = vol_uuid(env, n), dm.info(n)["uuid"]
         assert dmu[n] == f"NXD-{uuid[n]}", (dmu[n], uuid[n], p.stdout)
         assert f"dmsetup rename {n} --setuuid {dmu[n]}" in p.stdout, p.stdout
         env.nxdctl("pause-destage", n)          # the log holds writes
@@ -115,7 +114,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     p = env.run(start)
     assert "bootb: noauto" in p.stdout, p.stdout
     assert dm.exists("boota") and not dm.exists("bootb"), p.stdout
-    assert dm_uuid("boota") == dmu["boota"]
+    assert dm.info("boota")["uuid"] == dmu["boota"]
     assert threshold(env, "boota") == thr["boota"]
     assert region_sum(dm.path("boota")) == csum["boota"]
     c = ctl.get_stats("boota")["counters"]
@@ -132,7 +131,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     for n in ("boota", "bootb"):
         env.nxdctl("assemble", ssd[n] if n == "boota" else hdd[n])
         assert dm.exists(n)
-        assert dm_uuid(n) == dmu[n]
+        assert dm.info(n)["uuid"] == dmu[n]
         assert threshold(env, n) == thr[n]
         assert region_sum(dm.path(n)) == csum[n]
     assert not (env.removed / uuid["boota"]).exists()
@@ -193,7 +192,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     hdd, ssd = loopdev(128), loopdev(32)
     env.nxdctl("create", "ostx", hdd, ssd)
     dm.created.append("ostx")
-    uuid, dmu = vol_uuid(env, "ostx"), dm_uuid("ostx")
+    uuid, dmu = vol_uuid(env, "ostx"), dm.info("ostx")["uuid"]
     sb = ondisk.newest_sb(ssd)[1]
     assert sb["name"] == "ostx", sb
     assert sb["tun_flags"] & 1 and sb["write_threshold"] == 64 * KiB, sb
@@ -230,7 +229,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     # "Boot" without a config file: back under its name, with its tunables.
     p = env.run(start)
     assert dm.exists("ostx"), p.stdout
-    assert dm_uuid("ostx") == dmu
+    assert dm.info("ostx")["uuid"] == dmu
     assert vol_uuid(env, "ostx") == uuid
     assert threshold(env, "ostx") == 32 * KiB
     sysfs = f"/sys/block/{blkdev.blk_name(dm.path('ostx'))}/nxd"

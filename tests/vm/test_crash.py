@@ -46,7 +46,7 @@ from nxdt.host import dmesg_tail, progress, summary
 from nxdt.logwrites import (choose_cuts, DevReplayer, hdd_mask_legit, Loader, parse_log,
                             save_failure, unstick, Watchdog)
 from nxdt.models import Checker, CrashFailure
-from nxdt.nxdvol import nxd_table
+from nxdt.nxdvol import nxd_line
 from nxdt.rawio import DirectIO
 from nxdt.workloads import Workload
 
@@ -129,7 +129,7 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     dm.create(lws, f"0 {S // 512} log-writes {back_s.dev} {log_s.dev}")
     vol = facts.data_sectors(H // 512)
     try:
-        dm.create(nx, nxd_table(vol, dm.devno(lwh), dm.devno(lws), opts))
+        dm.create(nx, nxd_line(dm.devno(lwh), dm.devno(lws), vol, opts))
     except DMError as e:
         raise AssertionError(f"nxd create failed: {e}\n{dmesg_tail()}") from None
 
@@ -343,7 +343,7 @@ def _flakey_once(dm, devs, seed, where):
     vol = facts.data_sectors(Hs)
     opts = rng.choice(["", "write_threshold 131072", "low_watermark 0"])
     threshold = 131072 if "write_threshold" in opts else 65536
-    dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
+    dm.create(nx, nxd_line(dm.devno(fl_h), dm.devno(fl_s), vol, opts))
     stop = threading.Event()
     wl = Workload(dm.path(nx), vol * 512, seed, dm=dm, nxd_name=nx, stop_verify=stop)
     targets = [(fl_s, Ss, ssd.dev)] + ([(fl_h, Hs, hdd.dev)] if where != "ssd" else [])
@@ -431,7 +431,7 @@ def _flakey_once(dm, devs, seed, where):
            f"fsync = point {k}/{len(wl.durable)})")
     chk = Checker(vol * 512, wl.events, wl.durable)
     try:
-        dm.create(nx, nxd_table(vol, dm.devno(fl_h), dm.devno(fl_s), opts))
+        dm.create(nx, nxd_line(dm.devno(fl_h), dm.devno(fl_s), vol, opts))
     except DMError as e:
         refused = [ln for ln in host.dmesg_since(mark) if "log abandoned" in ln]
         if not (noticed and where == "ssd" and refused):
@@ -490,7 +490,7 @@ def test_discard_of_logged_partial_blocks_completes(devs, dm):
     hdd = devs(Loop(HDD_MIB, "crash-dh"))
     ssd = devs(NullBlk(6, discard=True))
     vol = facts.data_sectors(HDD_MIB * 2048)
-    dm.create("crdnx", nxd_table(vol, hdd.dev, ssd.dev))
+    dm.create("crdnx", nxd_line(hdd.dev, ssd.dev, vol))
     dm.message("crdnx", "pause_destage")
     dev = dm.path("crdnx")
     dio = DirectIO()

@@ -66,7 +66,7 @@ from nxdt.blkdev import NullBlk
 from nxdt.dmlib import DMError, DMIoctl
 from nxdt.facts import parse_status
 from nxdt.host import dmesg_tail, summary
-from nxdt.nxdvol import nxd_table
+from nxdt.nxdvol import nxd_line
 from nxdt.pcut import oracle, Workload, ZERO
 from nxdt.rawio import DirectIO
 
@@ -225,7 +225,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
         ph = pcut.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
         ps = pcut.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
         vol = facts.data_sectors(ph.sectors)
-        table = nxd_table(vol, ph.devno, ps.devno, opts)
+        table = nxd_line(ph.devno, ps.devno, vol, opts)
         nx = names[2]
         created = False
         if fmt:
@@ -257,8 +257,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                         return
                     refused = f"; reload refused ({e}: {why[-1]}), then 'format'"
                     try:
-                        dm.create(nx, nxd_table(vol, ph.devno, ps.devno,
-                                                (opts + " format").strip()))
+                        dm.create(nx, nxd_line(ph.devno, ps.devno, vol, (opts + " format").strip()))
                         created = True
                     except DMError as e2:
                         tot.failures.append(f"{tag}: and with format: {e2}\n{dmesg_tail(6)}")
@@ -293,7 +292,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 ph.sectors = HDD_MIB * 2048
                 ph.power_on()
                 old_vol, vol = vol, facts.data_sectors(ph.sectors)
-                table = nxd_table(vol, ph.devno, ps.devno, opts)
+                table = nxd_line(ph.devno, ps.devno, vol, opts)
                 r = cut_load(dm, nx, table, ps if grow[2] == "ssd" else ph, grow[1], grow[3],
                              (ph, ps), tot, tag)
                 if r is None:
@@ -406,7 +405,7 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                 tot.failures.append(msg)
                 # What would an administrator lose by starting a new log?
                 try:
-                    dm.create(nx, nxd_table(vol, ph.devno, ps.devno, (opts + " format").strip()))
+                    dm.create(nx, nxd_line(ph.devno, ps.devno, vol, (opts + " format").strip()))
                 except DMError as e2:
                     tot.failures.append(f"{tag}: and with format: {e2}")
                     return
@@ -507,7 +506,7 @@ def run_soak(dm, seed, opts, rounds, tot, fname, secs=(2.0, 6.0)):
         ph = pcut.Pcut(dm, names[0], hdd_nb.dev, f"so{seed}", seed * 2 + 1)
         ps = pcut.Pcut(dm, names[1], ssd_nb.dev, f"so{seed}", seed * 2 + 2)
         vol = facts.data_sectors(ph.sectors)
-        table = nxd_table(vol, ph.devno, ps.devno, opts)
+        table = nxd_line(ph.devno, ps.devno, vol, opts)
         nx = names[2]
         dm.create(nx, table)
         init = bytes(vol * SECTOR)

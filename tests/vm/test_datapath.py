@@ -11,9 +11,8 @@ import subprocess
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk, disk_stat
-from nxdt.dmlib import dm_message, dm_reload, dm_table
 from nxdt.host import sh
-from nxdt.nxdvol import Volume, sysfs_read, sysfs_write
+from nxdt.nxdvol import Volume
 from nxdt.rawio import discard, pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
 
@@ -32,18 +31,18 @@ def devs():
 
 
 @pytest.fixture
-def vol(devs):
+def vol(devs, dm):
     hdd, ssd = devs
-    v = Volume("nxdt", hdd.dev, ssd.dev)
+    v = Volume(dm, "nxdt", hdd.dev, ssd.dev)
     yield v
     v.remove()
 
 
 def test_table_roundtrips(vol):
-    t1 = dm_table(vol.name)
+    t1 = vol.table()
     assert " nxd " in t1 and "write_threshold 65536" in t1
-    dm_reload(vol.name, t1)
-    assert dm_table(vol.name) == t1
+    vol.dm.reload(vol.name, t1)
+    assert vol.table() == t1
     st = vol.status()
     assert st["state"] == "ok"
     assert st["log_blocks"] == 16 * 256 - 8
@@ -71,21 +70,21 @@ def test_differential_threshold_changes(vol):
     def turn(i):
         if i and i % (NOPS // len(settings)) == 0:
             k, v = settings[(i // (NOPS // len(settings))) % len(settings)]
-            sysfs_write(vol.name, k, v)
-            assert sysfs_read(vol.name, k) == str(v)
+            assert vol.sset(k, v) == 0, (k, v)
+            assert vol.sget(k) == str(v)
     t.run(NOPS, on_step=turn)
     t.verify_all()
     t.close()
 
 
-def test_log_full_small_log():
+def test_log_full_small_log(dm):
     """A 3 MiB log (near the minimum) under many small writes: nothing
     fails, data verifies, and some writes were routed around the full log."""
     hdd = Loop(64, "hddf")
     ssd = NullBlk(3)
-    v = Volume("nxdf", hdd.dev, ssd.dev, "high_watermark 100 low_watermark 100")
+    v = Volume(dm, "nxdf", hdd.dev, ssd.dev, "high_watermark 100 low_watermark 100")
     try:
-        dm_message(v.name, "pause_destage")
+        v.message("pause_destage")
         t = DiffTester(v.dev, 32 << 20, seed=3, max_io=256 << 10)
         for i in range(NOPS):
             off, n = t._extent(0.95)
@@ -93,7 +92,7 @@ def test_log_full_small_log():
             if i % 7 == 0:
                 off, n = t._extent(0.5)
                 t.read(off, n)
-        dm_message(v.name, "resume_destage")
+        v.message("resume_destage")
         t.verify_all()
         st = v.status()
         assert st["writes_around_full"] > 0, st
@@ -105,13 +104,13 @@ def test_log_full_small_log():
         hdd.close()
 
 
-def test_drain_then_hdd_alone_matches(devs):
+def test_drain_then_hdd_alone_matches(devs, dm):
     """After a drain the HDD alone holds exactly the logical content."""
     hdd, ssd = devs
-    v = Volume("nxdd", hdd.dev, ssd.dev)
+    v = Volume(dm, "nxdd", hdd.dev, ssd.dev)
     t = DiffTester(v.dev, 32 << 20, seed=4)
     t.run(NOPS)
-    dm_message(v.name, "drain")
+    v.message("drain")
     st = v.status()
     assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
     t.close()
@@ -119,11 +118,11 @@ def test_drain_then_hdd_alone_matches(devs):
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
-def test_recovery_after_remove_and_reload(devs):
+def test_recovery_after_remove_and_reload(devs, dm):
     """Data in the log survives table removal (clean) and reload."""
     hdd, ssd = devs
-    v = Volume("nxdr", hdd.dev, ssd.dev)
-    dm_message(v.name, "pause_destage")
+    v = Volume(dm, "nxdr", hdd.dev, ssd.dev)
+    v.message("pause_destage")
     t = DiffTester(v.dev, 16 << 20, seed=5)
     t.run(NOPS // 2)
     t.close()
@@ -140,10 +139,10 @@ def test_recovery_after_remove_and_reload(devs):
     v.remove()
 
 
-def _paused_vol(devs, opts=""):
+def _paused_vol(dm, devs, opts=""):
     hdd, ssd = devs
-    v = Volume("nxdroute", hdd.dev, ssd.dev, opts)
-    dm_message(v.name, "pause_destage")
+    v = Volume(dm, "nxdroute", hdd.dev, ssd.dev, opts)
+    v.message("pause_destage")
     return v
 
 
@@ -163,13 +162,13 @@ def _write_and_count(v, hdd, ssd, off, n, direct=True):
     return disk_stat(hdd)[1] - h0, disk_stat(ssd)[1] - s0
 
 
-def test_routing_by_device_counters():
+def test_routing_by_device_counters(dm):
     """O_DIRECT 4 KiB writes land on the SSD, 1 MiB aligned on the HDD,
     4 KiB-unaligned and 5000-byte buffered writes on the SSD (loop devices
     count I/O in /sys/block/*/stat)."""
     hdd, ssd = Loop(128, "hddr"), Loop(16, "ssdr")
     try:
-        v = _paused_vol((hdd, ssd))
+        v = _paused_vol(dm, (hdd, ssd))
         # 4 KiB aligned: SSD only.
         dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 1 << 20, 4096)
         assert dh == 0 and ds >= 8, (dh, ds)
@@ -183,16 +182,16 @@ def test_routing_by_device_counters():
         dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 3 << 20, 5000, direct=False)
         assert dh == 0 and ds >= 16, (dh, ds)
         # Threshold 0 sends 4 KiB to the HDD.
-        sysfs_write(v.name, "write_threshold", 0)
+        assert v.sset("write_threshold", 0) == 0
         dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 5 << 20, 4096)
         assert dh >= 8 and ds == 0, (dh, ds)
         # log_all sends 1 MiB aligned to the SSD.
-        sysfs_write(v.name, "mode", "log_all")
+        assert v.sset("mode", "log_all") == 0
         dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 16 << 20, 1 << 20)
         assert dh == 0 and ds >= 2048, (dh, ds)
         v.remove()
     finally:
-        sh("dmsetup remove --retry nxdroute", check=False)
+        dm.remove("nxdroute", missing_ok=True)
         ssd.close()
         hdd.close()
 
@@ -201,7 +200,7 @@ def test_large_write_invalidates_logged_copy(vol):
     """A small logged write then a large HDD write over it, back to back,
     then a discard: reads never return the older logged data, also after
     the volume is removed and created again (recovery replays INVALs)."""
-    dm_message(vol.name, "pause_destage")
+    vol.message("pause_destage")
     fd = os.open(vol.dev, os.O_RDWR | os.O_DIRECT)
     small = os.urandom(4096)
     big = os.urandom(1 << 20)
@@ -227,7 +226,7 @@ def test_large_write_invalidates_logged_copy(vol):
 def test_partial_block_merge(vol):
     """Sub-4 KiB writes to one block merge with each other and with the HDD
     copy; a read spanning log and HDD sectors is stitched together."""
-    dm_message(vol.name, "pause_destage")
+    vol.message("pause_destage")
     fd = os.open(vol.dev, os.O_RDWR | os.O_DIRECT)
     base = os.urandom(1 << 20)
     pwrite_direct(fd, 0, base)                  # HDD
@@ -254,9 +253,9 @@ def test_fio_verify_raw(vol):
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower()
 
 
-def test_fio_verify_on_xfs():
+def test_fio_verify_on_xfs(dm):
     hdd, ssd = Loop(512, "hddx"), NullBlk(16)
-    vol = Volume("nxdx", hdd.dev, ssd.dev)
+    vol = Volume(dm, "nxdx", hdd.dev, ssd.dev)
     try:
         _xfs_fio(vol)
     finally:

@@ -12,9 +12,7 @@ import time
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk
-from nxdt.dmlib import dm_message
-from nxdt.host import sh
-from nxdt.nxdvol import Volume, sysfs_read
+from nxdt.nxdvol import Volume
 from nxdt.rawio import pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
 
@@ -26,7 +24,6 @@ def devs():
     hdd = Loop(128, "hdds")
     ssd = NullBlk(8)
     yield hdd, ssd
-    sh("dmsetup remove --retry nxds", check=False)
     ssd.close()
     hdd.close()
 
@@ -40,13 +37,13 @@ def wait_until(pred, timeout=120, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_many_log_capacities_of_small_writes(devs):
+def test_many_log_capacities_of_small_writes(devs, dm):
     """Writes several times the log capacity in small random writes with
     reads and overwrites mixed in: no error, data verifies, the log wraps
     many times, and once the load stops occupancy falls below the high
     watermark by itself (no drain message)."""
     hdd, ssd = devs
-    v = Volume("nxds", hdd.dev, ssd.dev, "low_watermark 20 high_watermark 60")
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev, "low_watermark 20 high_watermark 60")
     t = DiffTester(v.dev, 48 << 20, seed=11, max_io=64 << 10)
     cap = v.status()["log_blocks"]
     written = 0
@@ -61,7 +58,7 @@ def test_many_log_capacities_of_small_writes(devs):
     st = v.status()
     assert st["segments_reclaimed"] > 0 and st["destaged_blocks"] > cap, st
     assert st["hdd_errors"] == 0 and st["ssd_errors"] == 0, st
-    wait_until(lambda: int(sysfs_read("nxds", "log_used_pct")) < 60,
+    wait_until(lambda: int(v.sget("log_used_pct")) < 60,
                what="occupancy below the high watermark")
     # Idle HDD: below the low watermark the destager still empties the log.
     wait_until(lambda: v.status()["index_entries"] == 0,
@@ -70,38 +67,38 @@ def test_many_log_capacities_of_small_writes(devs):
     t.close()
 
 
-def test_overwrite_and_discard_while_destaging(devs):
+def test_overwrite_and_discard_while_destaging(devs, dm):
     """Destager forced to run all the time (watermarks 0) while a small hot
     region is overwritten and discarded: the HDD never ends up with an
     older copy; after a drain the HDD alone matches the model."""
     hdd, ssd = devs
-    v = Volume("nxds", hdd.dev, ssd.dev, "low_watermark 0 high_watermark 0")
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev, "low_watermark 0 high_watermark 0")
     t = DiffTester(v.dev, 8 << 20, seed=12, max_io=1 << 20, hot=1 << 20)
     for _ in range(NOPS):
         t.step()
     t.verify_all()
-    dm_message(v.name, "drain")
+    v.message("drain")
     t.close()
     v.remove()
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
-def test_destage_merges_dense_region():
+def test_destage_merges_dense_region(dm):
     """A dense region of random 4 KiB writes destages in merged bios:
     mean destage bio size well above 4 KiB (a bench-style check).  The log
     holds them all: at queue depth 1 each write is its own 2-block segment."""
     hdd, ssd = Loop(64, "hddm"), NullBlk(32)
     try:
-        _dense(hdd, ssd)
+        _dense(dm, hdd, ssd)
     finally:
-        sh("dmsetup remove --retry nxds", check=False)
+        dm.remove("nxds", missing_ok=True)
         ssd.close()
         hdd.close()
 
 
-def _dense(hdd, ssd):
-    v = Volume("nxds", hdd.dev, ssd.dev)
-    dm_message(v.name, "pause_destage")
+def _dense(dm, hdd, ssd):
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev)
+    v.message("pause_destage")
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
     blocks = list(range(1024))            # 4 MiB, every block written
     random.Random(13).shuffle(blocks)
@@ -113,7 +110,7 @@ def _dense(hdd, ssd):
     os.close(fd)
     before = v.status()
     assert before["index_entries"] == 1024, before
-    dm_message(v.name, "drain")
+    v.message("drain")
     st = v.status()
     bios = st["destage_bios"] - before["destage_bios"]
     nbytes = st["destaged_bytes"] - before["destaged_bytes"]
@@ -125,10 +122,10 @@ def _dense(hdd, ssd):
     assert read_all(hdd.dev, 4 << 20) == bytes(model)
 
 
-def test_drain_on_suspend_and_pause(devs):
+def test_drain_on_suspend_and_pause(devs, dm):
     hdd, ssd = devs
-    v = Volume("nxds", hdd.dev, ssd.dev, "drain_on_suspend 1")
-    dm_message(v.name, "pause_destage")
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev, "drain_on_suspend 1")
+    v.message("pause_destage")
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
     data = os.urandom(64 << 10)
     for i in range(16):
@@ -136,10 +133,10 @@ def test_drain_on_suspend_and_pause(devs):
     os.close(fd)
     st = v.status()
     assert st["index_entries"] == 16 * 16, st      # paused: all still logged
-    sh("dmsetup suspend nxds")
+    dm.suspend("nxds")
     st = v.status()
     assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
-    sh("dmsetup resume nxds")
+    dm.resume("nxds")
     fd = os.open(v.dev, os.O_RDONLY | os.O_DIRECT)
     for i in range(16):
         assert pread_direct(fd, i * (256 << 10), 64 << 10) == data
@@ -151,12 +148,12 @@ def test_drain_on_suspend_and_pause(devs):
         assert got[i * (256 << 10):i * (256 << 10) + (64 << 10)] == data
 
 
-def test_drain_ends_under_continuous_writes(devs):
+def test_drain_ends_under_continuous_writes(devs, dm):
     """A drain destages what was logged before it and returns even while
     other small writes keep arriving; what it covered is on the HDD."""
     hdd, ssd = devs
-    v = Volume("nxds", hdd.dev, ssd.dev)
-    dm_message(v.name, "pause_destage")
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev)
+    v.message("pause_destage")
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
     before = os.urandom(1 << 20)              # 256 logged blocks in [0, 1 MiB)
     for i in range(0, len(before), 4096):

@@ -20,7 +20,7 @@ from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
 from nxdt.host import run
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
 
 
@@ -482,7 +482,7 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
     and while `dmsetup remove` and `rmmod dm_nxd` are tried: those fail
     (busy, in use) without hanging, and fio never reads back wrong data."""
     hdd, ssd = loopdev(128), nullb(SSD_MB)
-    v = Vol(dm, "nxdlive", hdd, ssd)
+    v = Volume(dm, "nxdlive", hdd, ssd)
     holder = os.open(v.dev, os.O_RDONLY)       # open count > 0 throughout
     stop = threading.Event()
     results = []
@@ -573,7 +573,7 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
 
 
 def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
-    v = Vol(dm, "nxdrmmod", loopdev(HDD_MB), nullb(SSD_MB))
+    v = Volume(dm, "nxdrmmod", loopdev(HDD_MB), nullb(SSD_MB))
     p = run(["rmmod", "dm_nxd"], check=False, timeout=60)
     assert p.returncode != 0 and host.module_loaded("dm_nxd"), p.stderr
     v.dm.suspend(v.name)

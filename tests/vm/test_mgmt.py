@@ -23,7 +23,7 @@ from nxdt.blkdev import grow_loop
 from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 
 REPO = host.REPO
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
@@ -95,7 +95,7 @@ class UdevPaused:
 
 def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
     hdd, ssd = loopdev(160), nullb(16)
-    v = Vol(dm, "nxdhist", hdd, ssd)
+    v = Volume(dm, "nxdhist", hdd, ssd)
     v.pause()                                  # reads of logged data stay on the SSD
     big = 40 * MiB
     huge = rawio.huge_buffer(big)
@@ -232,7 +232,7 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     """Writers issue an exact number of requests while the histogram is
     read-and-cleared over and over: the sum of the snapshots plus the last
     plain read equals what was written, for counts, bytes and counters."""
-    v = Vol(dm, "nxdreset", loopdev(128), nullb(16))
+    v = Volume(dm, "nxdreset", loopdev(128), nullb(16))
     nproc, per = 2, 1200
     ctl.get_stats(v.name, reset=True)
     q = mp.Queue()
@@ -289,7 +289,7 @@ def _io_pattern(v):
 
 def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     hdd, ssd = loopdev(128), nullb(16)
-    v = Vol(dm, "nxdctl0", hdd, ssd)
+    v = Volume(dm, "nxdctl0", hdd, ssd)
     v.pause()
     with UdevPaused():
         nxdctl("histogram", v.name, "--reset")
@@ -387,7 +387,7 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
     """`nxdctl threshold --write 64K / 1M`: the sysfs value and where a
     128 KiB aligned write goes, counted by the loop devices' own stats."""
     hdd, ssd = loopdev(128), loopdev(16)
-    v = Vol(dm, "nxdthr", hdd, ssd)
+    v = Volume(dm, "nxdthr", hdd, ssd)
     v.pause()
 
     def write_and_count(off, n):
@@ -430,7 +430,7 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
 
 
 def test_sysfs_values_survive_reload(dm, loopdev, nullb):
-    v = Vol(dm, "nxdtun", loopdev(64), nullb(8))
+    v = Volume(dm, "nxdtun", loopdev(64), nullb(8))
     want = {"write_threshold": "12288", "mode": "log_all",
             "low_watermark": "10", "high_watermark": "90", "destage_rate": "50",
             "ssd_discard": "0", "drain_on_suspend": "1"}
@@ -476,7 +476,7 @@ def test_udev_links(dm, loopdev, nullb):
             installed.append(rules)
         if udevd:
             run(["udevadm", "control", "--reload"])
-        v = Vol(dm, "nxdudev", hdd, ssd)
+        v = Volume(dm, "nxdudev", hdd, ssd)
         uuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["vol_uuid"])
         real = os.path.realpath(v.dev)
         if not udevd:
@@ -529,7 +529,7 @@ def test_grow_online(dm, loopdev, nullb):
     Checked against a model of every byte written."""
     rng = random.Random(7)
     hdd, ssd = loopdev(64), nullb(16)
-    v = Vol(dm, "nxdgrow", hdd, ssd)
+    v = Volume(dm, "nxdgrow", hdd, ssd)
     old_len = v.length
     model = bytearray(old_len * 512)
 

@@ -58,7 +58,7 @@ from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 from nxdt.workloads import pattern
 
 NREC = 252          # NXD_SEG_MAX_RECS
@@ -69,7 +69,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd_base = nullb(16)
     ssd = dm.create("nxdn-ssd", delay_line(ssd_base, 0, 0))
-    v = Vol(dm, "nxdn", hdd, ssd, opts=["write_threshold", "4096"])
+    v = Volume(dm, "nxdn", hdd, ssd, opts=["write_threshold", "4096"])
     v.pause()
     model = {}
     with rawio.Fd(v.dev) as f:
@@ -152,7 +152,7 @@ def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
     until the resume; every round either finished or never started."""
     hdd = loopdev(64)
     ssd = nullb(16)
-    v = Vol(dm, "nxdsu", hdd, ssd, opts=["low_watermark", "0", "high_watermark", "0"])
+    v = Volume(dm, "nxdsu", hdd, ssd, opts=["low_watermark", "0", "high_watermark", "0"])
     kname = blkdev.blk_name(hdd)
 
     def hdd_writes():
@@ -192,7 +192,7 @@ def test_concurrent_table_destruction(dm, loopdev, nullb):
     nxdctl = os.path.abspath("tools/nxdctl")
     assert os.access(nxdctl, os.X_OK), "tools/nxdctl not built"
     for i in range(10):
-        v = Vol(dm, "nxdcd", hdd, ssd)
+        v = Volume(dm, "nxdcd", hdd, ssd)
         run(["dmsetup", "load", v.name], input=v.line() + "\n")
         t = threading.Thread(target=lambda: run(["dmsetup", "clear", "nxdcd"], check=False))
         t.start()
@@ -207,7 +207,7 @@ def test_clean_only_after_successful_flushes(dm, loopdev, nullb):
     pcut.load_module()
     hdd = loopdev(64)
     ssd = pcut.Pcut(dm, "nxdcl-ssd", nullb(16), "gclean", 7)
-    v = Vol(dm, "nxdcl", hdd, ssd.path)
+    v = Volume(dm, "nxdcl", hdd, ssd.path)
     with rawio.Fd(v.dev) as f:
         for i in range(20):
             f.pwrite(i * BLOCK, os.urandom(BLOCK))
@@ -236,7 +236,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     line = lambda read_ms: f"0 {n} delay {ssd_base} 0 {read_ms} {ssd_base} 0 0"  # noqa: E731
     dm.create("nxdm-ssd", line(0))
     ssd = "/dev/mapper/nxdm-ssd"
-    v = Vol(dm, "nxdm", hdd, ssd, opts=["low_watermark", "0"])
+    v = Volume(dm, "nxdm", hdd, ssd, opts=["low_watermark", "0"])
     # Mid-volume, away from what udev's probes read after each close.
     B = 4100                                # the block; H covers blocks 4096-4127
     v.pause()
@@ -304,7 +304,7 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     B = 300
     old = pattern("old", B, BLOCK)
     rawio.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
-    v = Vol(dm, "nxdlb", hdd, ssd)
+    v = Volume(dm, "nxdlb", hdd, ssd)
     v.pause()
     with rawio.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
@@ -347,7 +347,7 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
         p.set(keep=0, torn=0, max_cached=1 << 20)
     # destage_rate 1: after the first round the destager sleeps seconds;
     # ssd_discard 0: no TRIMs in the SSD's cache.
-    v = Vol(dm, "nxtl", hdd.path, ssd.path,
+    v = Volume(dm, "nxtl", hdd.path, ssd.path,
             opts=["low_watermark", "0", "destage_rate", "1", "ssd_discard", "0"])
     v.pause()
     B, FILL0, NFILL = 4100, 8192, 2100
@@ -415,7 +415,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     every GIL hand-off, and the test passed on the old module.)"""
     if os.cpu_count() < 2:
         pytest.skip("needs 2 CPUs")
-    v = Vol(dm, "nxdheld", loopdev(64), nullb(16))
+    v = Volume(dm, "nxdheld", loopdev(64), nullb(16))
     v.pause()
     st = v.status()
     assert st["log_blocks"] == 4088, st
@@ -500,7 +500,7 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     ssd = pcut.Pcut(dm, "nxll-s", nullb(64), "glost", 52)
     for p in (hdd, ssd):
         p.set(keep=0, torn=0, max_cached=1 << 20)
-    v = Vol(dm, "nxll", hdd.path, ssd.path, opts=["ssd_discard", "0"])
+    v = Volume(dm, "nxll", hdd.path, ssd.path, opts=["ssd_discard", "0"])
     v.pause()
     n, first = 16, 256
     # 7 sectors from sector 1 of each block: partial blocks, logged by the

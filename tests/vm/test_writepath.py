@@ -37,7 +37,7 @@ import time
 from nxdt import blkdev, host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 from nxdt.workloads import pattern
 
 SEG_ORDERED = 1
@@ -54,7 +54,7 @@ def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
         ssd = dev
     else:
         hdd = dev
-    v = Vol(dm, name, hdd, ssd, opts=opts)
+    v = Volume(dm, name, hdd, ssd, opts=opts)
     v.pause()
     return v, f"{name}-{slow}", base
 
@@ -66,7 +66,7 @@ def _log_segments(ssd):
 def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd = nullb(16)
-    v = Vol(dm, "nxwp", hdd, ssd)
+    v = Volume(dm, "nxwp", hdd, ssd)
     v.pause()
     blocks = [7, 3, 1000, 1001, 1002, 4095, 3]        # 3 twice: the newer wins
     model = {}
@@ -289,7 +289,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         # Volatile caches that hold everything until a flush or FUA.
         p.set(keep=0, torn=0, max_cached=1 << 20)
     opts = ["ssd_discard", "0"]
-    v = Vol(dm, "nxlz", hdd.path, ssd.path, opts=opts)
+    v = Volume(dm, "nxlz", hdd.path, ssd.path, opts=opts)
     v.pause()
     n = MiB // BLOCK
     R1, R2, R3, R4, R5 = 256, 1024, 2048, 4096, 6144

@@ -2,7 +2,7 @@
 """Helpers of the in-guest test suite (tests/vm), one module per concept.
 
 Test files import what they use (``from nxdt import host``, ``from
-nxdt.dmlib import DM``); pytest puts tests/vm on sys.path, and the guest
+nxdt.dmlib import DMIoctl``); pytest puts tests/vm on sys.path, and the guest
 programs under scripts/ (pfs_guest.py, powercut_guest.py, reboot_guest.py)
 and bench/bench_guest.py insert it themselves.  Standard library only.
 
@@ -11,9 +11,10 @@ and bench/bench_guest.py insert it themselves.  Standard library only.
   host       running commands, modules, waiting, the kernel log
   blkdev     block devices: null_blk, loop, md; sizes and I/O statistics
   rawio      O_DIRECT I/O, aligned buffers, discard/zero-out, Linux AIO
-  dmlib      generic device-mapper clients (dmsetup, ioctl), fault injector
+  dmlib      the generic device-mapper client (transports: dmsetup, ioctl),
+             fault injector
   nxdvol     the one place that knows nxd's table line, sysfs, kernel
-             messages, and the volume classes
+             messages, and the volume class
   ondisk     an independent reader of the on-disk format
   ctl        /dev/nxd-control (GET_STATS, LIST, the histogram), nxdctl
   models     reference models (the crash contract's checker, the fault

@@ -62,10 +62,6 @@ def wipe(dev, nbytes=1 << 20, offset=0):
          f"seek={offset // bs}", "oflag=direct", "conv=fsync", "status=none"])
 
 
-def getsz(dev):
-    return int(sh(f"blockdev --getsz {dev}").strip())
-
-
 def disk_stat(dev):
     """(read_sectors, write_sectors, read_ios, write_ios) of a block device."""
     name = os.path.basename(os.path.realpath(dev))

@@ -24,7 +24,7 @@ import os
 import struct
 import time
 from nxdt import blkdev, host
-from nxdt.host import CmdError, run, sh, wait_for
+from nxdt.host import CmdError, run, wait_for
 
 
 class DMError(CmdError):
@@ -387,42 +387,6 @@ class DMIoctl(DMClient):
 
     def close(self):
         os.close(self.ctl)
-
-# ---------------------------- dmsetup functions (to go: use a DMSetup) ---
-
-
-def dm_create(name, table):
-    sh(f"dmsetup create {name}", input=table + "\n")
-    # dmsetup waits for its own node; a bounded settle keeps one stuck
-    # udev worker from costing the default 120 s.
-    sh("udevadm settle --timeout=10", check=False)
-    return f"/dev/mapper/{name}"
-
-
-def dm_remove(name):
-    sh(f"dmsetup remove --retry {name}", check=False)
-
-
-def dm_table(name):
-    return sh(f"dmsetup table {name}").strip()
-
-
-def dm_status(name):
-    return sh(f"dmsetup status {name}").strip()
-
-
-def dm_message(name, msg):
-    return sh(f"dmsetup message {name} 0 {msg}")
-
-
-def dm_uuid(name):
-    return run(["dmsetup", "info", "-c", "--noheadings", "-o", "uuid", name]).stdout.strip()
-
-
-def dm_reload(name, table):
-    sh(f"dmsetup reload {name}", input=table + "\n")
-    sh(f"dmsetup suspend {name}")
-    sh(f"dmsetup resume {name}")
 
 # ------------------------------------------------------- fault injection ---
 

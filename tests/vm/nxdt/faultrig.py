@@ -7,7 +7,7 @@ degrades it (SSD writes fail).
 from nxdt import dmlib, host
 from nxdt.facts import BLOCK, MiB
 from nxdt.models import LoggedModel
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 
 HDD_MB = 64
 SSD_MB = 16
@@ -38,7 +38,7 @@ def rig_setup(dm, loopdev, nullb, **sizes):
 
 
 def setup_vol(rig, name, size=4 * MiB, seed=1, nfull=32, npart=8, opts=None):
-    v = Vol(rig.dm, name, rig.hdd, rig.ssd, opts)
+    v = Volume(rig.dm, name, rig.hdd, rig.ssd, opts)
     v.pause()
     m = LoggedModel(v, size, seed)
     rig.models.append(m)

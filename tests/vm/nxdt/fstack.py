@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from nxdt import blkdev, host
 from nxdt.blkdev import queue_attr
-from nxdt.facts import data_sectors, MiB, parse_status
+from nxdt.facts import MiB, parse_status
 from nxdt.host import CmdError, run
-from nxdt.nxdvol import nxd_line
+from nxdt.nxdvol import Volume
 
 
 def sha(data):
@@ -439,8 +439,8 @@ class Stack:
             self.ssd = dm.create("fsssdv", self._view_line(self.ssd_base, "linear"))
         else:
             self.hdd, self.ssd = self.md, self.ssd_base
-        self.length = data_sectors(blkdev.dev_sectors(self.hdd))
-        self.dev = dm.create(self.NAME, nxd_line(self.hdd, self.ssd, self.length))
+        self.vol = Volume(dm, self.NAME, self.hdd, self.ssd)
+        self.dev, self.length = self.vol.dev, self.vol.length
 
     @staticmethod
     def _view_line(dev, kind):
@@ -451,7 +451,7 @@ class Stack:
         return f"0 {n} flakey {dev} 0 0 3600 1 drop_writes"
 
     def status(self):
-        return parse_status(self.dm.status(self.NAME))
+        return self.vol.status()
 
     def check_geometry(self):
         """The volume exports the array's hints (not the SSD's)."""

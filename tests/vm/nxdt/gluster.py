@@ -122,6 +122,7 @@ class Brick:
         self.dev = None
         self.length = None
         self.linear = False
+        self.dm = dmlib.DMSetup()
 
     # -- devices --
 
@@ -143,8 +144,7 @@ class Brick:
             blkdev.md_stop(self.md)
 
     def table(self, fmt=False):
-        line = nxdvol.nxd_line(self.md, self.ssd, self.length)
-        return line + (" 1 format" if fmt else "")
+        return nxdvol.nxd_line(self.md, self.ssd, self.length, ["format"] if fmt else None)
 
     def create_volume(self):
         """The nxd volume (a blank SSD is formatted on first use; an old
@@ -152,18 +152,16 @@ class Brick:
         if not self.nxd:
             self.dev = self.md
             return self.dev
-        self.length = facts.data_sectors(blkdev.dev_sectors(self.md))
-        run(["dmsetup", "create", self.name], input=self.table() + "\n")
-        self.dev = f"/dev/mapper/{self.name}"
-        host.wait_for(lambda: os.path.exists(self.dev), what=self.dev)
+        v = nxdvol.Volume(self.dm, self.name, self.md, self.ssd)
+        self.dev, self.length = v.dev, v.length
         return self.dev
 
     def remove_volume(self):
-        if self.nxd and dmlib.DMSetup().exists(self.name):
-            run(["dmsetup", "remove", "--retry", self.name])
+        if self.nxd:
+            self.dm.remove(self.name, missing_ok=True)
 
     def status(self):
-        return facts.parse_status(run(["dmsetup", "status", self.name]).stdout)
+        return facts.parse_status(self.dm.status(self.name))
 
     def stats(self, reset=False):
         return ctl.get_stats(self.name, reset=reset)
@@ -219,14 +217,13 @@ class Brick:
         linear over the array, thaw (docs/admin-guide.md, section 7)."""
         run(["fsfreeze", "-f", self.mnt])
         try:
-            run(["dmsetup", "message", self.name, "0", "drain"])
+            self.dm.message(self.name, "drain")
             st = self.status()
             if st["log_used_blocks"] or st["index_entries"]:
                 raise AssertionError(f"log not empty after drain: {st}")
-            run(["dmsetup", "load", self.name],
-                input=f"0 {self.length} linear {self.md} 0\n")
-            run(["dmsetup", "suspend", "--nolockfs", self.name])
-            run(["dmsetup", "resume", self.name])
+            self.dm.load(self.name, f"0 {self.length} linear {self.md} 0")
+            self.dm.suspend(self.name, nolockfs=True)
+            self.dm.resume(self.name)
         finally:
             run(["fsfreeze", "-u", self.mnt])
         self.linear = True
@@ -234,13 +231,11 @@ class Brick:
 
     def to_nxd(self):
         """Attach the SSD again: a new log (format) under the live XFS."""
-        run(["dmsetup", "load", self.name], input=self.table(fmt=True) + "\n")
-        run(["dmsetup", "suspend", self.name])
-        run(["dmsetup", "resume", self.name])
+        self.dm.reload(self.name, self.table(fmt=True))
         self.linear = False
 
     def table_kind(self):
-        return run(["dmsetup", "table", self.name]).stdout.split()[2]
+        return self.dm.table(self.name).split()[2]
 
 
 # --------------------------------------------------------------- gluster ---

@@ -15,7 +15,7 @@ from nxdt.dmlib import DMError
 from nxdt.facts import parse_status, SECTOR
 from nxdt.host import dmesg_tail, KVER, LOGS, progress
 from nxdt.models import CrashFailure, short_hash
-from nxdt.nxdvol import nxd_table
+from nxdt.nxdvol import nxd_line
 from nxdt.rawio import DirectIO
 
 
@@ -345,8 +345,7 @@ class Loader:
             t = self._t("snap_create", t)
             try:
                 try:
-                    dm.create(nx, nxd_table(L["vol_sectors"], dm.devno(sh), dm.devno(ss),
-                                            L["opts"]))
+                    dm.create(nx, nxd_line(dm.devno(sh), dm.devno(ss), L["vol_sectors"], L["opts"]))
                 except DMError as e:
                     raise CrashFailure(f"nxd did not come back by itself: {e}\n"
                                        f"{dmesg_tail()}") from None

@@ -1,21 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """The one place that knows nxd's table line, its sysfs directory, its
-kernel messages and the volume classes.
+kernel messages and the volume class.
 
-Three table-line builders and two volume classes come from two
-generations of the suite and are not merged yet (same line, different
-arguments; the classes use different dm clients):
- - nxd_line(hdd, ssd, length=None, opts=None): opts a list of words;
-   Vol, over a dmlib.DMSetup.
- - nxd_table(vol_sectors, hdd, ssd, opts=""): opts a string; with the
-   ioctl client dmlib.DM.
- - Volume.table_line(): Volume, over the dmlib.dm_* functions.
+ - nxd_line(hdd, ssd, length=None, opts=None): the table line (the only
+   builder); @opts a list of words or a string of them;
+ - Volume: an nxd volume through any dmlib client (DMSetup, DMIoctl);
+ - table_opts(), table_with(): read and edit a table line's options;
+ - sysfs_path(), nxd_sysfs(): the volume's sysfs directory by its node.
 """
 import os
 import re
 from nxdt import blkdev, ctl, host
-from nxdt.blkdev import getsz
-from nxdt.dmlib import dm_create, dm_remove, dm_status
 from nxdt.facts import data_sectors, parse_status, SECTOR, TUNABLES
 from nxdt.host import run, wait_kmsg
 
@@ -29,25 +24,51 @@ def label_offset(hdd_sectors):
 # --------------------------------------------------- table line, volumes ---
 
 
+def _words(opts):
+    if isinstance(opts, str):
+        return opts.split()
+    return [str(w) for w in (opts or [])]
+
+
 def nxd_line(hdd, ssd, length=None, opts=None):
-    """Table line of an nxd volume; @opts a list of words (count added)."""
+    """Table line of an nxd volume over @hdd and @ssd (paths or
+    major:minor), @length sectors long (default: the longest @hdd holds,
+    which needs a path); @opts a list of words or a string (the count is
+    added)."""
     if length is None:
         length = data_sectors(blkdev.dev_sectors(hdd))
-    words = [str(w) for w in (opts or [])]
+    words = _words(opts)
     extra = f" {len(words)} {' '.join(words)}" if words else ""
     return f"0 {length} nxd {hdd} {ssd}{extra}"
 
 
-class Vol:
-    """An nxd volume made through a conftest dmlib.DMSetup (removed by the
-    dm fixture if the test does not)."""
+def sysfs_path(dev, key=None):
+    """nxd's sysfs directory of the volume whose node is @dev (or @key's
+    file in it)."""
+    d = f"/sys/block/{blkdev.blk_name(dev)}/nxd"
+    return d if key is None else f"{d}/{key}"
 
-    def __init__(self, dm, name, hdd, ssd, opts=None, length=None):
+
+class Volume:
+    """An nxd volume made through the dmlib client @dm (a DMSetup: the
+    conftest dm fixture removes it if the test does not).  Its length
+    defaults to the longest @hdd holds (size read from sysfs); @opts a
+    list of words or a string.  After create, udev is settled unless
+    @settle is False (a DMIoctl client, whose devices udev skips)."""
+
+    def __init__(self, dm, name, hdd, ssd, opts=None, length=None, settle=True):
         self.dm, self.name, self.hdd, self.ssd = dm, name, hdd, ssd
         self.length = data_sectors(blkdev.dev_sectors(hdd)) if length is None else length
-        self.opts = list(opts or [])
-        self.dev = dm.create(name, nxd_line(hdd, ssd, self.length, self.opts))
-        host.udev_settle()
+        self.opts = _words(opts)
+        self.settle = settle
+        self.dev = None
+        self.create()
+
+    def create(self):
+        self.dev = self.dm.create(self.name, self.line())
+        if self.settle:
+            host.udev_settle()
+        return self.dev
 
     @property
     def size(self):
@@ -60,12 +81,11 @@ class Vol:
         self.dm.remove(self.name)
 
     def recreate(self, opts=None):
-        if self.dm.exists(self.name):
-            self.dm.remove(self.name)
+        """Remove (if it exists) and create again, with @opts if given."""
+        self.dm.remove(self.name, missing_ok=True)
         if opts is not None:
-            self.opts = list(opts)
-        self.dev = self.dm.create(self.name, self.line())
-        host.udev_settle()
+            self.opts = _words(opts)
+        return self.create()
 
     def message(self, *msg):
         return self.dm.message(self.name, *msg)
@@ -86,8 +106,7 @@ class Vol:
         return blkdev.blk_name(self.dev)
 
     def sysfs(self, key=None):
-        d = f"/sys/block/{self.kname()}/nxd"
-        return d if key is None else f"{d}/{key}"
+        return sysfs_path(self.dev, key)
 
     def sget(self, key):
         with open(self.sysfs(key)) as f:
@@ -133,58 +152,6 @@ def table_with(table_line, **changes):
             w[i + 1] = str(changes[w[i]])
     return " ".join(w)
 
-
-def nxd_table(vol_sectors, hdd, ssd, opts=""):
-    args = opts.split()
-    extra = f" {len(args)} {opts}" if args else ""
-    return f"0 {vol_sectors} nxd {hdd} {ssd}{extra}"
-
-
-def nxd_status(name):
-    """Parse `dmsetup status` of an nxd volume into a dict."""
-    return parse_status(dm_status(name))
-
-
-def dm_sysfs(name):
-    dm = os.path.basename(os.path.realpath(f"/dev/mapper/{name}"))
-    return f"/sys/block/{dm}/nxd"
-
-
-def sysfs_write(name, key, value):
-    with open(f"{dm_sysfs(name)}/{key}", "w") as f:
-        f.write(str(value))
-
-
-def sysfs_read(name, key):
-    with open(f"{dm_sysfs(name)}/{key}") as f:
-        return f.read().strip()
-
-
-class Volume:
-    """An nxd volume over an HDD and an SSD device."""
-
-    def __init__(self, name, hdd, ssd, opts=""):
-        self.name, self.hdd, self.ssd = name, hdd, ssd
-        self.sectors = data_sectors(getsz(hdd))
-        self.opts = opts
-        self.dev = dm_create(name, self.table_line())
-
-    def table_line(self, opts=None):
-        opts = self.opts if opts is None else opts
-        args = opts.split()
-        extra = f" {len(args)} {opts}" if args else ""
-        return f"0 {self.sectors} nxd {self.hdd} {self.ssd}{extra}"
-
-    def status(self):
-        return nxd_status(self.name)
-
-    def remove(self):
-        dm_remove(self.name)
-
-    def recreate(self, opts=None):
-        dm_remove(self.name)
-        self.dev = dm_create(self.name, self.table_line(opts))
-
 # ------------------------------------------------------- kernel messages ---
 
 
@@ -206,7 +173,7 @@ def recovered_entries(marker):
 
 
 def nxd_sysfs(dev, key, value=None):
-    path = f"/sys/block/{blkdev.blk_name(dev)}/nxd/{key}"
+    path = sysfs_path(dev, key)
     if value is not None:
         with open(path, "w") as f:
             f.write(f"{value}\n")

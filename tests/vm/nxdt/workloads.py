@@ -12,7 +12,7 @@ from nxdt import rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.host import run
 from nxdt.models import first_diff, Model, op_is_write
-from nxdt.nxdvol import Vol
+from nxdt.nxdvol import Volume
 from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all, zeroout
 
 
@@ -368,7 +368,7 @@ def seg_setup(dm, hdd, ssd, name, seed):
     take the direct path: ORDERED segments, no data checksum, several
     writes a segment)."""
     rng = random.Random(seed)
-    v = Vol(dm, name, hdd, ssd)
+    v = Volume(dm, name, hdd, ssd)
     v.pause()
     base = rng.randbytes(MiB)
     writes = []
