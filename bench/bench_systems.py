@@ -11,6 +11,7 @@ import time
 from bench_common import (HDDSIM_KO, KiB, MKRAID, NXD_KO, log, modules_loaded,
                           sectors, settle, sh, wait_for, zero)
 from nxdt.facts import data_sectors  # on the path that bench_common sets
+from nxdt.nxdvol import nxd_line
 
 SSD_MB = int(os.environ.get("SSD_MB", "128"))
 SSD = "/dev/ram0"
@@ -371,8 +372,8 @@ class Nxd(System):
 
     def table(self, fmt):
         # The array's whole MiBs less nxd's 1 MiB label area.
-        vol = data_sectors(sectors(self.md))
-        return "0 %d nxd %s %s%s" % (vol, self.md, self.ssd, " 1 format" if fmt else "")
+        return nxd_line(self.md, self.ssd, data_sectors(sectors(self.md)),
+                        ["format"] if fmt else None)
 
     def up(self):
         if not os.path.exists(NXD_KO):

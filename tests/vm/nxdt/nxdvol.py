@@ -11,6 +11,7 @@ kernel messages and the volume class.
 import os
 import re
 from nxdt import blkdev, ctl, host
+from nxdt.dmlib import DMError
 from nxdt.facts import data_sectors, parse_status, SECTOR, TUNABLES
 from nxdt.host import run, wait_kmsg
 
@@ -187,21 +188,25 @@ def nxd_sysfs_dirs():
 
 
 def refuse(dm, line, msg_re, devs=(), name="nxdbad", load=None):
-    """`dmsetup create` (or, with @load, `dmsetup load` into the existing
-    device @load) of @line must fail with @msg_re logged by dm core for the
+    """dm.create() (or, with @load, dm.load() into the existing device
+    @load) of @line must fail with @msg_re logged by dm core for the
     nxd constructor, and change nothing.  Returns the matching log lines."""
     before = {d: blkdev.dev_digest(d) for d in devs}
     nvols = ctl.list_vols()[1]
     sysdirs = nxd_sysfs_dirs()
     marker = host.kmsg_mark(f"refuse {line}")
-    if load:
-        p = run(["dmsetup", "load", load], input=line + "\n", check=False)
-    else:
-        p = run(["dmsetup", "create", name], input=line + "\n", check=False)
+    try:
+        if load:
+            dm.load(load, line)
+        else:
+            dm.create(name, line)       # if accepted, the dm fixture removes it
+        accepted = True
+    except DMError:
+        accepted = False
     host.udev_settle()
     hits = host.wait_kmsg(marker, table_error_re(msg_re))
     log = "\n".join(host.dmesg_since(marker))
-    assert p.returncode != 0, f"table accepted: {line}"
+    assert not accepted, f"table accepted: {line}"
     assert hits, f"no 'nxd: {msg_re}' in the kernel log for {line!r}:\n{log}"
     if load:
         info = run(["dmsetup", "info", load]).stdout
