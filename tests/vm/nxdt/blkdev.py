@@ -5,6 +5,7 @@ fixture), their sizes and I/O statistics.
 import contextlib
 import hashlib
 import os
+import stat
 import time
 import uuid
 from nxdt import host
@@ -24,8 +25,16 @@ STAT_FIELDS = ["read_ios", "read_merges", "read_sectors", "read_ticks",
 
 
 def blk_name(dev):
-    """Kernel name of a block device: /dev/mapper/x -> dm-3, /dev/md100 -> md100."""
-    return os.path.basename(os.path.realpath(dev))
+    """Kernel name of a block device: /dev/mapper/x -> dm-3, /dev/md100 ->
+    md100, a node made by mknod anywhere (dmlib.DMIoctl) -> dm-N."""
+    try:
+        st = os.stat(dev)
+    except OSError:
+        return os.path.basename(os.path.realpath(dev))
+    if not stat.S_ISBLK(st.st_mode):
+        return os.path.basename(os.path.realpath(dev))
+    return os.path.basename(os.path.realpath(
+        f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"))
 
 
 def blk_stat(dev):

@@ -54,21 +54,19 @@ class Volume:
     """An nxd volume made through the dmlib client @dm (a DMSetup: the
     conftest dm fixture removes it if the test does not).  Its length
     defaults to the longest @hdd holds (size read from sysfs); @opts a
-    list of words or a string.  After create, udev is settled unless
-    @settle is False (a DMIoctl client, whose devices udev skips)."""
+    list of words or a string.  After create, udev is settled (as both
+    old classes did)."""
 
-    def __init__(self, dm, name, hdd, ssd, opts=None, length=None, settle=True):
+    def __init__(self, dm, name, hdd, ssd, opts=None, length=None):
         self.dm, self.name, self.hdd, self.ssd = dm, name, hdd, ssd
         self.length = data_sectors(blkdev.dev_sectors(hdd)) if length is None else length
         self.opts = _words(opts)
-        self.settle = settle
         self.dev = None
         self.create()
 
     def create(self):
         self.dev = self.dm.create(self.name, self.line())
-        if self.settle:
-            host.udev_settle()
+        host.udev_settle()
         return self.dev
 
     @property
