@@ -43,6 +43,26 @@ def params(line):
     return f[3] if len(f) > 3 else ""
 
 
+def _errno_in(text):
+    """The errno whose strerror dmsetup printed, if any."""
+    for e in (errno.EBUSY, errno.ENXIO, errno.EINVAL, errno.ENODEV, errno.EEXIST,
+              errno.ENOENT, errno.EIO, errno.ENOMEM, errno.EPERM, errno.EACCES,
+              errno.ENOSPC, errno.EROFS, errno.ENOTTY):
+        if os.strerror(e) in text:
+            return e
+    return None
+
+
+def _dmsetup(*args, input=None):
+    """Run dmsetup; its stdout, or DMError."""
+    p = run(["dmsetup", *map(str, args)], input=input, check=False)
+    if p.returncode != 0:
+        raise DMError(f"`dmsetup {' '.join(map(str, args))}` exited {p.returncode}\n"
+                      f"stdout: {p.stdout.strip()}\nstderr: {p.stderr.strip()}",
+                      _errno_in(p.stderr))
+    return p.stdout
+
+
 def _lines(table):
     if isinstance(table, (list, tuple)):
         table = "\n".join(table)
@@ -118,12 +138,12 @@ class DMClient:
         """`dmsetup info -c` as a dict (name, major, minor, attr, open,
         segments, events, uuid).  A query: no uevent, no udev."""
         keys = ["name", "major", "minor", "attr", "open", "segments", "events", "uuid"]
-        out = run(["dmsetup", "info", "-c", "--noheadings", "--separator", "|",
-                   "-o", ",".join(keys), name]).stdout
+        out = _dmsetup("info", "-c", "--noheadings", "--separator", "|",
+                       "-o", ",".join(keys), name)
         return dict(zip(keys, out.strip().split("|")))
 
     def targets(self):
-        return run(["dmsetup", "targets"]).stdout
+        return _dmsetup("targets")
 
     def _forget(self, name):
         if name in self.created:
@@ -153,27 +173,8 @@ class DMClient:
 # --------------------------------------------------------------- dmsetup ---
 
 
-def _errno_in(text):
-    """The errno whose strerror dmsetup printed, if any."""
-    for e in (errno.EBUSY, errno.ENXIO, errno.EINVAL, errno.ENODEV, errno.EEXIST,
-              errno.ENOENT, errno.EIO, errno.ENOMEM, errno.EPERM, errno.EACCES,
-              errno.ENOSPC, errno.EROFS, errno.ENOTTY):
-        if os.strerror(e) in text:
-            return e
-    return None
-
-
 class DMSetup(DMClient):
     """Through dmsetup processes (udev-synced, nodes in /dev/mapper)."""
-
-    @staticmethod
-    def _dmsetup(*args, input=None):
-        p = run(["dmsetup", *map(str, args)], input=input, check=False)
-        if p.returncode != 0:
-            raise DMError(f"`dmsetup {' '.join(map(str, args))}` exited {p.returncode}\n"
-                          f"stdout: {p.stdout.strip()}\nstderr: {p.stderr.strip()}",
-                          _errno_in(p.stderr))
-        return p.stdout
 
     def path(self, name):
         return f"/dev/mapper/{name}"
@@ -182,50 +183,50 @@ class DMSetup(DMClient):
         args = ["create", name] + (["--readonly"] if readonly else []) + \
             (["--uuid", uuid] if uuid else [])
         if notable:
-            self._dmsetup(*args, "--notable")
+            _dmsetup(*args, "--notable")
         else:
-            self._dmsetup(*args, input="\n".join(_lines(table)) + "\n")
+            _dmsetup(*args, input="\n".join(_lines(table)) + "\n")
         self.created.append(name)
         wait_for(lambda: os.path.exists(self.path(name)), what=self.path(name))
         return self.path(name)
 
     def load(self, name, table, readonly=False):
-        self._dmsetup("load", name, *(["--readonly"] if readonly else []),
+        _dmsetup("load", name, *(["--readonly"] if readonly else []),
                       input="\n".join(_lines(table)) + "\n")
 
     def suspend(self, name, noflush=False, nolockfs=False):
-        self._dmsetup("suspend", *(["--noflush"] if noflush else []),
+        _dmsetup("suspend", *(["--noflush"] if noflush else []),
                       *(["--nolockfs"] if nolockfs else []), name)
 
     def resume(self, name, nosync=False):
-        self._dmsetup("resume", name, *(["--noudevsync"] if nosync else []))
+        _dmsetup("resume", name, *(["--noudevsync"] if nosync else []))
 
     def clear(self, name):
-        self._dmsetup("clear", name)
+        _dmsetup("clear", name)
 
     def remove(self, name, retry=True, force=False, deferred=False, missing_ok=False):
         if missing_ok and not self.exists(name):
             self._forget(name)
             return
-        self._dmsetup("remove", *(["--retry"] if retry else []),
+        _dmsetup("remove", *(["--retry"] if retry else []),
                       *(["--force"] if force else []),
                       *(["--deferred"] if deferred else []), name)
         self._forget(name)
 
     def table(self, name):
-        return self._dmsetup("table", name).strip()
+        return _dmsetup("table", name).strip()
 
     def status(self, name):
-        return self._dmsetup("status", name).strip()
+        return _dmsetup("status", name).strip()
 
     def message(self, name, *words, sector=0):
-        return self._dmsetup("message", name, sector, *words).strip()
+        return _dmsetup("message", name, sector, *words).strip()
 
     def exists(self, name):
         return run(["dmsetup", "info", name], check=False).returncode == 0
 
     def is_suspended(self, name):
-        return "SUSPENDED" in self._dmsetup("info", name)
+        return "SUSPENDED" in _dmsetup("info", name)
 
 # -------------------------------------------------------------- dm ioctl ---
 

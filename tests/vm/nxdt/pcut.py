@@ -64,7 +64,8 @@ def parse_status(line):
 
 class Pcut:
     """One pcut device named @name over @backing (a /dev path or major:minor)
-    in cut group @group, through a dmlib client (the tests use DMIoctl)."""
+    in cut group @group, through a dmlib client (DMIoctl in the crash tests,
+    DMSetup in test_pfs)."""
 
     def __init__(self, dm, name, backing, group, seed, sectors=None):
         self.dm, self.name, self.backing = dm, name, backing
