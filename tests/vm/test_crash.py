@@ -42,7 +42,7 @@ from nxdt import facts, host, logwrites, rawio
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import DMError, DMIoctl, params
 from nxdt.facts import BLOCK, parse_status, SECTOR
-from nxdt.host import dmesg_tail, progress, summary
+from nxdt.host import REPO, dmesg_tail, progress, summary
 from nxdt.logwrites import (choose_cuts, DevReplayer, hdd_mask_legit, Loader, parse_log,
                             save_failure, unstick, Watchdog)
 from nxdt.models import Checker, CrashFailure
@@ -52,7 +52,6 @@ from nxdt.workloads import Workload
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
 KVER = os.uname().release
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.environ.get("NXD_LOGS") or os.path.join(REPO, "build", "logs")
 MiB = 1 << 20
 

@@ -65,13 +65,12 @@ from nxdt import facts, ondisk, pcut, rawio
 from nxdt.blkdev import NullBlk
 from nxdt.dmlib import DMError, DMIoctl
 from nxdt.facts import parse_status
-from nxdt.host import dmesg_tail, summary
+from nxdt.host import REPO, dmesg_tail, summary
 from nxdt.nxdvol import nxd_line
 from nxdt.pcut import oracle, Workload, ZERO
 from nxdt.rawio import DirectIO
 
 KVER = os.uname().release
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.environ.get("NXD_LOGS") or os.path.join(REPO, "build", "logs")
 MiB = 1 << 20
 SECTOR = 512
