@@ -237,10 +237,17 @@ def headline(rr, names):
 
 
 def starved(m):
-    """The host gave the guest clearly less than its vCPUs while the host
-    was overloaded: the guest's own CPU figures then overstate its work."""
+    """The host was overloaded and gave the guest's QEMU clearly less CPU
+    than the guest believes it used.  Under TCG a vCPU descheduled by the
+    host while busy is charged, by the guest, for the time it did not run,
+    so guest busy time well above the host CPU time it got means the guest
+    waited for the host.  A guest waiting on its emulated drives (idle
+    vCPUs) uses little of either and is not starved, however loaded the
+    host (the first version of this test flagged every such job)."""
     c, v = m.get("host_cores"), m.get("vcpus") or 2
-    return c is not None and c < 0.8 * v and (m.get("host_load") or 0) > NPROC
+    busy = (m.get("cpu_busy_pct") or 0) / 100.0 * v
+    return (c is not None and c < 0.8 * busy and
+            (m.get("host_load") or 0) > NPROC)
 
 
 def bound(m):
@@ -475,8 +482,9 @@ def markdown(chunks, rr, names, images):
              "was >= 80 %% busy; `CPU` when the vCPUs were >= 85 %% busy, `one vCPU` when one was "
              ">= 90 %% (a single thread such as md's raid6d); then the emulation, not the disks, set "
              "the pace.  Under TCG the guest cannot see the host taking its vCPUs away (its busy "
-             "figures then overstate its work): `host-starved` when the guest got less than 0.8 "
-             "host cores per vCPU while the host's load average exceeded its %d cores." % NPROC)
+             "figures then overstate its work): `host-starved` when the guest's QEMU got less than "
+             "0.8x the CPU the guest believes it used (busy %% x vCPUs) while the host's load "
+             "average exceeded its %d cores; a guest waiting on its drives is not starved." % NPROC)
     L.append("")
     jids = []
     for s in chunks:

@@ -187,6 +187,11 @@ bench_smoke() {
 
 	t=$(date +%s)
 	rm -rf "$out"
+	# One vCPU: two-vCPU 6.12 smoke boots oopsed ("Oops: int3" at a block
+	# tracepoint or jump-label site in md's raid5d) in 2 of 2 runs, most
+	# likely TCG running stale code while blktrace patches the tracepoints
+	# on the other vCPU (docs/performance.md); the smoke measures nothing.
+	BENCH_CPUS=${NXD_BENCH_SMOKE_CPUS:-1} \
 	BENCH_SMOKE=1 BENCH_KVER=$kv BENCH_OUT=$out BENCH_NO_DOCS=1 \
 		bench/bench.sh >"$logs/$kv-bench-smoke.log" 2>&1
 	rc=$?
@@ -327,10 +332,6 @@ run_kernel() {
 	if [ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ]; then
 		boot_check "reboot $kv" "$kv-reboot.err" env NXD_LOGS="$logs" scripts/reboot.sh "$kv"
 	fi
-	# Benchmark smoke: one more boot, last kernel only (make bench-smoke).
-	if [ "${NXD_BENCH_SMOKE:-1}" = 1 ] && [ "$kidx" = $((${#kvers[@]} - 1)) ]; then
-		boot_check "bench-smoke $kv" "$kv-bench-smoke.err" bench_smoke "$kv"
-	fi
 	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
 }
 
@@ -344,6 +345,16 @@ tot_pass=0
 tot_fail=0
 kidx=0
 pids=()
+# Benchmark smoke (make bench-smoke): one more boot, one vCPU, on the last
+# kernel, started beside the test guests rather than after them, so that
+# it adds its CPU time to make test and not its length.
+smoke_pid=
+if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
+	smoke_kv=${kvers[${#kvers[@]} - 1]}
+	rm -f "$logs/bench-smoke.verdict"
+	bench_smoke "$smoke_kv" >"$logs/bench-smoke.verdict" 2>"$logs/$smoke_kv-bench-smoke.err" &
+	smoke_pid=$!
+fi
 if [ "${NXD_PARALLEL:-1}" = 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 	say "guests for ${kvers[*]} run at once; their output follows when all are done" \
 		"(NXD_PARALLEL=0: one after the other)"
@@ -390,6 +401,19 @@ for kv in "${kvers[@]}"; do
 	[ "$fail" = 0 ] || any_fail=1
 done
 fail=${any_fail:-0}
+smoke_line=
+if [ -n "$smoke_pid" ]; then
+	wait "$smoke_pid"
+	src=$?
+	smoke_line=$(tail -n1 "$logs/bench-smoke.verdict" 2>/dev/null)
+	[ -n "$smoke_line" ] || smoke_line="bench-smoke $smoke_kv: FAIL: no verdict (see $rel/$smoke_kv-bench-smoke.err)"
+	if [ "$src" = 0 ] && grep -q ": PASS" <<<"$smoke_line"; then
+		tot_pass=$((tot_pass + 1))
+	else
+		tot_fail=$((tot_fail + 1))
+		fail=1
+	fi
+fi
 
 echo
 echo "==== dm-nxd test summary ($(($(date +%s) - t0))s) ===="
@@ -399,6 +423,7 @@ for kv in "${kvers[@]}"; do
 	echo "$kv: ${summary[$kv]}"
 	[ -n "${extra[$kv]:-}" ] && sed 's/^/    /' <<<"${extra[$kv]}"
 done
+[ -n "$smoke_line" ] && echo "$smoke_line"
 if [ $fail = 0 ]; then
 	echo "total: $tot_pass passed, $tot_fail failed"
 else
