@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """dm-nxd background destaging: several log capacities of small writes,
-races between destage and overwrites/discards, merged destage bios, drain
-and drain-on-suspend.  Data is always checked against the model of
+races between destage and overwrites/discards, merged destage bios, clean
+ahead (stripe neighbours copied with the oldest blocks), drain and
+drain-on-suspend.  Data is always checked against the model of
 nxdt.workloads.DiffTester."""
 import os
 import random
@@ -123,6 +124,61 @@ def _dense(hdd, ssd):
     assert mean >= 64 << 10, (bios, nbytes)
     v.remove()
     assert read_all(hdd.dev, 4 << 20) == bytes(model)
+
+
+def _set_clean_ahead(on):
+    with open("/sys/module/dm_nxd/parameters/destage_clean_ahead", "w") as f:
+        f.write("Y" if on else "N")
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "oldest-only"])
+def test_clean_ahead_copies_stripe_neighbours(ahead):
+    """Block 0 is logged first, block 1 last, with 2100 writes to blocks a
+    stripe apart (64 blocks, 256 KiB: the loop HDD has no io_opt) in
+    between, so the round that takes block 0 (the oldest half of the read
+    buffer, 2048 blocks) cannot reach block 1's segment.  With clean ahead
+    that round also copies block 1, its stripe neighbour, in one 8 KiB bio
+    with block 0, and the round that later reaches block 1's segment finds
+    it CLEAN and writes nothing: one destage bio per far block plus one.
+    Oldest-first only (the module parameter off), blocks 0 and 1 go in
+    separate rounds: one bio more.  The HDD ends up equal to the model."""
+    n, stride = 2100, 64
+    hdd, ssd = Loop(2 * n * stride * 4096 // (1 << 20) + 8, "hddca"), NullBlk(64)
+    try:
+        _set_clean_ahead(ahead)
+        v = Volume("nxds", hdd.dev, ssd.dev)
+        dm_message(v.name, "pause_destage")
+        model = {}
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        order = [0] + [stride * (i + 1) for i in range(n)] + [1]
+        for b in order:
+            d = os.urandom(4096)
+            pwrite_direct(fd, b * 4096, d)
+            model[b] = d
+        os.close(fd)
+        before = v.status()
+        assert before["index_entries"] == n + 2, before
+        dm_message(v.name, "drain")
+        st = v.status()
+        bios = st["destage_bios"] - before["destage_bios"]
+        nblocks = st["destaged_blocks"] - before["destaged_blocks"]
+        assert nblocks == n + 2, (nblocks, st)
+        want = n + 1 if ahead else n + 2
+        assert bios == want, \
+            f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
+            (" (block 1 not copied with block 0)" if ahead else "")
+        v.remove()
+        fd = os.open(hdd.dev, os.O_RDONLY | os.O_DIRECT)
+        try:
+            for b, d in model.items():
+                assert pread_direct(fd, b * 4096, 4096) == d, f"HDD block {b}"
+        finally:
+            os.close(fd)
+    finally:
+        _set_clean_ahead(True)
+        sh("dmsetup remove --retry nxds", check=False)
+        ssd.close()
+        hdd.close()
 
 
 def test_drain_on_suspend_and_pause(devs):
