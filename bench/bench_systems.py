@@ -382,7 +382,7 @@ class Nxd(System):
             for m in ("libcrc32c", "crc32c"):
                 sh("modprobe %s" % m, check=False, quiet=True)
             try:
-                sh("insmod %s" % NXD_KO)
+                sh("insmod %s %s" % (NXD_KO, os.environ.get("BENCH_NXD_MODPARAMS", "")))
             except RuntimeError as e:
                 raise SetupError("dm-nxd.ko does not load: %s" % e)
         zero(self.ssd, 16)

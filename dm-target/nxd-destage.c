@@ -8,8 +8,9 @@
  * superblock, drop the index entries that still point at the destaged
  * copies, wait for reads of those slots, TRIM and only then reuse the
  * space.  An HDD write over any block of the round's copies waits until
- * they have landed (nxd_destage_busy_locked), so an older copy never lands
- * after it, even if the block was rewritten in the log meanwhile.
+ * those blocks' copies have landed (nxd_destage_busy_locked), so an older
+ * copy never lands after it, even if the block was rewritten in the log
+ * meanwhile; it does not wait for the rest of the round.
  *
  * SSD read errors never degrade the volume: the round stops before the
  * segment that cannot be read and is retried.  A segment whose header
@@ -34,17 +35,66 @@
  * small write is its own segment, and sorting needs many blocks to merge.
  */
 #define NXD_ROUND_SEGS		2048
+/*
+ * Under log pressure (log full, or above high_watermark) a round takes at
+ * most destage_pressure_blocks: writers wait for the space a round frees,
+ * and a 16 MiB round of scattered 4 KiB blocks keeps an array of HDDs busy
+ * for 10-20 s (the steady-state stalls in docs/performance.md).
+ */
+static unsigned int destage_pressure_blocks = 1024;
+module_param(destage_pressure_blocks, uint, 0644);
+MODULE_PARM_DESC(destage_pressure_blocks,
+		 "log blocks a destage round takes at most under log pressure (default 1024)");
+/*
+ * Destage writes in flight at once: deep enough for md to fill stripes and
+ * the drives to serve in address order, shallow enough that a foreground
+ * HDD write is not queued behind a whole round (drives serve in order).
+ */
+static unsigned int destage_depth = 128;
+module_param(destage_depth, uint, 0644);
+MODULE_PARM_DESC(destage_depth, "destage writes in flight at most (default 128)");
 #define NXD_READ_MAX_BLOCKS	256
 #define NXD_DESTAGE_MAX_BIO	SZ_1M
 #define NXD_IDLE_MS		100
 #define NXD_YIELD_MS		20
 
+/*
+ * Clean ahead: a round also copies the logged blocks that share a stripe
+ * with its oldest blocks, wherever they sit in the log, so the HDDs see
+ * dense address-ordered runs rather than scattered blocks.  Those entries
+ * stay, marked CLEAN once their copies are flushed, and the round that
+ * reaches their segments later drops them without writing.
+ */
+static bool destage_clean_ahead = true;
+module_param(destage_clean_ahead, bool, 0644);
+MODULE_PARM_DESC(destage_clean_ahead,
+		 "destage rounds also copy the oldest blocks' stripe neighbours (default Y)");
+
+static unsigned int nxd_destage_depth(void)
+{
+	return max(READ_ONCE(destage_depth), 1U);
+}
+
 struct nxd_dblk {
 	u64 block;
 	u32 slot;
 	u8 mask;
-	bool copy;		/* false: superseded by a finished HDD write */
+	bool copy;		/* false: superseded by a finished HDD write, or CLEAN */
+	bool extra;		/* clean ahead: not in the round's segments */
+	bool nocrc;		/* extra: ORDERED segment, no crc to check */
+	u16 crc;		/* extra: nxd_ient.rsvd when taken */
+	/*
+	 * Destage bios holding this copy not yet completed, plus one until
+	 * the last of them is built: 0 once the copy has landed on the HDD.
+	 */
+	atomic_t unlanded;
 	void *data;
+};
+
+/* A destage bio knows which copies it carries: rd->blk[first..last]. */
+struct nxd_dbio {
+	u32 first, last;
+	struct bio bio;
 };
 
 struct nxd_round {
@@ -102,31 +152,65 @@ static int nxd_dblk_cmp(const void *a, const void *b)
 
 static void nxd_destage_endio(struct bio *bio)
 {
+	struct nxd_dbio *db = container_of(bio, struct nxd_dbio, bio);
 	struct nxd_c *nc = bio->bi_private;
+	struct nxd_round *rd = nc->drd;
+	bool landed = false;
+	u32 i;
 
 	if (bio->bi_status)
 		WRITE_ONCE(nc->d_error, blk_status_to_errno(bio->bi_status));
+	/* Failed too: it can no longer land after a newer write. */
+	for (i = db->first; i <= db->last; i++)
+		landed |= atomic_dec_and_test(&rd->blk[i].unlanded);
+	/* HDD writes fenced behind these copies may go now. */
+	if (landed && !list_empty(&nc->fenced))
+		nxd_writer_wake(nc);
 	bio_put(bio);
-	if (atomic_dec_and_test(&nc->d_inflight))
+	/* The round's own reference keeps d_inflight at 1 until its end. */
+	if (atomic_dec_return(&nc->d_inflight) <= nxd_destage_depth())
 		wake_up_all(&nc->dwq);
 }
 
 static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
 {
 	nxd_count(nc, NXD_CTR(destage_bios), 1);
+	/* Waiting unplugs: what is queued so far goes down sorted first. */
+	wait_event(nc->dwq, atomic_read(&nc->d_inflight) <= nxd_destage_depth());
 	atomic_inc(&nc->d_inflight);
 	submit_bio(bio);
 }
 
-/* Write the sorted copies, merging adjacent sectors, cut at stripe bounds. */
+static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
+{
+	struct bio *bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
+					   REQ_OP_WRITE, GFP_NOIO, &nc->dbs);
+	struct nxd_dbio *db = container_of(bio, struct nxd_dbio, bio);
+
+	db->first = first;
+	db->last = first;
+	bio->bi_iter.bi_sector = sec;
+	bio->bi_end_io = nxd_destage_endio;
+	bio->bi_private = nc;
+	return bio;
+}
+
+/*
+ * Write the sorted copies, merging adjacent sectors, cut at stripe bounds.
+ * A bio holds a reference on each copy it carries (blocks in order, so a
+ * range of rd->blk), and a copy's last run goes into the bio still open.
+ */
 static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 {
 	sector_t stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
 	struct bio *bio = NULL;
+	struct blk_plug plug;
 	u32 i;
 
 	atomic_set(&nc->d_inflight, 1);
 	WRITE_ONCE(nc->d_error, 0);
+	/* md builds a full-stripe write from the bios of one plug. */
+	blk_start_plug(&plug);
 	for (i = 0; i < rd->nblk; i++) {
 		struct nxd_dblk *d = &rd->blk[i];
 		unsigned int a = 0;
@@ -134,7 +218,8 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 		if (!d->copy)
 			continue;
 		while (a < 8) {
-			unsigned int b;
+			struct nxd_dbio *db;
+			unsigned int b, len;
 			sector_t sec;
 			void *p;
 
@@ -146,36 +231,36 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 				;
 			sec = (d->block << 3) + a;
 			p = d->data + (a << SECTOR_SHIFT);
+			len = (b - a) << SECTOR_SHIFT;
 			if (bio && (bio_end_sector(bio) != sec ||
-				    bio->bi_iter.bi_size + ((b - a) << 9) > NXD_DESTAGE_MAX_BIO ||
-				    (stripe && !(sec % stripe)))) {
+				    bio->bi_iter.bi_size + len > NXD_DESTAGE_MAX_BIO ||
+				    (stripe && !(sec % stripe)) ||
+				    bio_add_page(bio, vmalloc_to_page(p), len,
+						 offset_in_page(p)) != len)) {
 				nxd_destage_submit(nc, bio);
 				bio = NULL;
+			} else if (bio) {
+				db = container_of(bio, struct nxd_dbio, bio);
+				if (db->last != i) {
+					db->last = i;
+					atomic_inc(&d->unlanded);
+				}
 			}
 			if (!bio) {
-				bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
-						       REQ_OP_WRITE, GFP_NOIO, &nc->dbs);
-				bio->bi_iter.bi_sector = sec;
-				bio->bi_end_io = nxd_destage_endio;
-				bio->bi_private = nc;
-			}
-			if (bio_add_page(bio, vmalloc_to_page(p), (b - a) << 9,
-					 offset_in_page(p)) != (b - a) << 9) {
-				nxd_destage_submit(nc, bio);
-				bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
-						       REQ_OP_WRITE, GFP_NOIO, &nc->dbs);
-				bio->bi_iter.bi_sector = sec;
-				bio->bi_end_io = nxd_destage_endio;
-				bio->bi_private = nc;
-				__bio_add_page(bio, vmalloc_to_page(p), (b - a) << 9,
+				bio = nxd_destage_bio(nc, sec, i);
+				atomic_inc(&d->unlanded);
+				__bio_add_page(bio, vmalloc_to_page(p), len,
 					       offset_in_page(p));
 			}
-			*bytes += (b - a) << 9;
+			*bytes += len;
 			a = b;
 		}
+		/* The bio still open holds it: this never lands it. */
+		atomic_dec(&d->unlanded);
 	}
 	if (bio)
 		nxd_destage_submit(nc, bio);
+	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&nc->d_inflight))
 		wait_event(nc->dwq, !atomic_read(&nc->d_inflight));
 	return READ_ONCE(nc->d_error);
@@ -200,8 +285,9 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 			else
 				hi = mid;
 		}
+		/* Written: only the copies not landed yet fence. */
 		for (; i < rd->nblk && rd->blk[i].block <= last; i++)
-			if (rd->blk[i].copy)
+			if (rd->blk[i].copy && atomic_read(&rd->blk[i].unlanded))
 				return true;
 		return false;
 	}
@@ -354,7 +440,8 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 		 * ORDERED, header lost: nothing vouches for the data.  Void
 		 * (no header ever written): acknowledged data that landed.
 		 */
-		db->copy = dec == NXD_D_COPY &&
+		db->extra = false;
+		db->copy = dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) &&
 			   (is_void ||
 			    nxd_destage_data_ok(nc, db, !(e->flags & NXD_IE_NOCRC) &&
 						nxd_crc16(nxd_block_crc(db->data)) == e->rsvd,
@@ -429,7 +516,8 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			db->slot = e->slot;
 			db->mask = e->mask;
 			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
-			db->copy = dec == NXD_D_COPY &&
+			db->extra = false;
+			db->copy = dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) &&
 				   nxd_destage_data_ok(nc, db, (si.flags & NXD_SEG_ORDERED) ||
 						       nxd_block_crc(db->data) == rec.val, false);
 			d++;
@@ -442,6 +530,130 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 		off += 1 + sd->nr_data;
 	}
 	return nread;
+}
+
+static u64 nxd_clean_span(struct nxd_c *nc)
+{
+	u64 span = nc->hdd_io_opt >> NXD_BLOCK_SHIFT;
+
+	/* No stripe (a plain disk): 256 KiB neighbourhoods still seek less. */
+	return span >= 8 ? span : 64;
+}
+
+/* Is @block among the round's own blocks rd->blk[0..n), sorted? */
+static bool nxd_round_has(struct nxd_round *rd, u32 n, u64 block)
+{
+	u32 lo = 0, hi = n;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (rd->blk[mid].block < block)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && rd->blk[lo].block == block;
+}
+
+static void nxd_extra_endio(struct bio *bio)
+{
+	struct nxd_c *nc = bio->bi_private;
+
+	if (bio->bi_status)
+		WRITE_ONCE(nc->d_error, blk_status_to_errno(bio->bi_status));
+	bio_put(bio);
+	if (atomic_dec_and_test(&nc->d_inflight))
+		wake_up_all(&nc->dwq);
+}
+
+/* Read the extras rd->blk[from..nblk) from their slots, all at once. */
+static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
+{
+	struct blk_plug plug;
+	u32 i;
+
+	atomic_set(&nc->d_inflight, 1);
+	WRITE_ONCE(nc->d_error, 0);
+	blk_start_plug(&plug);
+	for (i = from; i < rd->nblk; i++) {
+		struct nxd_dblk *d = &rd->blk[i];
+		struct bio *bio = bio_alloc_bioset(nc->ssd->bdev, 1, REQ_OP_READ,
+						   GFP_NOIO, &nc->dbs);
+
+		bio->bi_iter.bi_sector = nxd_slot_sector(nc, d->slot);
+		bio->bi_end_io = nxd_extra_endio;
+		bio->bi_private = nc;
+		__bio_add_page(bio, vmalloc_to_page(d->data), NXD_BLOCK_SIZE,
+			       offset_in_page(d->data));
+		atomic_inc(&nc->d_inflight);
+		submit_bio(bio);
+	}
+	blk_finish_plug(&plug);
+	if (!atomic_dec_and_test(&nc->d_inflight))
+		wait_event(nc->dwq, !atomic_read(&nc->d_inflight));
+	return READ_ONCE(nc->d_error);
+}
+
+/*
+ * Clean ahead (see destage_clean_ahead): add to the round the logged blocks
+ * of the stripes its own blocks touch, read into dbuf from block @used on.
+ * Blocks under an HDD write or a lazy INVAL are left alone.  An extra
+ * whose data fails its checksum is not copied: the round that reaches its
+ * segment deals with it.  Sorts the round's blocks first.
+ */
+static void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
+{
+	u64 span = nxd_clean_span(nc), last_stripe = U64_MAX;
+	u32 norig = rd->nblk, room = nc->dbuf_blocks - used, n = 0, i;
+	void *base = nc->dbuf + (size_t)used * NXD_BLOCK_SIZE;
+
+	spin_lock(&nc->lock);
+	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+	for (i = 0; i < norig && n < room; i++) {
+		u64 first = rd->blk[i].block - rd->blk[i].block % span, b;
+
+		if (first == last_stripe)
+			continue;
+		last_stripe = first;
+		if (!nxd_index_maybe(&nc->ix, first, span))
+			continue;
+		for (b = first; b < first + span && n < room; b++) {
+			struct nxd_ient *e = nxd_index_find(&nc->ix, b);
+			struct nxd_dblk *d;
+
+			if (!e || (e->flags & NXD_IE_CLEAN) ||
+			    nxd_round_has(rd, norig, b) ||
+			    nxd_inval_overlap_locked(nc, b, b) ||
+			    nxd_lazy_overlap_locked(nc, b, b))
+				continue;
+			d = &rd->blk[rd->nblk++];
+			d->block = b;
+			d->slot = e->slot;
+			d->mask = e->mask;
+			d->copy = true;
+			d->extra = true;
+			d->nocrc = e->flags & NXD_IE_NOCRC;
+			d->crc = e->rsvd;
+			d->data = base + (size_t)n++ * NXD_BLOCK_SIZE;
+		}
+	}
+	spin_unlock(&nc->lock);
+	if (!n)
+		return;
+	if (nxd_extra_read(nc, rd, norig)) {
+		/* The round goes on without them. */
+		spin_lock(&nc->lock);
+		rd->nblk = norig;
+		spin_unlock(&nc->lock);
+		return;
+	}
+	for (i = norig; i < rd->nblk; i++) {
+		struct nxd_dblk *d = &rd->blk[i];
+
+		if (!d->nocrc && nxd_crc16(nxd_block_crc(d->data)) != d->crc)
+			d->copy = false;
+	}
 }
 
 static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
@@ -474,8 +686,26 @@ static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
 static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 {
 	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
-	u32 i, blocks = 0;
+	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks;
+	bool pressure = READ_ONCE(nc->log_full) ||
+			nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.high_wm);
+	bool ahead = READ_ONCE(destage_clean_ahead) &&
+		     !atomic_read(&nc->degraded) && !nc->frozen_end &&
+		     (!pressure || atomic_read(&nc->drain_req));
 	int kept, r;
+
+	/*
+	 * Under pressure, small rounds of the oldest blocks only: neighbours
+	 * would make the round longer, and under an overwrite-heavy load many
+	 * are rewritten before their segment is reached (the benchmark's
+	 * steady state fell from 235 to 140 IOPS with them; its drain took
+	 * 61 s with them and 94 s without).
+	 */
+	if (pressure && !ahead)
+		max_blocks = min_t(u32, max_blocks,
+				   max(READ_ONCE(destage_pressure_blocks), NXD_SEG_MAX_BLOCKS));
+	else if (ahead)
+		max_blocks /= 2;	/* room for the neighbours */
 
 	rd->nsegs = 0;
 	rd->nblk = 0;
@@ -498,7 +728,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	     (first_seq + i < nc->commit_seq || nc->frozen_end); i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 
-		if (blocks + 1 + sd->nr_data > nc->dbuf_blocks)
+		if (blocks + 1 + sd->nr_data > max_blocks)
 			break;
 		if (sd->live)
 			blocks += 1 + sd->nr_data;
@@ -512,6 +742,14 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	if (kept <= 0)
 		goto unmark;
 	rd->nsegs = kept;
+	if (ahead) {
+		u32 used = 0;
+
+		for (i = 0; i < (u32)kept; i++)
+			if (rd->segs[i].live)
+				used += 1 + rd->segs[i].nr_data;
+		nxd_destage_extend(nc, rd, used);
+	}
 
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
@@ -519,6 +757,8 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
 		spin_lock(&nc->lock);
 		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+		for (i = 0; i < rd->nblk; i++)
+			atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
 		rd->sorted = true;
 		spin_unlock(&nc->lock);
 		r = nxd_destage_write(nc, rd, &bytes);
@@ -559,10 +799,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 
 	spin_lock(&nc->lock);
 	for (i = 0; i < rd->nblk; i++) {
-		struct nxd_ient *e = nxd_index_find(&nc->ix, rd->blk[i].block);
+		struct nxd_dblk *d = &rd->blk[i];
+		struct nxd_ient *e = nxd_index_find(&nc->ix, d->block);
 
-		if (e && e->slot == rd->blk[i].slot)
-			nxd_drop_entry_locked(nc, rd->blk[i].block);
+		if (!e || e->slot != d->slot)
+			continue;	/* rewritten or invalidated meanwhile */
+		if (!d->extra)
+			nxd_drop_entry_locked(nc, d->block);
+		else if (d->copy && !nxd_inval_overlap_locked(nc, d->block, d->block))
+			e->flags |= NXD_IE_CLEAN;	/* flushed above */
 	}
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
@@ -612,6 +857,9 @@ static void nxd_destage_backoff(struct nxd_c *nc, unsigned int ms)
 
 int nxd_destage_alloc(struct nxd_c *nc)
 {
+	if (bioset_init(&nc->dbs, 16, offsetof(struct nxd_dbio, bio),
+			BIOSET_NEED_BVECS))
+		return -ENOMEM;
 	nc->drd = kvzalloc(sizeof(*nc->drd), GFP_KERNEL);
 	if (!nc->drd)
 		return -ENOMEM;
@@ -625,6 +873,7 @@ void nxd_destage_free(struct nxd_c *nc)
 		kvfree(nc->drd->blk);
 	kvfree(nc->drd);
 	nc->drd = NULL;
+	bioset_exit(&nc->dbs);
 }
 
 /*

@@ -133,7 +133,6 @@ static void nxd_dtr(struct dm_target *ti)
 	nxd_destage_free(nc);
 	vfree(nc->dbuf);
 	kfree(nc->sb_buf);
-	bioset_exit(&nc->dbs);
 	bioset_exit(&nc->bs);
 	if (nc->dmio)
 		dm_io_client_destroy(nc->dmio);
@@ -241,8 +240,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	}
 	/* map() may take several clones of one bio: needs the rescuer. */
-	if (bioset_init(&nc->bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER) ||
-	    bioset_init(&nc->dbs, 16, 0, BIOSET_NEED_BVECS))
+	if (bioset_init(&nc->bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER))
 		goto bad;
 	nc->sb_buf = kmalloc(NXD_BLOCK_SIZE, GFP_KERNEL);
 	nc->dbuf_blocks = NXD_DBUF_BLOCKS;

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """dm-nxd background destaging: several log capacities of small writes,
-races between destage and overwrites/discards, merged destage bios, drain
-and drain-on-suspend.  Data is always checked against the model of
+races between destage and overwrites/discards, merged destage bios, clean
+ahead (stripe neighbours copied with the oldest blocks), drain and
+drain-on-suspend.  Data is always checked against the model of
 nxdt.workloads.DiffTester."""
 import os
 import random
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
 
@@ -120,6 +121,59 @@ def _dense(dm, hdd, ssd):
     assert mean >= 64 << 10, (bios, nbytes)
     v.remove()
     assert read_all(hdd.dev, 4 << 20) == bytes(model)
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "oldest-only"])
+def test_clean_ahead_copies_stripe_neighbours(dm, ahead):
+    """Block 0 is logged first, block 1 last, with 4200 writes to blocks a
+    stripe apart (64 blocks, 256 KiB: the loop HDD has no io_opt) in
+    between, so the round that takes block 0 (at most the whole read
+    buffer, 4096 blocks) cannot reach block 1's segment.  With clean ahead
+    that round also copies block 1, its stripe neighbour, in one 8 KiB bio
+    with block 0, and the round that later reaches block 1's segment finds
+    it CLEAN and writes nothing: one destage bio per far block plus one.
+    Oldest-first only (the module parameter off), blocks 0 and 1 go in
+    separate rounds: one bio more.  The HDD ends up equal to the model."""
+    n, stride = 4200, 64
+    hdd, ssd = Loop((n + 2) * stride * 4096 // (1 << 20) + 8, "hddca"), NullBlk(128)
+    try:
+        with module_param("destage_clean_ahead", "Y" if ahead else "N"):
+            _clean_ahead(dm, hdd, ssd, ahead, n, stride)
+    finally:
+        dm.remove("nxds", missing_ok=True)
+        ssd.close()
+        hdd.close()
+
+
+def _clean_ahead(dm, hdd, ssd, ahead, n, stride):
+    v = Volume(dm, "nxds", hdd.dev, ssd.dev)
+    v.message("pause_destage")
+    model = {}
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+    order = [0] + [stride * (i + 1) for i in range(n)] + [1]
+    for b in order:
+        d = os.urandom(4096)
+        pwrite_direct(fd, b * 4096, d)
+        model[b] = d
+    os.close(fd)
+    before = v.status()
+    assert before["index_entries"] == n + 2, before
+    v.message("drain")
+    st = v.status()
+    bios = st["destage_bios"] - before["destage_bios"]
+    nblocks = st["destaged_blocks"] - before["destaged_blocks"]
+    assert nblocks == n + 2, (nblocks, st)
+    want = n + 1 if ahead else n + 2
+    assert bios == want, \
+        f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
+        (" (block 1 not copied with block 0)" if ahead else "")
+    v.remove()
+    fd = os.open(hdd.dev, os.O_RDONLY | os.O_DIRECT)
+    try:
+        for b, d in model.items():
+            assert pread_direct(fd, b * 4096, 4096) == d, f"HDD block {b}"
+    finally:
+        os.close(fd)
 
 
 def test_drain_on_suspend_and_pause(devs, dm):

@@ -24,6 +24,9 @@ wrote, never against the volume.
    comes: the block's other sectors must read as the whole-block write's
    (the partial record, committed after a direct segment, replaced it:
    2 sectors lost in a pcut slice).
+ - test_hdd_write_waits_only_for_its_own_blocks_copies: an HDD write over
+   blocks a destage round is copying waits for those blocks' copies to
+   land, not for the whole round.
  - test_plain_hdd_write_over_logged_blocks: a 1 MiB write over logged
    blocks goes to the HDD without FUA and is acknowledged when it lands
    (its INVAL is logged lazily); after a power cut of both devices'
@@ -37,7 +40,7 @@ import time
 from nxdt import blkdev, host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import pattern
 
 SEG_ORDERED = 1
@@ -279,6 +282,61 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(0, 32 * BLOCK) == big
         assert f.pread(3000 * BLOCK + 512, 512) == small
+
+
+def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
+    """A destage round copies 256 scattered logged blocks (one bio each) to
+    a slow HDD (dm-delay, 1 s writes), at most 16 bios at a time (module
+    parameter destage_depth).  A 128 KiB HDD write over the first 16 of them must wait
+    for those copies to land, so no older copy lands after it, but not for
+    the rest of the round: it completes while most of the round's copies
+    are still to land (it once waited for the whole round and its flush).
+    The data reads back as the big write, live and after a replay."""
+    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxfb", "hdd")
+    n = 256
+    with rawio.Fd(v.dev) as f:
+        for i in range(n):
+            f.pwrite(2 * i * BLOCK, pattern("log", i, BLOCK))
+        f.fsync()
+    dm.suspend(slow)
+    dm.load(slow, delay_line(hdd_base, 0, 1000))
+    dm.resume(slow)
+    kname = blkdev.blk_name(hdd_base)
+
+    def loop_writes_done():
+        with open(f"/sys/block/{kname}/stat") as f:
+            return int(f.read().split()[4])
+
+    w0 = loop_writes_done()
+    big = b"".join(pattern("big", b, BLOCK) for b in range(32))
+    with module_param("destage_depth", 16):
+        v.message("resume_destage")
+        host.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
+                       what="the destage round's HDD writes")
+        with rawio.Fd(v.dev) as f:
+            f.pwrite(0, big)
+        landed = loop_writes_done() - w0
+    assert landed < n, \
+        f"the HDD write over 16 logged blocks completed only after {landed} HDD writes " \
+        f"landed: it waited for the whole round of {n} copies, not for its own blocks'"
+    host.wait_for(lambda: v.status()["index_entries"] == 0, timeout=120, interval=0.2,
+                   what="the round to end")
+    dm.suspend(slow)
+    dm.load(slow, delay_line(hdd_base, 0, 0))
+    dm.resume(slow)
+
+    def check(where):
+        with rawio.Fd(v.dev, write=False) as f:
+            assert f.pread(0, 32 * BLOCK) == big, f"{where}: the big write"
+            for i in range(16, n):
+                assert f.pread(2 * i * BLOCK, BLOCK) == pattern("log", i, BLOCK), \
+                    f"{where}: logged block {2 * i}"
+
+    check("live")
+    v.remove()
+    ondisk.clear_sb_clean(v.ssd)
+    v.recreate()
+    check("after a replay")
 
 
 def test_plain_hdd_write_over_logged_blocks(dm, nullb):

@@ -8,6 +8,7 @@ kernel messages and the volume class.
  - table_opts(), table_with(): read and edit a table line's options;
  - sysfs_path(), nxd_sysfs(): the volume's sysfs directory by its node.
 """
+import contextlib
 import os
 import re
 from nxdt import blkdev, ctl, host
@@ -178,6 +179,22 @@ def nxd_sysfs(dev, key, value=None):
             f.write(f"{value}\n")
     with open(path) as f:
         return f.read().strip()
+
+
+@contextlib.contextmanager
+def module_param(name, value):
+    """dm-nxd's module parameter @name set to @value for the block, then
+    put back as it was."""
+    path = f"/sys/module/dm_nxd/parameters/{name}"
+    with open(path) as f:
+        old = f.read().strip()
+    with open(path, "w") as f:
+        f.write(str(value))
+    try:
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
 
 
 def nxd_sysfs_dirs():
