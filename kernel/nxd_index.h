@@ -12,6 +12,7 @@
 
 #define NXD_IE_DESTAGING	BIT(0)	/* copy to HDD in flight */
 #define NXD_IE_NOCRC		BIT(1)	/* in an ORDERED segment: rsvd holds no crc */
+#define NXD_IE_CLEAN		BIT(2)	/* the HDD holds this copy, flushed */
 
 struct nxd_ient {
 	u64 block;		/* NXD_IE_EMPTY when unused */
