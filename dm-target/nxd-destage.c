@@ -266,6 +266,22 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	return READ_ONCE(nc->d_error);
 }
 
+/* The first of rd->blk[0..n), sorted by block, at or past @block. */
+static u32 nxd_round_lower(struct nxd_round *rd, u32 n, u64 block)
+{
+	u32 lo = 0, hi = n;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (rd->blk[mid].block < block)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Are copies of blocks in [first, last] on their way to the HDD? */
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 {
@@ -275,16 +291,7 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 	if (!rd)
 		return false;
 	if (rd->sorted) {
-		u32 hi = rd->nblk;
-
-		while (i < hi) {
-			u32 mid = i + (hi - i) / 2;
-
-			if (rd->blk[mid].block < first)
-				i = mid + 1;
-			else
-				hi = mid;
-		}
+		i = nxd_round_lower(rd, rd->nblk, first);
 		/* Written: only the copies not landed yet fence. */
 		for (; i < rd->nblk && rd->blk[i].block <= last; i++)
 			if (rd->blk[i].copy && atomic_read(&rd->blk[i].unlanded))
@@ -543,17 +550,9 @@ static u64 nxd_clean_span(struct nxd_c *nc)
 /* Is @block among the round's own blocks rd->blk[0..n), sorted? */
 static bool nxd_round_has(struct nxd_round *rd, u32 n, u64 block)
 {
-	u32 lo = 0, hi = n;
+	u32 i = nxd_round_lower(rd, n, block);
 
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (rd->blk[mid].block < block)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && rd->blk[lo].block == block;
+	return i < n && rd->blk[i].block == block;
 }
 
 static void nxd_extra_endio(struct bio *bio)
@@ -959,22 +958,12 @@ static int nxd_destager_fn(void *data)
 
 int nxd_destager_start(struct nxd_c *nc)
 {
-	struct task_struct *t;
-
-	t = kthread_run(nxd_destager_fn, nc, "nxd-d/%s",
-			dm_table_device_name(nc->ti->table));
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	nc->destager = t;
-	return 0;
+	return nxd_thread_start(nc, nxd_destager_fn, "nxd-d", &nc->destager);
 }
 
 void nxd_destager_stop(struct nxd_c *nc)
 {
-	if (nc->destager) {
-		kthread_stop(nc->destager);
-		nc->destager = NULL;
-	}
+	nxd_thread_stop(&nc->destager);
 }
 
 /*

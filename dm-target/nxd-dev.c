@@ -192,6 +192,27 @@ void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
 
 /* ---- thread wake-ups: any layer may ask for one ---- */
 
+/* A volume's thread, named <prefix>/<dm device> in ps. */
+int nxd_thread_start(struct nxd_c *nc, int (*fn)(void *), const char *prefix,
+		     struct task_struct **t)
+{
+	struct task_struct *k;
+
+	k = kthread_run(fn, nc, "%s/%s", prefix, dm_table_device_name(nc->ti->table));
+	if (IS_ERR(k))
+		return PTR_ERR(k);
+	*t = k;
+	return 0;
+}
+
+void nxd_thread_stop(struct task_struct **t)
+{
+	if (*t) {
+		kthread_stop(*t);
+		*t = NULL;
+	}
+}
+
 void nxd_writer_wake(struct nxd_c *nc)
 {
 	atomic_set(&nc->kick, 1);

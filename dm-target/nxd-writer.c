@@ -625,20 +625,10 @@ void nxd_writer_queue(struct nxd_c *nc, struct bio *bio)
 
 int nxd_writer_start(struct nxd_c *nc)
 {
-	struct task_struct *t;
-
-	t = kthread_run(nxd_writer_fn, nc, "nxd-w/%s",
-			dm_table_device_name(nc->ti->table));
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	nc->writer = t;
-	return 0;
+	return nxd_thread_start(nc, nxd_writer_fn, "nxd-w", &nc->writer);
 }
 
 void nxd_writer_stop(struct nxd_c *nc)
 {
-	if (nc->writer) {
-		kthread_stop(nc->writer);
-		nc->writer = NULL;
-	}
+	nxd_thread_stop(&nc->writer);
 }

@@ -343,6 +343,9 @@ void nxd_read_epoch_sync(struct nxd_c *nc);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
+int nxd_thread_start(struct nxd_c *nc, int (*fn)(void *), const char *prefix,
+		     struct task_struct **t);
+void nxd_thread_stop(struct task_struct **t);
 void nxd_writer_wake(struct nxd_c *nc);
 void nxd_destager_wake(struct nxd_c *nc);
 

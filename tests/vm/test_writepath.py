@@ -62,6 +62,21 @@ def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
     return v, f"{name}-{slow}", base
 
 
+def _slow_down(dm, slow, base, write_ms):
+    """Delay the writes of dm-delay device @slow by @write_ms; returns a
+    function giving the writes completed so far by its backing loop
+    device @base."""
+    dm.suspend(slow)
+    dm.load(slow, delay_line(base, 0, write_ms))
+    dm.resume(slow)
+    kname = blkdev.blk_name(base)
+
+    def writes_done():
+        with open(f"/sys/block/{kname}/stat") as f:
+            return int(f.read().split()[4])
+    return writes_done
+
+
 def _log_segments(ssd):
     return ondisk.walk_log(ssd, ondisk.newest_sb(ssd)[1])
 
@@ -239,15 +254,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
         for b in range(32):
             f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 5000))
-    dm.resume(slow)
-    kname = blkdev.blk_name(hdd_base)
-
-    def loop_writes_done():
-        with open(f"/sys/block/{kname}/stat") as f:
-            return int(f.read().split()[4])
-
+    loop_writes_done = _slow_down(dm, slow, hdd_base, 5000)
     w0 = loop_writes_done()
     v.message("resume_destage")
     host.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
@@ -298,15 +305,7 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
         for i in range(n):
             f.pwrite(2 * i * BLOCK, pattern("log", i, BLOCK))
         f.fsync()
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 1000))
-    dm.resume(slow)
-    kname = blkdev.blk_name(hdd_base)
-
-    def loop_writes_done():
-        with open(f"/sys/block/{kname}/stat") as f:
-            return int(f.read().split()[4])
-
+    loop_writes_done = _slow_down(dm, slow, hdd_base, 1000)
     w0 = loop_writes_done()
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
     with module_param("destage_depth", 16):
