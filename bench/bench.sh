@@ -22,7 +22,8 @@
 # BENCH_JOBS (job-id prefixes), BENCH_RUNTIME, BENCH_RAMP, BENCH_BURST_PCT,
 # BENCH_STEADY_S, BENCH_STEADY_WINDOW_S, BENCH_DRAIN_FILL_PCT, SSD_MB,
 # HDD_SIZE_MB, HDD_COUNT, RAID_CHUNK_KB, RAID_GROUP_THREADS, RAID_STRIPE_CACHE,
-# HDDSIM_OPTS,
+# HDDSIM_OPTS, BENCH_NXD_MODPARAMS (dm-nxd module parameters, e.g.
+# "destage_depth=256 destage_clean_ahead=N"),
 # BENCH_APPEND (extra guest kernel command line, e.g. "clocksource=tsc
 # tsc=reliable": the emulated HPET costs every system alike), BENCH_CPUS
 # (guest vCPUs, default VM_CPUS or 2), BENCH_MEMORY (default 3G), BENCH_TIMEOUT
