@@ -134,6 +134,16 @@ const struct nxdctl_counter nxdctl_counters[] = {
 #undef CNT
 const unsigned int nxdctl_nr_counters = ARRAY_SIZE_NXDCTL(nxdctl_counters);
 
+static uint64_t destage_mean_bio(const struct nxd_ioc_counters *c)
+{
+	return c->destage_bios ? c->destaged_bytes / c->destage_bios : 0;
+}
+
+const struct nxdctl_derived nxdctl_derived[] = {
+	{ "destage_mean_bio_bytes", destage_mean_bio },
+};
+const unsigned int nxdctl_nr_derived = ARRAY_SIZE_NXDCTL(nxdctl_derived);
+
 uint64_t nxdctl_counter_get(const struct nxd_ioc_counters *c, unsigned int i)
 {
 	uint64_t v;

@@ -45,6 +45,18 @@ extern const unsigned int nxdctl_nr_counters;
 uint64_t nxdctl_counter_get(const struct nxd_ioc_counters *c,
 			    unsigned int i);
 
+/*
+ * Values derived from the counters, after them in `stats` and under
+ * "derived" in its JSON.  destage_mean_bio_bytes: destaged_bytes over
+ * destage_bios, 0 before the first destage write.
+ */
+struct nxdctl_derived {
+	const char *name;
+	uint64_t (*get)(const struct nxd_ioc_counters *c);
+};
+extern const struct nxdctl_derived nxdctl_derived[];
+extern const unsigned int nxdctl_nr_derived;
+
 /* Names of the histogram's dimensions, as JSON keys and table cells. */
 extern const char *const nxdctl_dir_key[NXD_H_NDIR];	/* read, write */
 extern const char *const nxdctl_route_key[NXD_H_NROUTE]; /* ssd, hdd */

@@ -83,5 +83,9 @@ void nxdctl_json_stats(FILE *f, const struct nxd_ioc_stats *st,
 		jw_u64(&j, nxdctl_counters[i].name,
 		       nxdctl_counter_get(&st->c, i));
 	jw_close(&j, '}');
+	jw_open(&j, "derived", '{');
+	for (i = 0; i < nxdctl_nr_derived; i++)
+		jw_u64(&j, nxdctl_derived[i].name, nxdctl_derived[i].get(&st->c));
+	jw_close(&j, '}');
 	jw_close(&j, '}');
 }

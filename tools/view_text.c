@@ -147,6 +147,9 @@ void nxdctl_print_stats(FILE *f, const struct nxd_ioc_stats *st)
 	for (i = 0; i < nxdctl_nr_counters; i++)
 		fprintf(f, "%-22s %" PRIu64 "\n", nxdctl_counters[i].name,
 			nxdctl_counter_get(&st->c, i));
+	for (i = 0; i < nxdctl_nr_derived; i++)
+		fprintf(f, "%-22s %" PRIu64 "\n", nxdctl_derived[i].name,
+			nxdctl_derived[i].get(&st->c));
 }
 
 static void fmt_why(char *buf, size_t len, const struct nxdctl_why *w,

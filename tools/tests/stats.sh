@@ -41,11 +41,15 @@ NXDCTL_TEST_THRESHOLD=64K NXDCTL_TEST_MODE=passthrough t \
 has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mode 166440$"
 t "stats" 0 $NXDCTL stats vol0
 has "stats by name" "^writes_logged  *545386$"
-[ "$(wc -l <"$OUT/last.out")" = 32 ] && ok "stats prints 32 counters" ||
-	ko "stats prints 32 counters"
+has "stats: mean destage write, rounded down" "^destage_mean_bio_bytes  *10486$"
+[ "$(wc -l <"$OUT/last.out")" = 33 ] && ok "stats prints 32 counters and 1 derived value" ||
+	ko "stats prints 32 counters and 1 derived value"
 t "stats --json" 0 $NXDCTL stats vol0 --json
 cp "$OUT/last.out" "$OUT/cli-stats.json"
 py "stats --json parses" 'assert d["counters"]["recovery_us"] == 1234' \
+	"$OUT/cli-stats.json"
+py "stats --json: mean destage write" \
+	'assert d["derived"] == {"destage_mean_bio_bytes": 10486}, d' \
 	"$OUT/cli-stats.json"
 
 # ---- monitor, on readings from a file (NXDCTL_TEST_EVENTS) ----

@@ -86,6 +86,8 @@ static void fill_fig6(struct nxd_ioc_stats *st)
 	st->c.writes_direct = 0;
 	st->c.degraded = 0;
 	st->c.recovery_us = 1234;
+	st->c.destaged_bytes = 10486272;	/* 1000 bios: 10486 bytes each */
+	st->c.destage_bios = 1000;
 }
 
 static char *slurp(const char *path, size_t *len)
