@@ -340,7 +340,12 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
 
     # stats: every counter, by name, as the ioctl and the status line say.
     kv = dict(ln.split() for ln in stats.splitlines())
-    assert list(kv) == facts.STATUS_FIELDS, list(kv)
+    # The counters, then the values derived from them.
+    assert list(kv) == facts.STATUS_FIELDS + ["destage_mean_bio_bytes"], list(kv)
+    cc = ioc["counters"]
+    mean = cc["destaged_bytes"] // cc["destage_bios"] if cc["destage_bios"] else 0
+    assert int(kv["destage_mean_bio_bytes"]) == mean == \
+        stats_json["derived"]["destage_mean_bio_bytes"], (kv, cc)
     for k in facts.STATUS_FIELDS:
         if k in ("recovery_us",):
             continue
