@@ -316,7 +316,7 @@ int nxd_batch_commit(struct nxd_c *nc)
 		r = nxd_index_set(&nc->ix, bt->blocks[i], pos + 1 + i,
 				  bt->masks[i], &old);
 		if (r == 1)
-			nxd_seg_put_locked(nc, old.slot);
+			nxd_seg_supersede_locked(nc, old.slot, seq);
 		if (!WARN_ON_ONCE(r < 0))
 			nxd_index_find(&nc->ix, bt->blocks[i])->rsvd =
 				nxd_crc16(bt->crcs[i]);

@@ -102,6 +102,8 @@ struct nxd_round {
 	u64 first_seq;		/* of segs[0] */
 	u32 nsegs;
 	struct nxd_segd segs[NXD_ROUND_SEGS];
+	/* segs[i] has a live copy that could not go to the HDD */
+	u8 lossy[NXD_ROUND_SEGS];
 	u32 nblk;
 	bool sorted;		/* @blk sorted by block: bsearch in busy_locked */
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
@@ -424,8 +426,9 @@ static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db,
  * rare path only); its data blocks were read with it.
  */
 static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
-				 const struct nxd_segd *sd, void *hdr, bool is_void)
+				 u32 si, void *hdr, bool is_void)
 {
+	const struct nxd_segd *sd = &rd->segs[si];
 	struct nxd_index *ix = &nc->ix;
 	u32 i, lo = sd->pos + 1, hi = sd->pos + 1 + sd->nr_data;
 
@@ -454,6 +457,8 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 			    nxd_destage_data_ok(nc, db, !(e->flags & NXD_IE_NOCRC) &&
 						nxd_crc16(nxd_block_crc(db->data)) == e->rsvd,
 						e->flags & NXD_IE_NOCRC));
+		if (dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) && !db->copy)
+			rd->lossy[si] = 1;
 	}
 	return true;
 }
@@ -489,7 +494,7 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			}
 			spin_lock(&nc->lock);
 			nc->dround = rd;
-			cut = !nxd_collect_by_index(nc, rd, sd, hdr, is_void);
+			cut = !nxd_collect_by_index(nc, rd, i, hdr, is_void);
 			if (cut)
 				rd->nblk = start;
 			spin_unlock(&nc->lock);
@@ -528,6 +533,8 @@ static int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first
 			db->copy = dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) &&
 				   nxd_destage_data_ok(nc, db, (si.flags & NXD_SEG_ORDERED) ||
 						       nxd_block_crc(db->data) == rec.val, false);
+			if (dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) && !db->copy)
+				rd->lossy[i] = 1;
 			d++;
 		}
 		if (cut)
@@ -682,17 +689,107 @@ static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
 	}
 }
 
+/*
+ * Degraded: copy the acknowledged blocks of the void segments (no header,
+ * never replayed) to the HDD before any round passes the copies they
+ * superseded, and keep them indexed, CLEAN, until one has.  A round may
+ * then pass those older copies whatever lies between them and the void
+ * segments.  Returns 0 once all are on the HDD, or -errno.
+ */
+static int nxd_destage_void(struct nxd_c *nc, struct nxd_round *rd)
+{
+	u64 first_seq, last_seq, bytes = 0;
+	u32 i, from, blocks = 0;
+	int n, r = 0;
+
+	rd->nsegs = 0;
+	rd->nblk = 0;
+	rd->sorted = false;
+	spin_lock(&nc->lock);
+	last_seq = nxd_fast_first_seq_locked(nc);
+	if (last_seq != U64_MAX) {
+		/* nxd_fast_fail() has not indexed them all yet. */
+		spin_unlock(&nc->lock);
+		return -EAGAIN;
+	}
+	from = nc->frozen_end > nc->ring.first_seq ?
+	       nc->frozen_end - nc->ring.first_seq : 0;
+	first_seq = nc->ring.first_seq + from;
+	for (i = from; i < nc->ring.count && rd->nsegs < NXD_ROUND_SEGS; i++) {
+		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
+
+		if (sd->live)
+			blocks += 1 + sd->nr_data;
+		rd->segs[rd->nsegs++] = *sd;
+	}
+	spin_unlock(&nc->lock);
+	/* At most NXD_FSEG_MAX segments: they always fit. */
+	if (!rd->nsegs || WARN_ON_ONCE(blocks > nc->dbuf_blocks))
+		return rd->nsegs ? -EIO : 0;
+	rd->first_seq = first_seq;
+	memset(rd->lossy, 0, rd->nsegs);
+	n = nxd_destage_collect(nc, rd, first_seq);
+	if (n >= 0 && (u32)n < rd->nsegs)
+		r = -EAGAIN;	/* unreadable, or an HDD write on its way */
+	else if (n < 0)
+		r = n;
+	for (i = 0; !r && i < rd->nsegs; i++)
+		if (rd->lossy[i])
+			r = -EIO;
+	if (!r && rd->nblk) {
+		spin_lock(&nc->lock);
+		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+		for (i = 0; i < rd->nblk; i++)
+			atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
+		rd->sorted = true;
+		spin_unlock(&nc->lock);
+		r = nxd_destage_write(nc, rd, &bytes);
+		if (!r)
+			r = nxd_hdd_flush(nc);
+		if (r)
+			nxd_count(nc, NXD_CTR(hdd_errors), 1);
+	}
+	spin_lock(&nc->lock);
+	nxd_round_end_locked(nc, rd);
+	for (i = 0; !r && i < rd->nblk; i++) {
+		struct nxd_dblk *d = &rd->blk[i];
+		struct nxd_ient *e = nxd_index_find(&nc->ix, d->block);
+
+		if (e && e->slot == d->slot && d->copy)
+			e->flags |= NXD_IE_CLEAN;
+	}
+	rd->nblk = 0;
+	rd->sorted = false;
+	spin_unlock(&nc->lock);
+	wake_up_all(&nc->ewq);
+	nxd_writer_wake(nc);
+	if (!r) {
+		WRITE_ONCE(nc->void_on_hdd, true);
+		nxd_count(nc, NXD_CTR(destaged_bytes), bytes);
+	}
+	return r;
+}
+
 /* One destage round.  Returns segments reclaimed or -errno. */
 static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 {
 	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
-	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks;
+	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks, short_by = 0;
 	bool pressure = READ_ONCE(nc->log_full) ||
 			nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.high_wm);
 	bool ahead = READ_ONCE(destage_clean_ahead) &&
 		     !atomic_read(&nc->degraded) && !nc->frozen_end &&
 		     (!pressure || atomic_read(&nc->drain_req));
 	int kept, r;
+
+	if (atomic_read(&nc->degraded) && nc->frozen_end &&
+	    !READ_ONCE(nc->void_on_hdd) && nxd_fast_void_left(nc)) {
+		/* Failed: the round below passes none of their older copies. */
+		r = nxd_destage_void(nc, rd);
+		if (r && r != -EAGAIN)
+			DMERR_LIMIT("%s: cannot copy the void segments' blocks to the HDD (%d)",
+				    dm_table_device_name(nc->ti->table), r);
+	}
 
 	/*
 	 * Under pressure, small rounds of the oldest blocks only: neighbours
@@ -738,6 +835,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	if (!rd->nsegs)
 		return 0;
 
+	memset(rd->lossy, 0, rd->nsegs);
 	kept = nxd_destage_collect(nc, rd, first_seq);
 	if (kept <= 0)
 		goto unmark;
@@ -777,9 +875,39 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	wake_up_all(&nc->ewq);
 	nxd_writer_wake(nc);
 
+	/*
+	 * Degraded, no SSD superblock write flushes the SSD before the tail
+	 * moves (nxd_sb_write_locked): pass only segments whose superseded
+	 * blocks have their newer copies durable.  A flushed copy was lost
+	 * when the tail passed it while the copy superseding it, neither
+	 * flushed nor destaged, was gone with the SSD (6.1 crash campaign,
+	 * seed 930 cut 0: a 68 KiB write read back as the one before it).
+	 */
+	if (atomic_read(&nc->degraded)) {
+		u32 safe;
+
+		nxd_ssd_flush(nc);
+		spin_lock(&nc->lock);
+		safe = nxd_ring_safe_prefix(&nc->ring, kept, nc->ssd_durable_seq,
+					    READ_ONCE(nc->void_on_hdd) ?
+					    nc->frozen_end : U64_MAX, rd->lossy);
+		spin_unlock(&nc->lock);
+		if (safe < (u32)kept) {
+			DMERR_LIMIT("%s: frozen log: newer copies of seg %llu not durable",
+				    dm_table_device_name(nc->ti->table), first_seq + safe);
+			short_by = kept - safe;
+			kept = safe;
+			rd->nsegs = kept;
+		}
+	}
+
 	/* The HDD has them durably: move the tail past these segments. */
 	spin_lock(&nc->lock);
-	if (kept < nc->ring.count) {
+	if (!kept) {
+		/* Nothing may be passed: keep the copies, as CLEAN, below. */
+		tail_seq = 0;
+		tail_pos = 0;
+	} else if (kept < nc->ring.count) {
 		tail_pos = nxd_ring_at(&nc->ring, kept)->pos;
 		tail_seq = first_seq + kept;
 	} else {
@@ -788,7 +916,9 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	}
 	spin_unlock(&nc->lock);
 	/* Degraded, the SSD takes no superblock: the HDD label keeps the tail. */
-	if (atomic_read(&nc->degraded))
+	if (!kept)
+		r = 0;
+	else if (atomic_read(&nc->degraded))
 		r = nxd_log_frozen_tail(nc, tail_pos, tail_seq);
 	else
 		r = nxd_sb_commit(nc, 0, tail_pos, tail_seq);
@@ -801,16 +931,25 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	for (i = 0; i < rd->nblk; i++) {
 		struct nxd_dblk *d = &rd->blk[i];
 		struct nxd_ient *e = nxd_index_find(&nc->ix, d->block);
+		u64 seq;
 
 		if (!e || e->slot != d->slot)
 			continue;	/* rewritten or invalidated meanwhile */
-		if (!d->extra)
+		/* Past the tail, a replay could bring an older copy back. */
+		if (!d->extra && (!short_by ||
+				  (nxd_ring_find(&nc->ring, d->slot, &seq) &&
+				   seq < first_seq + kept)))
 			nxd_drop_entry_locked(nc, d->block);
 		else if (d->copy && !nxd_inval_overlap_locked(nc, d->block, d->block))
 			e->flags |= NXD_IE_CLEAN;	/* flushed above */
 	}
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
+	if (!kept) {
+		nxd_count(nc, NXD_CTR(destaged_blocks), copied);
+		nxd_count(nc, NXD_CTR(destaged_bytes), bytes);
+		return -EAGAIN;
+	}
 
 	/* Nobody may still be reading these slots when they are trimmed and reused. */
 	nxd_read_epoch_sync(nc);
@@ -923,9 +1062,14 @@ static int nxd_destager_fn(void *data)
 		r = nxd_destage_round(nc, rd);
 		mutex_unlock(&nc->round_lock);
 		/* What waits on the destager must not wait on a dead device. */
-		atomic_set(&nc->stuck_err, r < 0 ? r : 0);
+		atomic_set(&nc->stuck_err, r == -EAGAIN ? -EIO : min(r, 0));
 		wake_up_all(&nc->drain_wait);
 		nxd_writer_wake(nc);
+		if (r == -EAGAIN) {
+			/* Said why above; nothing failed. */
+			nxd_destage_backoff(nc, 1000);
+			continue;
+		}
 		if (r < 0) {
 			nc->destage_errors++;
 			DMERR_LIMIT("%s: destage failed (%d), will retry",

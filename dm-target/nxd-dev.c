@@ -78,9 +78,38 @@ int nxd_hdd_flush(struct nxd_c *nc)
 	return nxd_dev_flush(nc, nc->hdd->bdev);
 }
 
+/*
+ * A flush of the SSD that succeeds makes every segment committed before
+ * it started durable: the degraded destager's label tail may then pass
+ * copies those segments superseded (nxd_ring_safe_prefix).
+ */
+u64 nxd_ssd_flush_start(struct nxd_c *nc)
+{
+	u64 seq;
+
+	spin_lock(&nc->lock);
+	seq = nc->commit_seq;
+	spin_unlock(&nc->lock);
+	return seq;
+}
+
+void nxd_ssd_flush_done(struct nxd_c *nc, u64 seq, int err)
+{
+	if (err)
+		return;
+	spin_lock(&nc->lock);
+	if (seq > nc->ssd_durable_seq)
+		nc->ssd_durable_seq = seq;
+	spin_unlock(&nc->lock);
+}
+
 int nxd_ssd_flush(struct nxd_c *nc)
 {
-	return nxd_dev_flush(nc, nc->ssd->bdev);
+	u64 seq = nxd_ssd_flush_start(nc);
+	int r = nxd_dev_flush(nc, nc->ssd->bdev);
+
+	nxd_ssd_flush_done(nc, seq, r);
+	return r;
 }
 
 /* ---- events and SSD failure ---- */

@@ -64,12 +64,17 @@ bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
 /* A live block of the segment holding @slot is gone. */
 void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
 {
-	struct nxd_segd *sd;
-	u64 seq;
+	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, slot, 0));
+}
 
-	sd = nxd_ring_find(&nc->ring, slot, &seq);
-	if (!WARN_ON_ONCE(!sd || !sd->live))
-		sd->live--;
+/*
+ * The block at @slot is superseded by a copy in segment @seq: the tail
+ * may pass its segment only once that copy is durable (the degraded
+ * destager checks, nxd_ring_safe_prefix).
+ */
+void nxd_seg_supersede_locked(struct nxd_c *nc, u64 slot, u64 seq)
+{
+	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, slot, seq));
 }
 
 /* Drop @block's index entry, if any. */

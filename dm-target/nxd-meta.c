@@ -68,12 +68,17 @@ static void nxd_sb_fill_meta(struct nxd_c *nc)
  */
 static int nxd_sb_write_locked(struct nxd_c *nc)
 {
+	u64 seq = nxd_ssd_flush_start(nc);
+	int r;
+
 	nc->sb.sb_seq++;
 	nxd_sb_fill_meta(nc);
 	nxd_sb_encode(&nc->sb, nc->sb_buf);
 	/* Alternate copies so a torn write leaves the other one intact. */
-	return nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
-			  nc->sb.sb_seq & 1, 1, nc->sb_buf);
+	r = nxd_ssd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
+		       nc->sb.sb_seq & 1, 1, nc->sb_buf);
+	nxd_ssd_flush_done(nc, seq, r);
+	return r;
 }
 
 /* A failed superblock write degrades the volume and freezes the log. */
@@ -141,7 +146,12 @@ static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
 		l.frozen_tail_seq = tail_seq;
 	}
 	nxd_label_encode(&l, nc->sb_buf);
-	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
+	/*
+	 * A frozen window's tail passes copies the HDD now holds in their
+	 * place: those HDD writes durable first.
+	 */
+	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA |
+			  (flags & NXD_LABEL_LOG_FROZEN ? REQ_PREFLUSH : 0),
 			  nc->sb.hdd_label_sector, nc->sb_buf);
 }
 
@@ -214,11 +224,9 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
 		tail_pos = nc->frozen_end_pos;
 	}
 	/*
-	 * As nxd_sb_write_locked(): the superseding copies durable first.  The
-	 * SSD failed already; if it cannot flush, no promise about its
-	 * volatile cache can be kept either way.
+	 * The superseding copies are durable: the destager passes only
+	 * segments whose newer copies are (nxd_ring_safe_prefix).
 	 */
-	nxd_ssd_flush(nc);
 	mutex_lock(&nc->sb_lock);
 	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, tail_pos, tail_seq);
 	mutex_unlock(&nc->sb_lock);
@@ -441,7 +449,7 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 		r = nxd_index_set(&nc->ix, rec.block, si->pos + 1 + d, rec.mask,
 				  &old);
 		if (r == 1)
-			nxd_seg_put_locked(nc, old.slot);
+			nxd_seg_supersede_locked(nc, old.slot, si->seq);
 		e = r >= 0 ? nxd_index_find(&nc->ix, rec.block) : NULL;
 		if (e && (si->flags & NXD_SEG_ORDERED))
 			e->flags |= NXD_IE_NOCRC;

@@ -237,6 +237,8 @@ struct nxd_c {
 	u64 commit_seq;			/* first seq not committed */
 	u64 frozen_end;			/* degraded: first seq not in the log, or 0 */
 	u64 frozen_end_pos;		/* where segment @frozen_end lies */
+	u64 ssd_durable_seq;		/* segments before it flushed on the SSD */
+	bool void_on_hdd;		/* void blocks all copied to the HDD */
 	struct list_head invals;	/* in-flight nxd_inval */
 	struct list_head lazy;		/* nxd_lazy; changed by the writer only */
 	u32 nr_lazy;
@@ -335,6 +337,8 @@ int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
+u64 nxd_ssd_flush_start(struct nxd_c *nc);
+void nxd_ssd_flush_done(struct nxd_c *nc, u64 seq, int err);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
 void nxd_event(struct nxd_c *nc, unsigned int kind);
 int nxd_read_epoch_get(struct nxd_c *nc);
@@ -355,6 +359,7 @@ int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
 void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
 void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
+void nxd_seg_supersede_locked(struct nxd_c *nc, u64 slot, u64 seq);
 void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);

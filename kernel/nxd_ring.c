@@ -85,6 +85,7 @@ void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live)
 	s->pos = (u32)pos;
 	s->nr_data = (u16)nr_data;
 	s->live = (u16)live;
+	s->sup = 0;
 	r->count++;
 	r->head = pos + 1 + nr_data;
 	r->next_seq++;
@@ -132,6 +133,56 @@ struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq)
 	if (seq)
 		*seq = r->first_seq + lo;
 	return s;
+}
+
+bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq)
+{
+	struct nxd_segd *s;
+	u64 seq, gap;
+
+	s = nxd_ring_find(r, slot, &seq);
+	if (!s || !s->live)
+		return false;
+	s->live--;
+	if (new_seq > seq) {
+		gap = new_seq - seq;
+		if (gap > NXD_U32_MAX)
+			gap = NXD_U32_MAX;
+		if (gap > s->sup)
+			s->sup = (u32)gap;
+	}
+	return true;
+}
+
+u32 nxd_ring_safe_prefix(struct nxd_ring *r, u32 n, u64 durable_below,
+			 u64 durable_from, const u8 *lossy)
+{
+	u64 need = 0, s, end;
+	u32 i, ok = 0;
+
+	if (n > r->count)
+		n = r->count;
+	for (i = 0; i < n; i++) {
+		const struct nxd_segd *sd = nxd_ring_at(r, i);
+
+		if (sd->sup) {
+			s = r->first_seq + i + sd->sup;
+			/* Saturated: somewhere beyond; never durable by seq. */
+			if (sd->sup == NXD_U32_MAX)
+				s = NXD_U64_MAX;
+			if (s < durable_below ||
+			    (s >= durable_from && s != NXD_U64_MAX))
+				s = 0;
+			else if (s - r->first_seq < n && lossy[s - r->first_seq])
+				s = NXD_U64_MAX;
+			if (s > need)
+				need = s;
+		}
+		end = r->first_seq + i + 1;
+		if (need < end)
+			ok = i + 1;
+	}
+	return ok;
 }
 
 void nxd_ring_pop(struct nxd_ring *r)

@@ -15,6 +15,12 @@ struct nxd_segd {
 	u32 pos;	/* ring offset of the header */
 	u16 nr_data;
 	u16 live;	/* data blocks still referenced by the index */
+	/*
+	 * Seqs from this segment to the newest one whose blocks superseded
+	 * some of its own (0: none; saturates): a tail that passes this
+	 * segment must not be durable before those copies are.
+	 */
+	u32 sup;
 };
 
 struct nxd_ring {
@@ -37,6 +43,21 @@ void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live);
 /* The live segment holding ring slot @slot, or NULL; *seq gets its seq. */
 struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq);
 struct nxd_segd *nxd_ring_at(struct nxd_ring *r, u32 i);
+/*
+ * A block of the segment holding @slot left the index: superseded by a
+ * copy in segment @new_seq, or dropped (@new_seq 0).  False if no live
+ * segment holds @slot.
+ */
+bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq);
+/*
+ * How many of the oldest @n segments a tail may pass now: each block they
+ * lost to a newer copy must have that copy durable: in a segment before
+ * @durable_below (flushed on the SSD) or from @durable_from on (copied to
+ * the HDD), or among the @n themselves unless @lossy[i] says segment i's
+ * own copies did not all reach the HDD.
+ */
+u32 nxd_ring_safe_prefix(struct nxd_ring *r, u32 n, u64 durable_below,
+			 u64 durable_from, const u8 *lossy);
 
 static inline struct nxd_segd *nxd_ring_oldest(struct nxd_ring *r)
 {

@@ -381,9 +381,67 @@ static void test_ring_random(void)
 		done);
 }
 
+/*
+ * Superseded copies and the tail: segments 20..25, one data block each
+ * at slot pos + 1.  The degraded destager passes a segment only once the
+ * copies that superseded its blocks are durable (6.1 crash campaign, seed
+ * 930 cut 0).
+ */
+static void test_ring_safe_prefix(void)
+{
+	struct nxd_ring r;
+	u8 lossy[8] = { 0 };
+	u64 pos;
+	int i;
+
+	CHECK_EQ(nxd_ring_init(&r, 512, 0, 20), 0);
+	for (i = 0; i < 6; i++) {
+		CHECK_EQ(nxd_ring_reserve(&r, 1, &pos), 0);
+		nxd_ring_push(&r, pos, 1, 1);
+	}
+	/* Nothing superseded: every segment may go. */
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 0, NXD_U64_MAX, lossy), 6);
+	/* 20's block superseded by 24's copy; 21's block dropped (destaged). */
+	CHECK(nxd_ring_put(&r, 1, 24));
+	CHECK(nxd_ring_put(&r, 3, 0));
+	CHECK(nxd_ring_at(&r, 0)->sup == 4 && !nxd_ring_at(&r, 0)->live);
+	CHECK(nxd_ring_at(&r, 1)->sup == 0 && !nxd_ring_at(&r, 1)->live);
+	CHECK(!nxd_ring_put(&r, 3, 0));		/* no live block left there */
+	CHECK(!nxd_ring_put(&r, 400, 0));	/* no segment there */
+	/* 24 neither flushed nor among the passed: nothing passes. */
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 0, NXD_U64_MAX, lossy), 0);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 24, NXD_U64_MAX, lossy), 0);
+	/* Flushed on the SSD (segments before 25), or on the HDD (from 24). */
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 25, NXD_U64_MAX, lossy), 4);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 0, 24, lossy), 4);
+	/* Among the passed and copied: up to it and beyond. */
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 5, 0, NXD_U64_MAX, lossy), 5);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 0, NXD_U64_MAX, lossy), 6);
+	/* ... unless its copy did not reach the HDD. */
+	lossy[4] = 1;
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 0, NXD_U64_MAX, lossy), 0);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 25, NXD_U64_MAX, lossy), 6);
+	lossy[4] = 0;
+	/* 22 superseded by 23, then 23 by 25: chains are checked link by link. */
+	CHECK(nxd_ring_put(&r, 5, 23));
+	CHECK(nxd_ring_put(&r, 7, 25));
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 5, 24, NXD_U64_MAX, lossy), 0);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 24, NXD_U64_MAX, lossy), 6);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 5, 26, NXD_U64_MAX, lossy), 5);
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 3, 24, 23, lossy), 3);
+	/* n beyond the ring: the ring's count. */
+	CHECK_EQ(nxd_ring_safe_prefix(&r, 100, 26, NXD_U64_MAX, lossy), 6);
+	/* A new segment in the slot starts with no superseder. */
+	nxd_ring_pop(&r);
+	CHECK_EQ(nxd_ring_reserve(&r, 1, &pos), 0);
+	nxd_ring_push(&r, pos, 1, 1);
+	CHECK_EQ(nxd_ring_at(&r, 5)->sup, 0);
+	nxd_ring_free(&r);
+}
+
 static void (*const tests[])(void) = {
 	test_ring_fixed, test_ring_reset, test_ring_trim_unpush,
-	test_ring_random,
+	test_ring_random, test_ring_safe_prefix,
 };
 
 int main(int argc, char **argv)

@@ -39,6 +39,11 @@ wrote, never against the volume.
    destager moved the tail past a segment whose block a newer, not yet
    durable segment had superseded, and a power cut lost both copies
    (crash campaign, 6.1, seed 507 cut 7).
+ - test_frozen_tail_waits_for_the_newer_copy: degraded, the destager
+   moved the HDD label's tail past a flushed copy whose block a newer,
+   unflushed copy had superseded, after the SSD lost that copy with its
+   power: the flushed write read back as older data (crash campaign, 6.1,
+   seed 930 cut 0: 136 sectors).
  - test_degraded_flush_reports_lost_log_writes: acknowledged small writes
    were only in the SSD's volatile cache when it lost power and came back;
    its next write fails (degraded), and the destager finds their logged
@@ -492,6 +497,60 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(a_off, len(a)) == a
         assert f.pread(b_off, len(b)) == b
+
+
+def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
+    """Block B logged (O, flushed), then logged again (N, not flushed):
+    O's segment is dead.  The SSD loses power (keep 0: N's segment was only
+    in its cache) and stays off; the next log write fails, the volume
+    degrades and freezes its log in the HDD label.  The degraded destager
+    cannot read N's segment, but O's needs no read: it used to pass it,
+    flushing an SSD that was gone and writing the new tail to the label all
+    the same.  After power comes back, the replay started past O, found
+    N's segment torn, and B read the HDD's data from before O."""
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, "nxft-h", nullb(64), "gfrz", 61)
+    ssd = pcut.Pcut(dm, "nxft-s", nullb(64), "gfrz", 62)
+    for p in (hdd, ssd):
+        p.set(keep=0, torn=0, max_cached=1 << 20)
+    v = Volume(dm, "nxft", hdd.path, ssd.path, opts=["ssd_discard", "0"])
+    v.pause()
+    B = 300
+    old = pattern("old", B, BLOCK)
+    new = pattern("new", B, BLOCK)
+    with rawio.Fd(v.dev) as f:
+        f.pwrite(B * BLOCK, old)
+        f.fsync()
+        before = v.status()["segments_written"]
+        f.pwrite(B * BLOCK, new)
+        host.wait_for(lambda: v.status()["segments_written"] > before, timeout=30,
+                       interval=0.01, what="N's segment committed")
+        ssd.cut()
+        try:
+            f.pwrite(4096 * BLOCK, pattern("trigger", 0, BLOCK))
+        except OSError as e:
+            assert e.errno == errno.EIO, e
+    st = v.status()
+    assert st["state"] == "degraded" and st["index_entries"] == 1, st
+    v.message("resume_destage")
+    # Both the old code (a round that passed O, then one that failed on
+    # N's segment) and the fixed one (a round that may pass nothing) back
+    # off a second after a round that did not finish.
+    host.wait_for(lambda: v.status()["destage_throttled_ms"] >= 1000, timeout=60,
+                   interval=0.1, what="a degraded destage round")
+    st = v.status()
+    hdd.cut()
+    v.remove()
+    hdd.power_on()
+    ssd.power_on()
+    v.recreate()
+    with rawio.Fd(v.dev, write=False) as f:
+        got = f.pread(B * BLOCK, BLOCK)
+    assert got != new, "the SSD kept a write it was cut with: the test proves nothing"
+    assert got == old, \
+        f"block {B} holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, not the " \
+        f"flushed copy (status before the cut: {st})"
+    v.remove()
 
 
 def test_degraded_flush_reports_lost_log_writes(dm, nullb):
