@@ -65,11 +65,10 @@ MODULE_PARM_DESC(destage_depth, "destage writes in flight at most (default 128)"
  * stay, marked CLEAN once their copies are flushed, and the round that
  * reaches their segments later drops them without writing.
  */
-/* Off by default until the 6.1 campaign loss (reliability.md 5d) is understood. */
-static bool destage_clean_ahead;
+static bool destage_clean_ahead = true;
 module_param(destage_clean_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_clean_ahead,
-		 "destage rounds also copy the oldest blocks' stripe neighbours (default N)");
+		 "destage rounds also copy the oldest blocks' stripe neighbours (default Y)");
 
 static unsigned int nxd_destage_depth(void)
 {
