@@ -176,7 +176,13 @@ static void nxd_destage_endio(struct bio *bio)
 
 static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
 {
+	u32 stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
+
 	nxd_count(nc, NXD_CTR(destage_bios), 1);
+	/* What md can write without reading: whole stripes, aligned. */
+	if (stripe >= NXD_SECTORS_PER_BLOCK && !(bio->bi_iter.bi_sector % stripe) &&
+	    !(bio_sectors(bio) % stripe))
+		nxd_count(nc, NXD_CTR(destage_stripe_bios), 1);
 	/* Waiting unplugs: what is queued so far goes down sorted first. */
 	wait_event(nc->dwq, atomic_read(&nc->d_inflight) <= nxd_destage_depth());
 	atomic_inc(&nc->d_inflight);
@@ -1042,6 +1048,7 @@ static int nxd_destager_fn(void *data)
 
 	while (!kthread_should_stop()) {
 		unsigned long t0;
+		u64 ns;
 		int r;
 
 		wait_event_interruptible_timeout(nc->dwq, kthread_should_stop() ||
@@ -1058,8 +1065,11 @@ static int nxd_destager_fn(void *data)
 			continue;
 		}
 		t0 = jiffies;
+		ns = ktime_get_ns();
 		r = nxd_destage_round(nc, rd);
 		mutex_unlock(&nc->round_lock);
+		nxd_count(nc, NXD_CTR(destage_busy_us),
+			  div_u64(ktime_get_ns() - ns, NSEC_PER_USEC));
 		/* What waits on the destager must not wait on a dead device. */
 		atomic_set(&nc->stuck_err, r == -EAGAIN ? -EIO : min(r, 0));
 		wake_up_all(&nc->drain_wait);

@@ -690,7 +690,7 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		nxd_gauges_fill(nc, &st->c);
 		c = (const __u64 *)&st->c;
 		DMEMIT("%s", nxd_state(nc));
-		for (i = 0; i <= NXD_CTR(log_full); i++)
+		for (i = 0; i <= NXD_CTR(destage_busy_us); i++)
 			DMEMIT(" %llu", (unsigned long long)c[i]);
 		kfree(st);
 		break;
@@ -759,7 +759,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 1, 0},
+	.version = {2, 2, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

@@ -84,7 +84,10 @@ struct nxd_ioc_counters {
 	__u64 events_log_full;		/* writes began going round a full log */
 	__u64 events_drain_done;	/* a drain finished, or a degraded log emptied */
 	__u64 log_full;			/* 1 while writes go round a full log */
-	__u64 reserved[32];
+	/* Appended in target 2.2.0. */
+	__u64 destage_stripe_bios;	/* destage bios of whole aligned stripes */
+	__u64 destage_busy_us;		/* time spent in destage rounds */
+	__u64 reserved[30];
 };
 
 /* Event kinds, as in last_event and the events_* counters. */

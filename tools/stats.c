@@ -130,6 +130,10 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	    "Drains that finished, and degraded logs that emptied; never reset."),
 	CNT(log_full, true,
 	    "1 while writes go round a full log."),
+	CNT(destage_stripe_bios, false,
+	    "Destage write bios covering whole aligned stripes of the HDD (io_opt)."),
+	CNT(destage_busy_us, false,
+	    "Microseconds the destager spent in rounds (reading, writing, flushing)."),
 };
 #undef CNT
 const unsigned int nxdctl_nr_counters = ARRAY_SIZE_NXDCTL(nxdctl_counters);
@@ -139,8 +143,21 @@ static uint64_t destage_mean_bio(const struct nxd_ioc_counters *c)
 	return c->destage_bios ? c->destaged_bytes / c->destage_bios : 0;
 }
 
+static uint64_t destage_stripe_pct(const struct nxd_ioc_counters *c)
+{
+	return c->destage_bios ? c->destage_stripe_bios * 100 / c->destage_bios : 0;
+}
+
+static uint64_t destage_rate(const struct nxd_ioc_counters *c)
+{
+	return c->destage_busy_us ?
+	       (uint64_t)((double)c->destaged_bytes * 1e6 / (double)c->destage_busy_us) : 0;
+}
+
 const struct nxdctl_derived nxdctl_derived[] = {
 	{ "destage_mean_bio_bytes", destage_mean_bio },
+	{ "destage_stripe_full_pct", destage_stripe_pct },
+	{ "destage_busy_bytes_per_s", destage_rate },
 };
 const unsigned int nxdctl_nr_derived = ARRAY_SIZE_NXDCTL(nxdctl_derived);
 

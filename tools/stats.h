@@ -48,7 +48,9 @@ uint64_t nxdctl_counter_get(const struct nxd_ioc_counters *c,
 /*
  * Values derived from the counters, after them in `stats` and under
  * "derived" in its JSON.  destage_mean_bio_bytes: destaged_bytes over
- * destage_bios, 0 before the first destage write.
+ * destage_bios; destage_stripe_full_pct: destage_stripe_bios per 100
+ * destage_bios; destage_busy_bytes_per_s: destaged_bytes over the time
+ * spent in rounds.  Each is 0 before the first destage write.
  */
 struct nxdctl_derived {
 	const char *name;

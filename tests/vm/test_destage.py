@@ -84,21 +84,43 @@ def test_overwrite_and_discard_while_destaging(devs, dm):
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
-def test_destage_merges_dense_region(dm):
+@pytest.mark.parametrize("geometry", ["plain", "striped"])
+def test_destage_merges_dense_region(dm, geometry):
     """A dense region of random 4 KiB writes destages in merged bios:
     mean destage bio size well above 4 KiB (a bench-style check).  The log
-    holds them all: at queue depth 1 each write is its own 2-block segment."""
-    hdd, ssd = Loop(64, "hddm"), NullBlk(32)
+    holds them all: at queue depth 1 each write is its own 2-block segment.
+    striped: the HDD is dm-striped over two loops (64 KiB chunks, io_opt
+    128 KiB) and some destage bios are whole aligned stripes, which the
+    counter destage_stripe_bios counts; plain (a loop, no io_opt): none."""
+    parts = [Loop(32, f"hddm{i}") for i in range(2 if geometry == "striped" else 1)]
+    ssd = NullBlk(32)
     try:
-        _dense(dm, hdd, ssd)
+        if geometry == "striped":
+            dm.create("nxdstripe", f"0 {2 * 65536} striped 2 128 "
+                      f"{parts[0].dev} 0 {parts[1].dev} 0")
+            hdd = "/dev/mapper/nxdstripe"
+            with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
+                      "/queue/optimal_io_size") as f:
+                assert int(f.read()) == 128 << 10
+        else:
+            hdd = parts[0].dev
+        d = _dense(dm, hdd, ssd)
+        if geometry == "striped":
+            assert 0 < d["destage_stripe_bios"] <= d["destage_bios"], d
+            assert d["destage_stripe_bios"] * (128 << 10) <= d["destaged_bytes"], d
+        else:
+            assert d["destage_stripe_bios"] == 0, d
+        assert d["destage_busy_us"] > 0, d
     finally:
         dm.remove("nxds", missing_ok=True)
+        dm.remove("nxdstripe", missing_ok=True)
         ssd.close()
-        hdd.close()
+        for p in parts:
+            p.close()
 
 
 def _dense(dm, hdd, ssd):
-    v = Volume(dm, "nxds", hdd.dev, ssd.dev)
+    v = Volume(dm, "nxds", hdd, ssd.dev)
     v.message("pause_destage")
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
     blocks = list(range(1024))            # 4 MiB, every block written
@@ -113,14 +135,17 @@ def _dense(dm, hdd, ssd):
     assert before["index_entries"] == 1024, before
     v.message("drain")
     st = v.status()
-    bios = st["destage_bios"] - before["destage_bios"]
-    nbytes = st["destaged_bytes"] - before["destaged_bytes"]
+    delta = {k: st[k] - before[k] for k in
+             ("destage_bios", "destaged_bytes", "destage_stripe_bios", "destage_busy_us")}
+    bios, nbytes = delta["destage_bios"], delta["destaged_bytes"]
     assert nbytes == 4 << 20, st
     mean = nbytes / bios
-    print(f"destage: {bios} bios, mean {mean / 1024:.0f} KiB")
+    print(f"destage: {bios} bios, mean {mean / 1024:.0f} KiB, "
+          f"{delta['destage_stripe_bios']} whole stripes")
     assert mean >= 64 << 10, (bios, nbytes)
     v.remove()
-    assert read_all(hdd.dev, 4 << 20) == bytes(model)
+    assert read_all(hdd, 4 << 20) == bytes(model)
+    return delta
 
 
 @pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "oldest-only"])

@@ -341,11 +341,15 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     # stats: every counter, by name, as the ioctl and the status line say.
     kv = dict(ln.split() for ln in stats.splitlines())
     # The counters, then the values derived from them.
-    assert list(kv) == facts.STATUS_FIELDS + ["destage_mean_bio_bytes"], list(kv)
+    derived = ["destage_mean_bio_bytes", "destage_stripe_full_pct", "destage_busy_bytes_per_s"]
+    assert list(kv) == facts.STATUS_FIELDS + derived, list(kv)
     cc = ioc["counters"]
-    mean = cc["destaged_bytes"] // cc["destage_bios"] if cc["destage_bios"] else 0
-    assert int(kv["destage_mean_bio_bytes"]) == mean == \
-        stats_json["derived"]["destage_mean_bio_bytes"], (kv, cc)
+    bios, us = cc["destage_bios"], cc["destage_busy_us"]
+    want = [cc["destaged_bytes"] // bios if bios else 0,
+            cc["destage_stripe_bios"] * 100 // bios if bios else 0,
+            int(cc["destaged_bytes"] * 1e6 / us) if us else 0]
+    assert [int(kv[k]) for k in derived] == want == \
+        [stats_json["derived"][k] for k in derived], (kv, cc)
     for k in facts.STATUS_FIELDS:
         if k in ("recovery_us",):
             continue

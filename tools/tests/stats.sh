@@ -42,14 +42,16 @@ has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mo
 t "stats" 0 $NXDCTL stats vol0
 has "stats by name" "^writes_logged  *545386$"
 has "stats: mean destage write, rounded down" "^destage_mean_bio_bytes  *10486$"
-[ "$(wc -l <"$OUT/last.out")" = 33 ] && ok "stats prints 32 counters and 1 derived value" ||
-	ko "stats prints 32 counters and 1 derived value"
+has "stats: whole-stripe share of destage writes" "^destage_stripe_full_pct  *25$"
+has "stats: destage rate while busy" "^destage_busy_bytes_per_s  *2621568$"
+[ "$(wc -l <"$OUT/last.out")" = 37 ] && ok "stats prints 34 counters and 3 derived values" ||
+	ko "stats prints 34 counters and 3 derived values"
 t "stats --json" 0 $NXDCTL stats vol0 --json
 cp "$OUT/last.out" "$OUT/cli-stats.json"
 py "stats --json parses" 'assert d["counters"]["recovery_us"] == 1234' \
 	"$OUT/cli-stats.json"
 py "stats --json: mean destage write" \
-	'assert d["derived"] == {"destage_mean_bio_bytes": 10486}, d' \
+	'assert d["derived"] == {"destage_mean_bio_bytes": 10486, "destage_stripe_full_pct": 25, "destage_busy_bytes_per_s": 2621568}, d' \
 	"$OUT/cli-stats.json"
 
 # ---- monitor, on readings from a file (NXDCTL_TEST_EVENTS) ----
@@ -57,7 +59,7 @@ py "event.json: one event, every field" '
 assert d["events"] == ["degraded", "log_full", "drain_done"]
 assert d["new"] == {"degraded": 1, "log_full": 1, "drain_done": 2}
 assert d["event_nr"] == 7 and d["state"] == "ok" and d["device"] == "253:4"
-assert d["counters"]["events_drain_done"] == 2 and len(d["counters"]) == 32' \
+assert d["counters"]["events_drain_done"] == 2 and len(d["counters"]) == 34' \
 	"$OUT/event.json"
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json" 0 \
 	$NXDCTL monitor ev0 --json

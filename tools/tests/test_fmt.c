@@ -88,6 +88,8 @@ static void fill_fig6(struct nxd_ioc_stats *st)
 	st->c.recovery_us = 1234;
 	st->c.destaged_bytes = 10486272;	/* 1000 bios: 10486 bytes each */
 	st->c.destage_bios = 1000;
+	st->c.destage_stripe_bios = 250;		/* 25 % */
+	st->c.destage_busy_us = 4000000;	/* 4 s: 2621568 B/s */
 }
 
 static char *slurp(const char *path, size_t *len)

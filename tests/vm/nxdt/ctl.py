@@ -27,7 +27,7 @@ HDR_FMT = "<IIIIQ128s"
 HDR_SIZE = struct.calcsize(HDR_FMT)            # 152
 
 
-NCTR_SLOTS = 64                                # 32 counters + 32 reserved
+NCTR_SLOTS = 64                                # 34 counters + 30 reserved
 
 
 NBUCKETS = 16

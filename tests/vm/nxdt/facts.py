@@ -32,6 +32,8 @@ STATUS_FIELDS = [
     # appended in target 2.1.0: events (never reset) and the log-full flag
     "events", "last_event", "events_degraded", "events_log_full",
     "events_drain_done", "log_full",
+    # appended in target 2.2.0: whole-stripe destage bios, time in rounds
+    "destage_stripe_bios", "destage_busy_us",
 ]
 
 
