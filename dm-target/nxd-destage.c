@@ -694,6 +694,27 @@ static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
 	}
 }
 
+/* Write the round's copies to the HDD in address order, then flush it. */
+static int nxd_round_copy(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
+{
+	u32 i;
+	int r;
+
+	/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
+	spin_lock(&nc->lock);
+	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
+	for (i = 0; i < rd->nblk; i++)
+		atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
+	rd->sorted = true;
+	spin_unlock(&nc->lock);
+	r = nxd_destage_write(nc, rd, bytes);
+	if (!r)
+		r = nxd_hdd_flush(nc);
+	if (r)
+		nxd_count(nc, NXD_CTR(hdd_errors), 1);
+	return r;
+}
+
 /*
  * Degraded: copy the acknowledged blocks of the void segments (no header,
  * never replayed) to the HDD before any round passes the copies they
@@ -741,19 +762,8 @@ static int nxd_destage_void(struct nxd_c *nc, struct nxd_round *rd)
 	for (i = 0; !r && i < rd->nsegs; i++)
 		if (rd->lossy[i])
 			r = -EIO;
-	if (!r && rd->nblk) {
-		spin_lock(&nc->lock);
-		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
-		for (i = 0; i < rd->nblk; i++)
-			atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
-		rd->sorted = true;
-		spin_unlock(&nc->lock);
-		r = nxd_destage_write(nc, rd, &bytes);
-		if (!r)
-			r = nxd_hdd_flush(nc);
-		if (r)
-			nxd_count(nc, NXD_CTR(hdd_errors), 1);
-	}
+	if (!r && rd->nblk)
+		r = nxd_round_copy(nc, rd, &bytes);
 	spin_lock(&nc->lock);
 	nxd_round_end_locked(nc, rd);
 	for (i = 0; !r && i < rd->nblk; i++) {
@@ -857,18 +867,8 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
 	if (copied) {
-		/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
-		spin_lock(&nc->lock);
-		sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
-		for (i = 0; i < rd->nblk; i++)
-			atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
-		rd->sorted = true;
-		spin_unlock(&nc->lock);
-		r = nxd_destage_write(nc, rd, &bytes);
-		if (!r)
-			r = nxd_hdd_flush(nc);
+		r = nxd_round_copy(nc, rd, &bytes);
 		if (r) {
-			nxd_count(nc, NXD_CTR(hdd_errors), 1);
 			kept = r;
 			goto unmark;
 		}

@@ -381,15 +381,21 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     ssd.cut()
     # The setup: one round reclaimed O's segment and left N's in the log.
     assert st["segments_reclaimed"] < NFILL + 2 and st["index_entries"] > 0, st
+    got = _power_on_and_read(v, hdd, ssd, B)
+    assert got in (old, new), \
+        f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
+        f"neither the flushed copy nor the newer one (status before the cut: {st})"
+
+
+def _power_on_and_read(v, hdd, ssd, block):
+    """Remove the volume after a cut, power both devices on, reassemble it
+    and read @block."""
     v.remove()
     hdd.power_on()
     ssd.power_on()
     v.recreate()
     with rawio.Fd(v.dev, write=False) as f:
-        got = f.pread(B * BLOCK, BLOCK)
-    assert got in (old, new), \
-        f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
-        f"neither the flushed copy nor the newer one (status before the cut: {st})"
+        return f.pread(block * BLOCK, BLOCK)
 
 
 def _pin(pid, cpu):
@@ -499,6 +505,19 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
         assert f.pread(b_off, len(b)) == b
 
 
+def _cached_pair(dm, nullb, name, group, seed):
+    """dm-pcut HDD and SSD (one group) whose caches hold every write until
+    a flush, and a volume over them, destage paused, no TRIM."""
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, f"{name}-h", nullb(64), group, seed)
+    ssd = pcut.Pcut(dm, f"{name}-s", nullb(64), group, seed + 1)
+    for p in (hdd, ssd):
+        p.set(keep=0, torn=0, max_cached=1 << 20)
+    v = Volume(dm, name, hdd.path, ssd.path, opts=["ssd_discard", "0"])
+    v.pause()
+    return hdd, ssd, v
+
+
 def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     """Block B logged (O, flushed), then logged again (N, not flushed):
     O's segment is dead.  The SSD loses power (keep 0: N's segment was only
@@ -508,13 +527,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     flushing an SSD that was gone and writing the new tail to the label all
     the same.  After power comes back, the replay started past O, found
     N's segment torn, and B read the HDD's data from before O."""
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, "nxft-h", nullb(64), "gfrz", 61)
-    ssd = pcut.Pcut(dm, "nxft-s", nullb(64), "gfrz", 62)
-    for p in (hdd, ssd):
-        p.set(keep=0, torn=0, max_cached=1 << 20)
-    v = Volume(dm, "nxft", hdd.path, ssd.path, opts=["ssd_discard", "0"])
-    v.pause()
+    hdd, ssd, v = _cached_pair(dm, nullb, "nxft", "gfrz", 61)
     B = 300
     old = pattern("old", B, BLOCK)
     new = pattern("new", B, BLOCK)
@@ -540,12 +553,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
                    interval=0.1, what="a degraded destage round")
     st = v.status()
     hdd.cut()
-    v.remove()
-    hdd.power_on()
-    ssd.power_on()
-    v.recreate()
-    with rawio.Fd(v.dev, write=False) as f:
-        got = f.pread(B * BLOCK, BLOCK)
+    got = _power_on_and_read(v, hdd, ssd, B)
     assert got != new, "the SSD kept a write it was cut with: the test proves nothing"
     assert got == old, \
         f"block {B} holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, not the " \
@@ -554,13 +562,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
 
 
 def test_degraded_flush_reports_lost_log_writes(dm, nullb):
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, "nxll-h", nullb(64), "glost", 51)
-    ssd = pcut.Pcut(dm, "nxll-s", nullb(64), "glost", 52)
-    for p in (hdd, ssd):
-        p.set(keep=0, torn=0, max_cached=1 << 20)
-    v = Volume(dm, "nxll", hdd.path, ssd.path, opts=["ssd_discard", "0"])
-    v.pause()
+    hdd, ssd, v = _cached_pair(dm, nullb, "nxll", "glost", 51)
     n, first = 16, 256
     # 7 sectors from sector 1 of each block: partial blocks, logged by the
     # writer with a checksum per block, acknowledged without a flush.
