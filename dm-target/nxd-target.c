@@ -637,7 +637,7 @@ static void nxd_resume(struct dm_target *ti)
 	if (vol->active != nc) {
 		/* A new table's options take over; sysfs changes since load stay. */
 		if (!nc->resumed)
-			vol->tun = nc->opt;
+			nxd_tun_put(vol, &nc->opt);
 		vol->active = nc;
 	}
 	nc->resumed = true;

@@ -28,6 +28,14 @@ void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t)
 	mutex_unlock(&nxd_tun_lock);
 }
 
+/* Replace all of @vol's tunables, as one change against sysfs writes. */
+void nxd_tun_put(struct nxd_vol *vol, const struct nxd_tun *t)
+{
+	mutex_lock(&nxd_tun_lock);
+	vol->tun = *t;
+	mutex_unlock(&nxd_tun_lock);
+}
+
 /* ---- sysfs ---- */
 
 struct nxd_attr {

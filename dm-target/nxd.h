@@ -372,6 +372,7 @@ u32 nxd_log_used_pct(struct nxd_c *nc);
 extern struct mutex nxd_vols_lock;
 extern struct list_head nxd_vols;
 void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
+void nxd_tun_put(struct nxd_vol *vol, const struct nxd_tun *t);
 void nxd_sysfs_init(void);
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_event_work(struct work_struct *w);
