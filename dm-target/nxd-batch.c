@@ -399,7 +399,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 		if (e && (e->mask & ~mask)) {
 			old_mask = e->mask;
 			slot = e->slot;
-			epoch = nxd_read_epoch_get(nc);
+			epoch = nxd_epoch_get(&nc->rd_ep);
 			/*
 			 * The destager may drop this entry before the merged
 			 * block is indexed; a write that saw neither would go
@@ -430,7 +430,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 			/* Partial rewrite of a logged block: merge (RMW). */
 			r = nxd_ssd_io(nc, REQ_OP_READ, nc->sb.ring_start + slot,
 				       1, data);
-			nxd_read_epoch_put(nc, epoch);
+			nxd_epoch_put(&nc->rd_ep, epoch);
 			if (r) {
 				spin_lock(&nc->lock);
 				nxd_unmerge_locked(nc, blk);

@@ -70,6 +70,24 @@ module_param(destage_clean_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_clean_ahead,
 		 "destage rounds also copy the oldest blocks' stripe neighbours (default Y)");
 
+/*
+ * Stripe fill: a round that holds at least destage_fill_min copies in one
+ * stripe of the HDD (its optimal_io_size, at most 1 MiB) reads the rest of
+ * the stripe from the HDD and writes the whole stripe, which md writes
+ * without reading, instead of each copy on its own.  0: off.  Foreground
+ * HDD writes to those stripes wait until the round's writes have landed,
+ * and the round waits for those already in flight (HDD write epochs), so
+ * the data read is never older than what it is written over.
+ */
+static unsigned int destage_fill_min;
+module_param(destage_fill_min, uint, 0644);
+MODULE_PARM_DESC(destage_fill_min,
+		 "copies in one HDD stripe for a round to write the whole stripe (default 0: off)");
+
+/* Stripes a round fills at most, and the HDD data read at a time for them. */
+#define NXD_FILL_MAX		512
+#define NXD_FILL_BUF		SZ_4M
+
 static unsigned int nxd_destage_depth(void)
 {
 	return max(READ_ONCE(destage_depth), 1U);
@@ -82,6 +100,7 @@ struct nxd_dblk {
 	bool copy;		/* false: superseded by a finished HDD write, or CLEAN */
 	bool extra;		/* clean ahead: not in the round's segments */
 	bool nocrc;		/* extra: ORDERED segment, no crc to check */
+	bool filled;		/* written with its stripe (stripe fill) */
 	u16 crc;		/* extra: nxd_ient.rsvd when taken */
 	/*
 	 * Destage bios holding this copy not yet completed, plus one until
@@ -106,6 +125,13 @@ struct nxd_round {
 	u32 nblk;
 	bool sorted;		/* @blk sorted by block: bsearch in busy_locked */
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
+	/* Stripe fill: stripes being filled (sorted), their size in blocks */
+	u32 nfill;
+	u32 fill_blocks;
+	u64 fill[NXD_FILL_MAX];
+	u8 fill_err[NXD_FILL_MAX];	/* its HDD read failed */
+	atomic_t fill_pending;
+	void *fbuf;		/* NXD_FILL_BUF, allocated at the first fill */
 };
 
 static bool nxd_hdd_idle(struct nxd_c *nc)
@@ -204,6 +230,176 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 }
 
 /*
+ * ---- stripe fill ----
+ *
+ * Which stripes of the HDD the round fills: those with at least
+ * destage_fill_min of its copies, not all of it (a whole stripe of copies
+ * is written whole anyway).  Sets rd->fill[] and rd->fill_blocks, sorted
+ * as rd->blk is; the caller publishes rd->nfill.
+ */
+static u32 nxd_fill_plan(struct nxd_c *nc, struct nxd_round *rd)
+{
+	u32 min = READ_ONCE(destage_fill_min), sb, i, j, n = 0;
+
+	if (!min || atomic_read(&nc->degraded) || !nc->hdd_io_opt ||
+	    nc->hdd_io_opt % NXD_BLOCK_SIZE ||
+	    nc->hdd_io_opt > NXD_DESTAGE_MAX_BIO ||
+	    nc->hdd_io_opt > NXD_FILL_BUF)
+		return 0;
+	sb = nc->hdd_io_opt / NXD_BLOCK_SIZE;
+	if (sb < 2)
+		return 0;
+	for (i = 0; i < rd->nblk && n < NXD_FILL_MAX; i = j) {
+		u64 st = div_u64(rd->blk[i].block, sb);
+		u32 copies = 0;
+
+		for (j = i; j < rd->nblk && div_u64(rd->blk[j].block, sb) == st; j++)
+			copies += rd->blk[j].copy;
+		if (copies >= min && copies < sb)
+			rd->fill[n++] = st;
+	}
+	rd->fill_blocks = sb;
+	return n;
+}
+
+static void nxd_fill_endio(struct bio *bio)
+{
+	struct nxd_dbio *db = container_of(bio, struct nxd_dbio, bio);
+	struct nxd_c *nc = bio->bi_private;
+	struct nxd_round *rd = nc->drd;
+
+	if (bio->bi_status)
+		rd->fill_err[db->first] = 1;
+	bio_put(bio);
+	if (atomic_dec_and_test(&rd->fill_pending))
+		wake_up_all(&nc->dwq);
+}
+
+static struct bio *nxd_fill_bio(struct nxd_c *nc, struct bio *bio, void *buf,
+				size_t len)
+{
+	size_t off;
+
+	for (off = 0; off < len; off += PAGE_SIZE)
+		__bio_add_page(bio, vmalloc_to_page(buf + off), PAGE_SIZE, 0);
+	return bio;
+}
+
+/* Read stripes [k0, kn) of rd->fill from the HDD into fbuf; wait for them. */
+static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn)
+{
+	size_t len = (size_t)rd->fill_blocks * NXD_BLOCK_SIZE;
+	struct blk_plug plug;
+	u32 k;
+
+	atomic_set(&rd->fill_pending, 1);
+	blk_start_plug(&plug);
+	for (k = k0; k < kn; k++) {
+		struct bio *bio = bio_alloc_bioset(nc->hdd->bdev, len >> PAGE_SHIFT,
+						   REQ_OP_READ, GFP_NOIO, &nc->dbs);
+		struct nxd_dbio *db = container_of(bio, struct nxd_dbio, bio);
+
+		db->first = k;
+		rd->fill_err[k] = 0;
+		bio->bi_iter.bi_sector = rd->fill[k] * rd->fill_blocks *
+					 NXD_SECTORS_PER_BLOCK;
+		bio->bi_end_io = nxd_fill_endio;
+		bio->bi_private = nc;
+		atomic_inc(&rd->fill_pending);
+		submit_bio(nxd_fill_bio(nc, bio, rd->fbuf + (k - k0) * len, len));
+	}
+	blk_finish_plug(&plug);
+	if (!atomic_dec_and_test(&rd->fill_pending))
+		wait_event(nc->dwq, !atomic_read(&rd->fill_pending));
+}
+
+/*
+ * Fill the published stripes: read each from the HDD, lay the round's
+ * copies over it and write it whole.  A stripe whose read failed is left
+ * to nxd_destage_write(), copy by copy.  Copies written here are marked
+ * @filled; their bios hold a reference on every entry of the stripe.
+ */
+static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
+{
+	size_t len = (size_t)rd->fill_blocks * NXD_BLOCK_SIZE;
+	u32 per = NXD_FILL_BUF / len, k0, k, i = 0;
+
+	if (!rd->fbuf)
+		rd->fbuf = __vmalloc(NXD_FILL_BUF, GFP_NOIO);
+	if (!rd->fbuf)
+		return;
+	for (k0 = 0; k0 < rd->nfill; k0 += per) {
+		u32 kn = min(rd->nfill, k0 + per);
+
+		nxd_fill_read(nc, rd, k0, kn);
+		for (k = k0; k < kn; k++) {
+			u64 b0 = rd->fill[k] * rd->fill_blocks;
+			void *buf = rd->fbuf + (k - k0) * len;
+			struct nxd_dbio *db;
+			struct bio *bio;
+			u32 first, j;
+
+			while (i < rd->nblk && rd->blk[i].block < b0)
+				i++;
+			first = i;
+			while (i < rd->nblk && rd->blk[i].block < b0 + rd->fill_blocks)
+				i++;
+			if (rd->fill_err[k] || first == i) {
+				nxd_count(nc, NXD_CTR(hdd_errors), rd->fill_err[k]);
+				continue;
+			}
+			for (j = first; j < i; j++) {
+				struct nxd_dblk *d = &rd->blk[j];
+				void *dst = buf + (d->block - b0) * NXD_BLOCK_SIZE;
+				unsigned int a;
+
+				if (!d->copy)
+					continue;
+				for (a = 0; a < NXD_SECTORS_PER_BLOCK; a++) {
+					if (!(d->mask & (1U << a)))
+						continue;
+					memcpy(dst + (a << SECTOR_SHIFT),
+					       d->data + (a << SECTOR_SHIFT), SECTOR_SIZE);
+					*bytes += SECTOR_SIZE;
+				}
+				d->filled = true;
+			}
+			bio = nxd_destage_bio(nc, b0 * NXD_SECTORS_PER_BLOCK, first);
+			db = container_of(bio, struct nxd_dbio, bio);
+			db->last = i - 1;
+			for (j = first; j < i; j++)
+				atomic_inc(&rd->blk[j].unlanded);
+			nxd_destage_submit(nc, nxd_fill_bio(nc, bio, buf, len));
+			/* The build reference nxd_round_copy() gave each copy. */
+			for (j = first; j < i; j++)
+				if (rd->blk[j].copy)
+					atomic_dec(&rd->blk[j].unlanded);
+		}
+	}
+}
+
+/*
+ * Publish the stripes to fill, so that new foreground HDD writes to them
+ * wait, then wait out those already in flight, and fill them.
+ */
+static void nxd_fill(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
+{
+	u32 n = nxd_fill_plan(nc, rd);
+
+	if (!n)
+		return;
+	spin_lock(&nc->lock);
+	/* Only a published round is seen by the foreground's checks. */
+	if (nc->dround == rd)
+		rd->nfill = n;
+	spin_unlock(&nc->lock);
+	if (!rd->nfill)
+		return;
+	nxd_epoch_sync(&nc->hw_ep);
+	nxd_fill_write(nc, rd, bytes);
+}
+
+/*
  * Write the sorted copies, merging adjacent sectors, cut at stripe bounds.
  * A bio holds a reference on each copy it carries (blocks in order, so a
  * range of rd->blk), and a copy's last run goes into the bio still open.
@@ -217,13 +413,14 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 
 	atomic_set(&nc->d_inflight, 1);
 	WRITE_ONCE(nc->d_error, 0);
+	nxd_fill(nc, rd, bytes);
 	/* md builds a full-stripe write from the bios of one plug. */
 	blk_start_plug(&plug);
 	for (i = 0; i < rd->nblk; i++) {
 		struct nxd_dblk *d = &rd->blk[i];
 		unsigned int a = 0;
 
-		if (!d->copy)
+		if (!d->copy || d->filled)
 			continue;
 		while (a < 8) {
 			struct nxd_dbio *db;
@@ -271,6 +468,14 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&nc->d_inflight))
 		wait_event(nc->dwq, !atomic_read(&nc->d_inflight));
+	if (rd->nfill) {
+		/* Landed: the held foreground writes to those stripes may go. */
+		spin_lock(&nc->lock);
+		rd->nfill = 0;
+		spin_unlock(&nc->lock);
+		atomic_set(&nc->kick, 1);
+		nxd_writer_wake(nc);
+	}
 	return READ_ONCE(nc->d_error);
 }
 
@@ -311,6 +516,28 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 		    rd->blk[i].block <= last)
 			return true;
 	return false;
+}
+
+/* Does a round fill a stripe of [first, last] with HDD data?  Under nc->lock. */
+bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_round *rd = nc->dround;
+	u32 lo = 0, hi;
+	u64 sf;
+
+	if (!rd || !rd->nfill)
+		return false;
+	sf = div_u64(first, rd->fill_blocks);
+	hi = rd->nfill;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (rd->fill[mid] < sf)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rd->nfill && rd->fill[lo] <= div_u64(last, rd->fill_blocks);
 }
 
 enum { NXD_D_COPY, NXD_D_DEAD, NXD_D_CUT };
@@ -703,8 +930,10 @@ static int nxd_round_copy(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
 	spin_lock(&nc->lock);
 	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
-	for (i = 0; i < rd->nblk; i++)
+	for (i = 0; i < rd->nblk; i++) {
 		atomic_set(&rd->blk[i].unlanded, rd->blk[i].copy);
+		rd->blk[i].filled = false;
+	}
 	rd->sorted = true;
 	spin_unlock(&nc->lock);
 	r = nxd_destage_write(nc, rd, bytes);
@@ -957,7 +1186,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	}
 
 	/* Nobody may still be reading these slots when they are trimmed and reused. */
-	nxd_read_epoch_sync(nc);
+	nxd_epoch_sync(&nc->rd_ep);
 	nxd_trim(nc, rd);
 	spin_lock(&nc->lock);
 	for (i = 0; i < (u32)kept; i++) {
@@ -1013,8 +1242,10 @@ int nxd_destage_alloc(struct nxd_c *nc)
 
 void nxd_destage_free(struct nxd_c *nc)
 {
-	if (nc->drd)
+	if (nc->drd) {
 		kvfree(nc->drd->blk);
+		vfree(nc->drd->fbuf);
+	}
 	kvfree(nc->drd);
 	nc->drd = NULL;
 	bioset_exit(&nc->dbs);

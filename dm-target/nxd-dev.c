@@ -146,39 +146,53 @@ void nxd_event(struct nxd_c *nc, unsigned int kind)
 	schedule_work(&nc->ev_work);
 }
 
-/* ---- read epochs: reads of log slots, for reclaim to wait on ---- */
+/*
+ * ---- epochs: I/O in flight that a thread must wait out ----
+ *
+ * Read epochs: SSD reads of log slots, for reclaim.  HDD write epochs:
+ * foreground HDD writes, for a destage round that fills stripes with HDD
+ * data.  The I/O takes the epoch before it looks at the state the waiter
+ * changes; the waiter changes it, flips, and waits for the old epoch.
+ */
+void nxd_epoch_init(struct nxd_epoch *ep)
+{
+	atomic_set(&ep->inflight[0], 0);
+	atomic_set(&ep->inflight[1], 0);
+	ep->cur = 0;
+	init_waitqueue_head(&ep->wait);
+}
 
-int nxd_read_epoch_get(struct nxd_c *nc)
+int nxd_epoch_get(struct nxd_epoch *ep)
 {
 	int e;
 
 	for (;;) {
-		e = READ_ONCE(nc->rd_epoch);
-		atomic_inc(&nc->rd_inflight[e]);
-		/* Count us before looking at the index; pairs with epoch_sync. */
+		e = READ_ONCE(ep->cur);
+		atomic_inc(&ep->inflight[e]);
+		/* Count us before looking at the state; pairs with nxd_epoch_sync. */
 		smp_mb__after_atomic();
 		/* A flip in between: that sync may not have seen us.  Retry. */
-		if (likely(READ_ONCE(nc->rd_epoch) == e))
+		if (likely(READ_ONCE(ep->cur) == e))
 			return e;
-		nxd_read_epoch_put(nc, e);
+		nxd_epoch_put(ep, e);
 	}
 }
 
-void nxd_read_epoch_put(struct nxd_c *nc, int e)
+void nxd_epoch_put(struct nxd_epoch *ep, int e)
 {
-	if (atomic_dec_and_test(&nc->rd_inflight[e]))
-		wake_up(&nc->rd_wait);
+	if (atomic_dec_and_test(&ep->inflight[e]))
+		wake_up(&ep->wait);
 }
 
-/* Wait until no read that might have seen a dropped index entry is in flight. */
-void nxd_read_epoch_sync(struct nxd_c *nc)
+/* Wait until no I/O that may have seen the state before the change is in flight. */
+void nxd_epoch_sync(struct nxd_epoch *ep)
 {
-	int old = nc->rd_epoch;
+	int old = ep->cur;
 
-	WRITE_ONCE(nc->rd_epoch, !old);
-	/* New readers use the new epoch before we sample the old count. */
+	WRITE_ONCE(ep->cur, !old);
+	/* New I/O uses the new epoch before we sample the old count. */
 	smp_mb();
-	wait_event(nc->rd_wait, !atomic_read(&nc->rd_inflight[old]));
+	wait_event(ep->wait, !atomic_read(&ep->inflight[old]));
 }
 
 /* ---- bios ---- */

@@ -188,7 +188,8 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	init_waitqueue_head(&nc->wq);
 	init_waitqueue_head(&nc->ewq);
 	init_waitqueue_head(&nc->dwq);
-	init_waitqueue_head(&nc->rd_wait);
+	nxd_epoch_init(&nc->rd_ep);
+	nxd_epoch_init(&nc->hw_ep);
 	init_waitqueue_head(&nc->drain_wait);
 
 	hdd_path = dm_shift_arg(&as);
@@ -308,6 +309,7 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	pb->route = NXD_H_HDD;
 	pb->align = ((s | bio_sectors(bio)) & 7) ? NXD_H_UNALIGNED : NXD_H_ALIGNED;
 	pb->epoch = -1;
+	pb->hw_epoch = -1;
 	pb->fg_hdd = false;
 	pb->error = 0;
 	pb->inval = NULL;
@@ -400,7 +402,7 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	}
 
 	/* Log slots we read stay valid until we drop the epoch in end_io. */
-	pb->epoch = nxd_read_epoch_get(nc);
+	pb->epoch = nxd_epoch_get(&nc->rd_ep);
 	while (off < nr) {
 		sector_t len, target;
 		struct block_device *bdev;
@@ -447,23 +449,29 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 					READ_ONCE(t->write_threshold),
 					nc->hdd_io_min, READ_ONCE(t->mode));
 	if (!to_log) {
+		int ep = nxd_epoch_get(&nc->hw_ep);
+
 		/*
 		 * A merge in the writer, or a direct log write not yet
-		 * committed, must be indexed before this lands.
+		 * committed, must be indexed before this lands; a destage
+		 * round filling these stripes must have written them.
 		 */
 		spin_lock(&nc->lock);
 		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
 			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
-			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
+			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_fill_busy_locked(nc, s >> 3, (s + nr - 1) >> 3);
 		/* Durable at once: no lazy INVAL may bring older data back. */
 		if (bio->bi_opf & REQ_FUA)
 			logged = logged ||
 				 nxd_lazy_overlap_locked(nc, s >> 3, (s + nr - 1) >> 3);
 		spin_unlock(&nc->lock);
 		if (!logged) {
+			pb->hw_epoch = ep;
 			nxd_count(nc, NXD_CTR(writes_direct), 1);
 			return nxd_remap_hdd(nc, bio);
 		}
+		nxd_epoch_put(&nc->hw_ep, ep);
 	}
 	if (to_log && nxd_fast_map(nc, bio, pb))
 		return DM_MAPIO_REMAPPED;
@@ -476,21 +484,27 @@ static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
 	bool logged;
+	int ep;
 
 	pb->bytes = 0;		/* not a read or write: no histogram */
 	nxd_count(nc, NXD_CTR(discards), 1);
+	ep = nxd_epoch_get(&nc->hw_ep);
 	spin_lock(&nc->lock);
 	logged = nr && (nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
 			nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
-			nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3));
+			nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3) ||
+			nxd_fill_busy_locked(nc, s >> 3, (s + nr - 1) >> 3));
 	spin_unlock(&nc->lock);
 	if (!logged) {
 		if (!bdev_max_discard_sectors(nc->hdd->bdev)) {
+			nxd_epoch_put(&nc->hw_ep, ep);
 			bio_endio(bio);
 			return DM_MAPIO_SUBMITTED;
 		}
+		pb->hw_epoch = ep;
 		return nxd_remap_hdd(nc, bio);
 	}
+	nxd_epoch_put(&nc->hw_ep, ep);
 	nxd_writer_queue(nc, bio);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -550,7 +564,9 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 	    nxd_fast_endio(nc, bio, pb, error) == DM_ENDIO_INCOMPLETE)
 		return DM_ENDIO_INCOMPLETE;
 	if (pb->epoch >= 0)
-		nxd_read_epoch_put(nc, pb->epoch);
+		nxd_epoch_put(&nc->rd_ep, pb->epoch);
+	if (pb->hw_epoch >= 0)
+		nxd_epoch_put(&nc->hw_ep, pb->hw_epoch);
 	if (pb->fg_hdd && atomic_dec_and_test(&nc->hdd_fg_inflight))
 		wake_up(&nc->dwq);
 	if (*error)

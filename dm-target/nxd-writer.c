@@ -147,6 +147,39 @@ static u8 nxd_sector_mask(sector_t lo, sector_t hi)
 static void nxd_inval_start(struct nxd_c *nc, struct bio *bio);
 static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op);
 
+/*
+ * A write with nothing logged under it goes to the HDD, unless a destage
+ * round is filling its stripes with HDD data: then it is held until the
+ * round's writes have landed, or the round would write older data over
+ * it.  True if sent.
+ */
+static bool nxd_writer_hdd(struct nxd_c *nc, struct bio *bio)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
+	int ep = nxd_epoch_get(&nc->hw_ep);
+	bool busy;
+
+	spin_lock(&nc->lock);
+	busy = e > s && nxd_fill_busy_locked(nc, s >> 3, (e - 1) >> 3);
+	spin_unlock(&nc->lock);
+	if (busy) {
+		nxd_epoch_put(&nc->hw_ep, ep);
+		bio_list_add(&nc->held, bio);
+		return false;
+	}
+	pb->hw_epoch = ep;
+	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+	return true;
+}
+
+/* Must @op's HDD write wait for a destage round?  Under nc->lock. */
+static bool nxd_inval_fenced_locked(struct nxd_c *nc, struct nxd_inval *op)
+{
+	return nxd_destage_busy_locked(nc, op->first, op->last) ||
+	       nxd_fill_busy_locked(nc, op->first, op->last);
+}
+
 static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
@@ -184,8 +217,8 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 			spin_unlock(&nc->lock);
 			if (!logged) {
 				/* Nothing logged under it: straight to the HDD. */
-				nxd_count(nc, NXD_CTR(writes_around_full), 1);
-				submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+				if (nxd_writer_hdd(nc, bio))
+					nxd_count(nc, NXD_CTR(writes_around_full), 1);
 				return;
 			}
 			if (!((s | e) & 7)) {
@@ -249,6 +282,7 @@ static void nxd_inval_endio(struct bio *clone)
 	op->error = blk_status_to_errno(clone->bi_status);
 	WRITE_ONCE(op->hdd_state, op->error ? NXD_HDD_FAILED : NXD_HDD_OK);
 	bio_put(clone);
+	nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 	spin_lock_irqsave(&nc->qlock, flags);
 	list_add_tail(&op->bnode, &nc->done_invals);
 	spin_unlock_irqrestore(&nc->qlock, flags);
@@ -310,16 +344,19 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 			nxd_log_zero(nc, s, e);
 	}
 
+	op->hw_epoch = nxd_epoch_get(&nc->hw_ep);
 	spin_lock(&nc->lock);
 	list_add_tail(&op->node, &nc->invals);
-	wait = nxd_destage_busy_locked(nc, op->first, op->last);
+	wait = nxd_inval_fenced_locked(nc, op);
 	spin_unlock(&nc->lock);
 	if (wait) {
 		/*
-		 * An older copy of these blocks is on its way to the HDD: let
-		 * it land first.  The op waits on a list, not the writer:
-		 * nxd_fenced_check() sends it once the round's copies landed.
+		 * An older copy of these blocks is on its way to the HDD, or
+		 * a round fills their stripes: let it land first.  The op
+		 * waits on a list, not the writer: nxd_fenced_check() sends
+		 * it once the round's copies landed.
 		 */
+		nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 		list_add_tail(&op->bnode, &nc->fenced);
 		return;
 	}
@@ -336,6 +373,7 @@ static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 		unsigned long flags;
 
 		/* Nothing to do on the HDD; the logged copies are discarded. */
+		nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 		WRITE_ONCE(op->hdd_state, NXD_HDD_OK);
 		spin_lock_irqsave(&nc->qlock, flags);
 		list_add_tail(&op->bnode, &nc->done_invals);
@@ -407,11 +445,14 @@ static void nxd_fenced_check(struct nxd_c *nc)
 	list_for_each_entry_safe(op, tmp, &nc->fenced, bnode) {
 		bool busy;
 
+		op->hw_epoch = nxd_epoch_get(&nc->hw_ep);
 		spin_lock(&nc->lock);
-		busy = nxd_destage_busy_locked(nc, op->first, op->last);
+		busy = nxd_inval_fenced_locked(nc, op);
 		spin_unlock(&nc->lock);
-		if (busy)
+		if (busy) {
+			nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 			continue;
+		}
 		list_del(&op->bnode);
 		nxd_inval_submit(nc, op);
 	}
@@ -492,8 +533,8 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 	nxd_lazy_drop_if_empty(nc);
 	if (nxd_lazy_fua_blocked(nc, bio))
 		return;
-	nxd_count(nc, NXD_CTR(writes_direct), 1);
-	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+	if (nxd_writer_hdd(nc, bio))
+		nxd_count(nc, NXD_CTR(writes_direct), 1);
 }
 
 /*
@@ -513,8 +554,8 @@ static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
 		return false;
 	if (nxd_lazy_fua_blocked(nc, bio))
 		return true;
-	nxd_count(nc, NXD_CTR(writes_direct), 1);
-	submit_bio_noacct(nxd_bio_to_hdd(nc, bio));
+	if (nxd_writer_hdd(nc, bio))
+		nxd_count(nc, NXD_CTR(writes_direct), 1);
 	return true;
 }
 

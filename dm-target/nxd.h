@@ -56,6 +56,13 @@ struct nxd_vol {
 };
 
 /* An in-flight HDD write or discard that must invalidate logged copies. */
+/* Two counters of I/O in flight and the current one (nxd-dev.c). */
+struct nxd_epoch {
+	atomic_t inflight[2];
+	int cur;
+	wait_queue_head_t wait;
+};
+
 struct nxd_inval {
 	struct list_head node;		/* nc->invals, under nc->lock */
 	struct list_head bnode;		/* nc->done_invals, then the batch */
@@ -65,6 +72,7 @@ struct nxd_inval {
 	u64 full_first, full_last;	/* wholly covered; full_first > full_last if none */
 	int error;
 	int hdd_state;			/* NXD_HDD_*, set at HDD completion */
+	int hw_epoch;			/* HDD write epoch of its clone, or -1 */
 	bool lazy;			/* sent without FUA: INVAL logged lazily */
 };
 
@@ -103,6 +111,7 @@ struct nxd_pb {
 	u8 route;
 	u8 align;
 	s8 epoch;		/* read epoch held, or -1 */
+	s8 hw_epoch;		/* HDD write epoch held, or -1 */
 	bool fg_hdd;		/* counted in hdd_fg_inflight */
 	atomic_t pending;	/* segments a logged write still waits for */
 	int error;		/* -errno, or NXD_PB_RETRY */
@@ -262,9 +271,9 @@ struct nxd_c {
 	struct nxd_round *dround;	/* destage copies in flight */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
-	atomic_t rd_inflight[2];
-	int rd_epoch;
-	wait_queue_head_t rd_wait;
+	struct nxd_epoch rd_ep;
+	/* So do foreground HDD writes, for a round that fills stripes. */
+	struct nxd_epoch hw_ep;
 
 	/* The writer's inbox; taken in endio (irqsave). */
 	spinlock_t qlock;
@@ -341,9 +350,10 @@ u64 nxd_ssd_flush_start(struct nxd_c *nc);
 void nxd_ssd_flush_done(struct nxd_c *nc, u64 seq, int err);
 void nxd_ssd_failed(struct nxd_c *nc, int err, const char *what);
 void nxd_event(struct nxd_c *nc, unsigned int kind);
-int nxd_read_epoch_get(struct nxd_c *nc);
-void nxd_read_epoch_put(struct nxd_c *nc, int epoch);
-void nxd_read_epoch_sync(struct nxd_c *nc);
+void nxd_epoch_init(struct nxd_epoch *ep);
+int nxd_epoch_get(struct nxd_epoch *ep);
+void nxd_epoch_put(struct nxd_epoch *ep, int epoch);
+void nxd_epoch_sync(struct nxd_epoch *ep);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
@@ -409,6 +419,7 @@ struct nxd_round;
 int nxd_destage_alloc(struct nxd_c *nc);
 void nxd_destage_free(struct nxd_c *nc);
 bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
 int nxd_drain(struct nxd_c *nc);

@@ -66,7 +66,7 @@ from nxdt.blkdev import NullBlk
 from nxdt.dmlib import DMError, DMIoctl
 from nxdt.facts import parse_status
 from nxdt.host import REPO, dmesg_tail, summary
-from nxdt.nxdvol import nxd_line
+from nxdt.nxdvol import module_param, nxd_line
 from nxdt.pcut import oracle, Workload, ZERO
 from nxdt.rawio import DirectIO
 
@@ -78,6 +78,10 @@ HDD_MIB = int(os.environ.get("NXD_PCUT_HDD_MIB", "64"))
 SSD_MIB = int(os.environ.get("NXD_PCUT_SSD_MIB", "8"))
 GROW_MIB = 8
 OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0"]
+# make crash-campaign FILL=n: the HDD advertises a 128 KiB stripe (io_opt)
+# and destage rounds fill stripes with at least n copies (destage_fill_min).
+FILL = int(os.environ.get("NXD_PCUT_FILL", "0"))
+FILL_IO_OPT = 128 << 10 if FILL else 0
 
 
 # ---------------------------------------------------------------- workload ---
@@ -221,7 +225,8 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
     try:
         # A chain that grows starts on the first HDD_MIB - GROW_MIB.
         hdd_sec = (HDD_MIB - (GROW_MIB if grow else 0)) * 2048
-        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec)
+        ph = pcut.Pcut(dm, names[0], hdd_nb.dev, group, seed * 2 + 1, sectors=hdd_sec,
+                       io_opt=FILL_IO_OPT)
         ps = pcut.Pcut(dm, names[1], ssd_nb.dev, group, seed * 2 + 2)
         vol = facts.data_sectors(ph.sectors)
         table = nxd_line(ph.devno, ps.devno, vol, opts)
@@ -664,15 +669,17 @@ def test_pcut_crash_campaign(pdm):
     tot = Totals()
     seeds = _seeds()
     t0 = time.monotonic()
-    for seed in seeds:
-        opts = OPTSETS[seed % len(OPTSETS)]
-        before = (tot.lost, tot.unexplained, len(tot.failures))
-        run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt",
-                  max_n=int(os.environ.get("NXD_PCUT_MAX_N", "6000")))
-        if (tot.lost, tot.unexplained, len(tot.failures)) != before:
-            summary("crash-campaign-detail.txt", f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
+    with module_param("destage_fill_min", FILL):
+        for seed in seeds:
+            opts = OPTSETS[seed % len(OPTSETS)]
+            before = (tot.lost, tot.unexplained, len(tot.failures))
+            run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt",
+                      max_n=int(os.environ.get("NXD_PCUT_MAX_N", "6000")))
+            if (tot.lost, tot.unexplained, len(tot.failures)) != before:
+                summary("crash-campaign-detail.txt",
+                        f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
     line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
-            f"in {time.monotonic() - t0:.0f}s")
+            f"{'fill ' + str(FILL) + ' ' if FILL else ''}in {time.monotonic() - t0:.0f}s")
     summary("crash-campaign.txt", line)
     assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)
 

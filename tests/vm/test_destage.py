@@ -263,3 +263,124 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     # The HDD alone holds what was logged before the drain.
     assert read_all(hdd.dev, 1 << 20) == before
     v.remove()
+
+
+
+STRIPE = 128 << 10                     # dm-striped 2 x 64 KiB: io_opt
+
+
+def _striped_hdd(dm, parts):
+    """dm-striped over two loops, 64 KiB chunks: io_opt 128 KiB."""
+    sectors = 32 << 11
+    dm.create("nxdfs", f"0 {2 * sectors} striped 2 128 "
+              f"{parts[0].dev} 0 {parts[1].dev} 0")
+    hdd = "/dev/mapper/nxdfs"
+    with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
+              "/queue/optimal_io_size") as f:
+        assert int(f.read()) == STRIPE
+    return hdd
+
+
+@pytest.mark.parametrize("writer", [False, True], ids=["alone", "with-hdd-writes"])
+def test_stripe_fill(dm, writer):
+    """destage_fill_min 2: a round with two or more copies in one stripe of
+    the HDD (its io_opt, 128 KiB here) reads the rest of the stripe and
+    writes it whole.  Sparse 4 KiB writes (three a stripe on average, over
+    data written to the HDD first) drain in one bio per stripe touched,
+    whole aligned stripes for those with two or more; the HDD ends up
+    equal to the model, the gaps included.  with-hdd-writes: during each
+    drain (write_threshold 0, so they go past the log) four threads write
+    4 KiB blocks of the gaps straight to the HDD; a round must not write
+    the stripe data it read over such a write landed after its read, so
+    those writes wait for the stripe's fill (without that wait, the model
+    check fails: mutant in docs/reliability.md)."""
+    parts = [Loop(32, f"hddf{i}") for i in range(2)]
+    ssd = NullBlk(32)
+    region = 8 << 20
+    try:
+        hdd = _striped_hdd(dm, parts)
+        with module_param("destage_fill_min", 2):
+            _stripe_fill(dm, hdd, ssd, region, writer)
+    finally:
+        dm.remove("nxds", missing_ok=True)
+        dm.remove("nxdfs", missing_ok=True)
+        ssd.close()
+        for p in parts:
+            p.close()
+
+
+def _stripe_fill(dm, hdd, ssd, region, writer):
+    v = Volume(dm, "nxds", hdd, ssd.dev)
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+    model = bytearray(os.urandom(region))
+    for off in range(0, region, STRIPE):           # past the log: to the HDD
+        pwrite_direct(fd, off, bytes(model[off:off + STRIPE]))
+    assert v.status()["index_entries"] == 0
+    rng = random.Random(21)
+    lock = threading.Lock()
+    stop = threading.Event()
+    nblocks, nstripes = region // 4096, region // STRIPE
+    gap_writes = [0]
+
+    def gap_writer(seed, logged):
+        wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        wr = random.Random(seed)
+        try:
+            while not stop.is_set():
+                b = wr.randrange(nblocks)
+                if b in logged:
+                    continue
+                d = os.urandom(4096)
+                with lock:             # one writer a block at a time: model order
+                    pwrite_direct(wfd, b * 4096, d)
+                    model[b * 4096:(b + 1) * 4096] = d
+                    gap_writes[0] += 1
+        finally:
+            os.close(wfd)
+
+    for rnd in range(4 if writer else 1):
+        v.message("pause_destage")
+        blocks = set()
+        while len(blocks) < 3 * nstripes:
+            blocks.add(rng.randrange(nblocks))
+        for b in sorted(blocks, key=lambda _: rng.random()):
+            d = os.urandom(4096)
+            pwrite_direct(fd, b * 4096, d)
+            model[b * 4096:(b + 1) * 4096] = d
+        before = v.status()
+        per = {}
+        for b in blocks:
+            per[b * 4096 // STRIPE] = per.get(b * 4096 // STRIPE, 0) + 1
+        threads = []
+        if writer:
+            assert v.sset("write_threshold", 0) == 0
+            stop.clear()
+            threads = [threading.Thread(target=gap_writer, args=(100 * rnd + i, blocks))
+                       for i in range(4)]
+            for t in threads:
+                t.start()
+        try:
+            v.message("drain")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        st = v.status()
+        bios = st["destage_bios"] - before["destage_bios"]
+        stripes = st["destage_stripe_bios"] - before["destage_stripe_bios"]
+        filled = sum(1 for n in per.values() if n >= 2)
+        print(f"round {rnd}: {len(blocks)} blocks in {len(per)} stripes, "
+              f"{filled} with 2+: {bios} destage bios, {stripes} whole stripes, "
+              f"{gap_writes[0]} gap writes so far")
+        # One bio per stripe touched: whole for 2+ copies, else the block.
+        assert bios == len(per), (bios, len(per), st)
+        assert stripes == filled, (stripes, filled, st)
+        if writer:
+            assert v.sset("write_threshold", 4096) == 0
+    os.close(fd)
+    v.remove()
+    got = read_all(hdd, region)
+    bad = [i // 4096 for i in range(0, region, 4096) if got[i:i + 4096] != model[i:i + 4096]]
+    assert not bad, f"{len(bad)} blocks differ from the model: {bad[:10]}"
+    if writer:
+        assert gap_writes[0] > 0

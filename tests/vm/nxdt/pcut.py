@@ -67,9 +67,9 @@ class Pcut:
     in cut group @group, through a dmlib client (DMIoctl in the crash tests,
     DMSetup in test_pfs)."""
 
-    def __init__(self, dm, name, backing, group, seed, sectors=None):
+    def __init__(self, dm, name, backing, group, seed, sectors=None, io_opt=0):
         self.dm, self.name, self.backing = dm, name, backing
-        self.group, self.seed = group, seed
+        self.group, self.seed, self.io_opt = group, seed, io_opt
         if sectors is None:
             with open(f"/sys/class/block/{os.path.basename(os.path.realpath(backing))}/size") as f:
                 sectors = int(f.read())
@@ -77,7 +77,8 @@ class Pcut:
         self.path = dm.create(name, self.table())
 
     def table(self):
-        return f"0 {self.sectors} pcut {self.backing} {self.group} {self.seed}"
+        return (f"0 {self.sectors} pcut {self.backing} {self.group} {self.seed}" +
+                (f" {self.io_opt}" if self.io_opt else ""))
 
     @property
     def devno(self):
