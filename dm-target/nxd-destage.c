@@ -85,7 +85,7 @@ MODULE_PARM_DESC(destage_fill_min,
 		 "copies in one HDD stripe for a round to write the whole stripe (default 0: off)");
 
 /* Stripes a round fills at most, and the HDD data read at a time for them. */
-#define NXD_FILL_MAX		512
+#define NXD_FILL_MAX		4096
 #define NXD_FILL_BUF		SZ_4M
 
 static unsigned int nxd_destage_depth(void)
