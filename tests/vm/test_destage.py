@@ -95,28 +95,39 @@ def test_destage_merges_dense_region(dm, geometry):
     parts = [Loop(32, f"hddm{i}") for i in range(2 if geometry == "striped" else 1)]
     ssd = NullBlk(32)
     try:
-        if geometry == "striped":
-            dm.create("nxdstripe", f"0 {2 * 65536} striped 2 128 "
-                      f"{parts[0].dev} 0 {parts[1].dev} 0")
-            hdd = "/dev/mapper/nxdstripe"
-            with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
-                      "/queue/optimal_io_size") as f:
-                assert int(f.read()) == 128 << 10
-        else:
-            hdd = parts[0].dev
+        hdd = _striped_hdd(dm, parts) if geometry == "striped" else parts[0].dev
         d = _dense(dm, hdd, ssd)
         if geometry == "striped":
             assert 0 < d["destage_stripe_bios"] <= d["destage_bios"], d
-            assert d["destage_stripe_bios"] * (128 << 10) <= d["destaged_bytes"], d
+            assert d["destage_stripe_bios"] * STRIPE <= d["destaged_bytes"], d
         else:
             assert d["destage_stripe_bios"] == 0, d
         assert d["destage_busy_us"] > 0, d
     finally:
-        dm.remove("nxds", missing_ok=True)
-        dm.remove("nxdstripe", missing_ok=True)
-        ssd.close()
-        for p in parts:
-            p.close()
+        _striped_teardown(dm, ssd, parts)
+
+
+STRIPE = 128 << 10                     # dm-striped 2 x 64 KiB: io_opt
+
+
+def _striped_hdd(dm, parts):
+    """dm-striped over two 32 MiB loops, 64 KiB chunks: io_opt 128 KiB."""
+    sectors = 32 << 11
+    dm.create("nxdstripe", f"0 {2 * sectors} striped 2 128 "
+              f"{parts[0].dev} 0 {parts[1].dev} 0")
+    hdd = "/dev/mapper/nxdstripe"
+    with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
+              "/queue/optimal_io_size") as f:
+        assert int(f.read()) == STRIPE
+    return hdd
+
+
+def _striped_teardown(dm, ssd, parts):
+    dm.remove("nxds", missing_ok=True)
+    dm.remove("nxdstripe", missing_ok=True)
+    ssd.close()
+    for p in parts:
+        p.close()
 
 
 def _dense(dm, hdd, ssd):
@@ -266,20 +277,6 @@ def test_drain_ends_under_continuous_writes(devs, dm):
 
 
 
-STRIPE = 128 << 10                     # dm-striped 2 x 64 KiB: io_opt
-
-
-def _striped_hdd(dm, parts):
-    """dm-striped over two loops, 64 KiB chunks: io_opt 128 KiB."""
-    sectors = 32 << 11
-    dm.create("nxdfs", f"0 {2 * sectors} striped 2 128 "
-              f"{parts[0].dev} 0 {parts[1].dev} 0")
-    hdd = "/dev/mapper/nxdfs"
-    with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
-              "/queue/optimal_io_size") as f:
-        assert int(f.read()) == STRIPE
-    return hdd
-
 
 @pytest.mark.parametrize("writer", [False, True], ids=["alone", "with-hdd-writes"])
 def test_stripe_fill(dm, writer):
@@ -302,11 +299,7 @@ def test_stripe_fill(dm, writer):
         with module_param("destage_fill_min", 2):
             _stripe_fill(dm, hdd, ssd, region, writer)
     finally:
-        dm.remove("nxds", missing_ok=True)
-        dm.remove("nxdfs", missing_ok=True)
-        ssd.close()
-        for p in parts:
-            p.close()
+        _striped_teardown(dm, ssd, parts)
 
 
 def _stripe_fill(dm, hdd, ssd, region, writer):
