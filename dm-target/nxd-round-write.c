@@ -238,13 +238,18 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			bio = nxd_destage_bio(nc, b0 * NXD_SECTORS_PER_BLOCK, first);
 			db = container_of(bio, struct nxd_dbio, bio);
 			db->last = i - 1;
-			for (j = first; j < i; j++)
+			/*
+			 * The bio's reference on every entry of the stripe, for
+			 * its end_io; then the copies drop the one
+			 * nxd_round_copy() gave them, so that it is that end_io
+			 * which lands them (and wakes the fenced HDD writes).
+			 */
+			for (j = first; j < i; j++) {
 				atomic_inc(&rd->blk[j].unlanded);
-			nxd_destage_submit(nc, nxd_fill_bio(nc, bio, buf, len));
-			/* The build reference nxd_round_copy() gave each copy. */
-			for (j = first; j < i; j++)
 				if (rd->blk[j].copy)
 					atomic_dec(&rd->blk[j].unlanded);
+			}
+			nxd_destage_submit(nc, nxd_fill_bio(nc, bio, buf, len));
 		}
 	}
 }
