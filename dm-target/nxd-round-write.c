@@ -146,8 +146,7 @@ static void nxd_fill_endio(struct bio *bio)
 		wake_up_all(&nc->dwq);
 }
 
-static struct bio *nxd_fill_bio(struct nxd_c *nc, struct bio *bio, void *buf,
-				size_t len)
+static struct bio *nxd_fill_bio(struct bio *bio, void *buf, size_t len)
 {
 	size_t off;
 
@@ -177,7 +176,7 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 		bio->bi_end_io = nxd_fill_endio;
 		bio->bi_private = nc;
 		atomic_inc(&rd->fill_pending);
-		submit_bio(nxd_fill_bio(nc, bio, rd->fbuf + (k - k0) * len, len));
+		submit_bio(nxd_fill_bio(bio, rd->fbuf + (k - k0) * len, len));
 	}
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&rd->fill_pending))
@@ -249,7 +248,7 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 				if (rd->blk[j].copy)
 					atomic_dec(&rd->blk[j].unlanded);
 			}
-			nxd_destage_submit(nc, nxd_fill_bio(nc, bio, buf, len));
+			nxd_destage_submit(nc, nxd_fill_bio(bio, buf, len));
 		}
 	}
 }
