@@ -205,10 +205,27 @@ void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb)
 	WRITE_ONCE(nc->hdd_fg_last, jiffies);
 }
 
+/*
+ * A bio a lower device completed, to be submitted again: as map got it.
+ * A dm device below that split it (bio_inc_remaining() per remainder) left
+ * it chained with no completion count: split again, it would complete
+ * after its first piece and again after the next, and its second
+ * completion could end another bio (6.12 crash campaign: a NULL bi_blkg
+ * in the writer's submission).  dm_bio_restore() resets the same fields.
+ */
+void nxd_bio_reset(struct bio *bio, const struct bvec_iter *iter)
+{
+	bio->bi_iter = *iter;
+	bio_clear_flag(bio, BIO_CHAIN);
+	atomic_set(&bio->__bi_remaining, 1);
+}
+
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
 {
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
+	WARN_ON_ONCE(bio_flagged(bio, BIO_CHAIN) ||
+		     atomic_read(&bio->__bi_remaining) != 1);
 	bio_set_dev(bio, nc->hdd->bdev);
 	pb->route = NXD_H_HDD;
 	nxd_fg_hdd(nc, pb);

@@ -335,7 +335,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 		/* As map saw it; the degraded path sends it to the HDD. */
 		pb->fast = NXD_FAST_NONE;
 		pb->fseg = NULL;
-		bio->bi_iter = pb->iter;
+		nxd_bio_reset(bio, &pb->iter);
 		bio->bi_status = BLK_STS_OK;
 		if (pb->fua)
 			bio->bi_opf |= REQ_FUA;

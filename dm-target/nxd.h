@@ -355,6 +355,7 @@ int nxd_epoch_get(struct nxd_epoch *ep);
 void nxd_epoch_put(struct nxd_epoch *ep, int epoch);
 void nxd_epoch_sync(struct nxd_epoch *ep);
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb);
+void nxd_bio_reset(struct bio *bio, const struct bvec_iter *iter);
 struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio);
 void nxd_bio_done(struct nxd_c *nc, struct bio *bio);
 int nxd_thread_start(struct nxd_c *nc, int (*fn)(void *), const char *prefix,

@@ -33,7 +33,13 @@ wrote, never against the volume.
    volatile caches, what a flush covered reads as the HDD write (with the
    small writes that followed it, whole or partial), what it did not reads
    as either version, and a clean stop keeps the HDD write too.
-"""
+ - test_failed_direct_write_split_below_is_redone_once: a direct log
+   write that a dm device under the SSD split (it crossed a 1 MiB
+   boundary of dm-pcut) fails there and is redone on the HDD, where it is
+   split too: it completes once, with its data on the HDD (redone as the
+   SSD left it, chained with no completion count, it completed after its
+   first HDD piece and again after the second: the 6.12 crash campaign's
+   NULL bi_blkg oops in the writer)."""
 import threading
 import time
 
@@ -481,3 +487,48 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     check("live")
     v.recreate()
     check("after a reload")
+
+
+def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
+    pcut.load_module()
+    hdd = pcut.Pcut(dm, "nxsp-h", nullb(64), "gsplit", 71)
+    ssd = pcut.Pcut(dm, "nxsp-s", nullb(64), "gsplit", 72)
+    v = Volume(dm, "nxsp", hdd.path, ssd.path,
+               opts=["mode", "log_all", "ssd_discard", "0"])
+    v.pause()
+    n = ondisk.SEG_MAX_BLOCKS - 1          # one whole direct segment
+    per_mib = MiB // BLOCK
+    _, sb = ondisk.newest_sb(ssd.path)
+    head = sb["ring_start"] + sb["head_pos"]
+    # The next direct segment opens at the ring's head; its data slots
+    # cross an SSD MiB boundary when the first one is past per_mib - n.
+    # Smaller direct segments first (each header + k blocks, k >= 1) move
+    # the head there.
+    d = next(d for d in range(per_mib + 2) if d != 1 and
+             (head + d + 1) % per_mib > per_mib - n)
+    W = 200                                 # blocks 200-326: an HDD MiB boundary too
+    data = b"".join(pattern("split", i, BLOCK) for i in range(n))
+    with rawio.Fd(v.dev) as f:
+        at = 4096
+        while d:
+            k = min(n, d - 1)
+            if d - (k + 1) == 1:
+                k -= 1
+            f.pwrite(at * BLOCK, b"".join(pattern("pre", at + i, BLOCK) for i in range(k)))
+            f.fsync()
+            at += k
+            d -= k + 1
+        assert v.status()["segments_written"] >= 1
+        ssd.message("fail_writes", 1)
+        failed = ssd.status()["failed"]
+        f.pwrite(W * BLOCK, data)
+        st = v.status()
+        assert st["state"] == "degraded", st
+        assert ssd.status()["failed"] - failed >= 2, \
+            "the direct write was not split on the SSD: the test proves nothing " \
+            f"(head {head}, status {st})"
+        assert f.pread(W * BLOCK, n * BLOCK) == data, "the redone write reads back wrong"
+    assert rawio.pread_dev(hdd.path, W * BLOCK, n * BLOCK) == data, \
+        "the HDD does not hold the redone write"
+    assert v.status()["hdd_errors"] == 0
+    v.remove()
