@@ -130,10 +130,7 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 			return opt_default(c, o, argv);
 		}
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (rc)
-		return rc;
-	rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (rc)
 		return rc;
 	rc = get_stats(&v, reset ? NXD_IOC_F_RESET : 0, &prev);
@@ -215,9 +212,7 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
 		return rc ? rc : prometheus(argc - optind, argv + optind);
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = get_stats(&v, reset ? NXD_IOC_F_RESET : 0, &st);
 	if (rc)

@@ -155,9 +155,7 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = get_stats(&v, 0, &st);
 	if (rc)

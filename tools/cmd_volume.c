@@ -136,9 +136,7 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 			return opt_default(c, o, argv);
 		}
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (rc)
 		return rc;
 	return remove_volume(&v, retry, true);
@@ -157,9 +155,7 @@ static int do_message_cmd(const struct cmd *c, int argc, char **argv,
 			return opt_default(c, o, argv);
 		}
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = dm_message(&v, msg);
 	if (!rc)

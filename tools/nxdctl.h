@@ -96,6 +96,8 @@ struct vol {
  * block device node of the volume.  0 or an exit code (reported).
  */
 int resolve_vol(const char *arg, struct vol *v);
+/* The one argument of command @c, a VOL, resolved.  0 or an exit code. */
+int want_vol(const struct cmd *c, int argc, char **argv, struct vol *v);
 /*
  * A new @v for VOL @arg and the last component of its path in *@base.
  * 0, or an exit code (reported) if that is empty.
