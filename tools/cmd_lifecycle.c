@@ -45,20 +45,15 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 	struct dm_line t, now;
 	struct dm_nxd_status s;
 	bool dry_run = false;
+	const struct simple_opt so[] = { { O_DRY, &dry_run, NULL }, { 0 } };
 	uint64_t bytes, len;
 	struct vol v;
-	int o, rc;
+	int rc;
 
 	lc_hooks();
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_DRY:
-			dry_run = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "h", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (!rc)
 		rc = lc_nxd_volume(c, argv[optind], dry_run, &v, &t);

@@ -289,19 +289,14 @@ static int do_show_super(const struct cmd *c, int argc, char **argv)
 	char path[PATH_MAX];
 	struct nxd_meta m;
 	bool json = false;
+	const struct simple_opt so[] = { { 'j', &json, NULL }, { 0 } };
 	uint64_t bytes;
 	enum role r;
-	int o, rc, e;
+	int rc, e;
 
-	while ((o = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j':
-			json = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "jh", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (rc)
 		return rc;

@@ -79,6 +79,21 @@ int parse_pos_double(const char *cmd, const char *opt, const char *s,
 void cmd_usage(const struct cmd *c, FILE *f);
 /* The default case of getopt loops: --help, or a bad option. */
 int opt_default(const struct cmd *c, int o, char **argv);
+/* An option that sets a bool (@flag) or keeps its argument (@arg). */
+struct simple_opt {
+	int val;		/* as getopt_long() returns it; 0 ends a list */
+	bool *flag;
+	const char **arg;
+};
+
+/*
+ * The getopt_long() loop of a command whose options are all simple_opts
+ * (@so, NULL if none): anything else is opt_default()'s, --help or a bad option.  -1
+ * when the options are read, else the exit code (0 after --help).
+ */
+int simple_opts(const struct cmd *c, int argc, char **argv,
+		const char *shortopts, const struct option *opts,
+		const struct simple_opt *so);
 int want_args(const struct cmd *c, int argc, char **argv, int n_min,
 	      int n_max);
 
