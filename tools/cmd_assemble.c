@@ -319,10 +319,8 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 			config = optarg;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}

@@ -196,10 +196,8 @@ static int do_attach(const struct cmd *c, int argc, char **argv)
 			co.force = true;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}

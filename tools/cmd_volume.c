@@ -38,10 +38,8 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 			co.uuid = optarg;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}

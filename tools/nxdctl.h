@@ -227,6 +227,13 @@ int add_opt(struct create_opts *co, const char *key, const char *val);
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 	      struct create_opts *co);
+/*
+ * The default case of the getopt loops of create, assemble and attach: a
+ * table option, else opt_default()'s.  -1 when @o was a table option,
+ * taken; else the exit code (0 after --help).
+ */
+int table_opt_default(const struct cmd *c, int o, char **argv,
+		      struct create_opts *co);
 /* Size in bytes of a block device (or, for --dry-run, a regular file). */
 int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 	     dev_t *rdev);
