@@ -118,21 +118,29 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 
 /* ---- detach ---- */
 
-/* --timeout, --nolockfs, --dry-run (detach, replace-ssd); -1 if @o is none. */
-static int detach_opt(const struct cmd *c, int o, struct detach_opts *d)
+/*
+ * The default case of the getopt loops of detach and replace-ssd:
+ * --timeout, --nolockfs, --dry-run, else opt_default()'s.  -1 when @o was
+ * one of those, taken; else the exit code (0 after --help).
+ */
+static int detach_opt(const struct cmd *c, int o, char **argv,
+		      struct detach_opts *d)
 {
+	int rc;
+
 	switch (o) {
 	case O_TIMEOUT:
-		return parse_uint_opt(c->name, "--timeout", optarg, 0, INT_MAX,
-				      &d->timeout);
+		rc = parse_uint_opt(c->name, "--timeout", optarg, 0, INT_MAX,
+				    &d->timeout);
+		return rc ? rc : -1;
 	case O_NOLOCKFS:
 		d->nolockfs = true;
-		return 0;
+		return -1;
 	case O_DRY:
 		d->dry_run = true;
-		return 0;
-	default:
 		return -1;
+	default:
+		return opt_default(c, o, argv);
 	}
 }
 
@@ -150,10 +158,8 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		rc = detach_opt(c, o, &dopt);
-		if (rc < 0)
-			return opt_default(c, o, argv);
-		if (rc)
+		rc = detach_opt(c, o, argv, &dopt);
+		if (rc >= 0)
 			return rc;
 	}
 	rc = want_args(c, argc, argv, 1, 1);
@@ -292,10 +298,8 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 			force = true;
 			break;
 		default:
-			rc = detach_opt(c, o, &dopt);
-			if (rc < 0)
-				return opt_default(c, o, argv);
-			if (rc)
+			rc = detach_opt(c, o, argv, &dopt);
+			if (rc >= 0)
 				return rc;
 		}
 	}
