@@ -54,9 +54,7 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 	rc = simple_opts(c, argc, argv, "h", opts, so);
 	if (rc >= 0)
 		return rc;
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dry_run, &v, &t);
+	rc = lc_nxd_volume(c, argc, argv, 1, dry_run, &v, &t);
 	if (rc)
 		return rc;
 	rc = lc_nxd_devs(t.params, hdd, ssd, sizeof(hdd), NULL);
@@ -162,9 +160,7 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 		if (rc >= 0)
 			return rc;
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dopt.dry_run, &v, &t);
+	rc = lc_nxd_volume(c, argc, argv, 1, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
 	return lc_detach(&v, &t, &dopt);
@@ -303,9 +299,7 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 				return rc;
 		}
 	}
-	rc = want_args(c, argc, argv, 2, 2);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dopt.dry_run, &v, &t);
+	rc = lc_nxd_volume(c, argc, argv, 2, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
 	newssd = argv[optind + 1];

@@ -88,13 +88,18 @@ int lc_resolve_any(const char *arg, struct vol *v)
 	return 0;
 }
 
-int lc_nxd_volume(const struct cmd *c, const char *arg, bool dry_run,
-		  struct vol *v, struct dm_line *t)
+int lc_nxd_volume(const struct cmd *c, int argc, char **argv, int nargs,
+		  bool dry_run, struct vol *v, struct dm_line *t)
 {
+	const char *arg;
 	int rc;
 
+	rc = want_args(c, argc, argv, nargs, nargs);
+	if (rc)
+		return rc;
 	if (lc_test() && !dry_run)
 		return usage_error(c->name, "the test hooks need --dry-run");
+	arg = argv[optind];
 	rc = lc_test() ? lc_resolve_any(arg, v) : resolve_vol(arg, v);
 	if (!rc)
 		rc = lc_table(v->name, t);

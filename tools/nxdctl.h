@@ -386,9 +386,12 @@ bool lc_test(void);
 int lc_table(const char *name, struct dm_line *t);
 int lc_status(const char *name, struct dm_nxd_status *s);
 int lc_resolve_any(const char *arg, struct vol *v);
-/* VOL @arg as an nxd volume with a one-target table @t.  0 or exit code. */
-int lc_nxd_volume(const struct cmd *c, const char *arg, bool dry_run,
-		  struct vol *v, struct dm_line *t);
+/*
+ * The @nargs arguments of @c, the first a VOL: an nxd volume @v with a
+ * one-target table @t.  0 or an exit code.
+ */
+int lc_nxd_volume(const struct cmd *c, int argc, char **argv, int nargs,
+		  bool dry_run, struct vol *v, struct dm_line *t);
 
 /* A device of a table line ("MAJ:MIN" or a path) as a path to open... */
 void lc_dev_path(const char *tok, char *out, size_t len);
