@@ -193,6 +193,13 @@ static void say_log(FILE *f, const char *name, const struct dm_nxd_status *s,
 	fflush(f);
 }
 
+/* A failed suspend or check: drop the loaded table, resume the live one. */
+static void back_out(const char *name)
+{
+	dm_op(DM_DEVICE_CLEAR, name, NULL, false);
+	dm_op(DM_DEVICE_RESUME, name, NULL, false);
+}
+
 /*
  * The drain message, sent by a child so that the parent can show the
  * log emptying, give up at @timeout seconds (0: never) or on SIGINT /
@@ -320,8 +327,7 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 		goto restore;
 	rc = dm_op(DM_DEVICE_SUSPEND, v->name, NULL, o->nolockfs);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		goto restore;
 	}
 	/* The old table is still live while suspended: is its log empty? */
@@ -332,8 +338,7 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 			  " index entries)", v->name, s.log_used,
 			  s.index_entries);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		goto restore;
 	}
 	rc = dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
@@ -474,8 +479,7 @@ int lc_attach_load(const struct vol *v, uint64_t len, const char *params,
 		return rc;
 	rc = dm_op(DM_DEVICE_SUSPEND, v->name, NULL, false);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		return rc;
 	}
 	rc = dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
