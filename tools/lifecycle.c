@@ -382,7 +382,6 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	char holder[NXD_NAME_LEN], desc[1024], u[40], msg[PATH_MAX + 128];
-	struct log_risk lr;
 	struct nxd_meta m;
 	uint64_t bytes, pb;
 	int problems = 0, rc, e, fd;
@@ -428,14 +427,7 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 				    "superblock of volume %s: --format to\n"
 				    "reuse it (its old log is discarded)", ssd,
 				    u);
-		rc = log_risk(ssd, ROLE_SSD, &m, &lr);
-		if (rc > 0)
-			log_risk_say(&lr, m.vol_uuid);
-		else if (rc < 0)
-			fprintf(stderr, "nxdctl: %s: cannot read its log\n",
-				ssd);
-		if (rc)
-			problems++;
+		problems += log_risk_check(ssd, ROLE_SSD, &m);
 	} else {
 		rc = signatures(ssd, desc, sizeof(desc));
 		if (rc < 0)

@@ -345,6 +345,11 @@ int log_risk(const char *dev, enum role r, const struct nxd_meta *m,
 	     struct log_risk *out);
 void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
 /*
+ * log_risk() of @dev, said (writes at risk, or a log that cannot be
+ * read): 1 if there is a problem, else 0.
+ */
+int log_risk_check(const char *dev, enum role r, const struct nxd_meta *m);
+/*
  * Before create: would the table about to be loaded destroy anything?
  * Signatures on a new volume's HDD or SSD, data in the HDD's last MiB,
  * writes in a log that --format (or a new volume) discards.  Says what,
