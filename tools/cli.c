@@ -189,6 +189,26 @@ int opt_default(const struct cmd *c, int o, char **argv)
 			   argv[optind - 1]);
 }
 
+int simple_opts(const struct cmd *c, int argc, char **argv,
+		const char *shortopts, const struct option *opts,
+		const struct simple_opt *so)
+{
+	const struct simple_opt *s;
+	int o;
+
+	while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+		for (s = so; s && s->val && s->val != o; s++)
+			;
+		if (!s || !s->val)
+			return opt_default(c, o, argv);
+		if (s->flag)
+			*s->flag = true;
+		else
+			*s->arg = optarg;
+	}
+	return -1;
+}
+
 int want_args(const struct cmd *c, int argc, char **argv, int n_min,
 		     int n_max)
 {

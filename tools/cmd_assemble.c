@@ -319,10 +319,8 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 			config = optarg;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}
@@ -421,22 +419,16 @@ static int do_stop(const struct cmd *c, int argc, char **argv)
 	struct nxd_ioc_list *l = NULL;
 	const char *config = NULL;
 	bool all = false;
+	const struct simple_opt so[] = {
+		{ O_ALL, &all, NULL }, { O_CONFIG, NULL, &config }, { 0 }
+	};
 	struct nxdtab t;
 	unsigned int i;
-	int o, rc, worst;
+	int rc, worst;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_ALL:
-			all = true;
-			break;
-		case O_CONFIG:
-			config = optarg;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "h", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, all ? 0 : 1, all ? 0 : INT_MAX);
 	if (rc)
 		return rc;
@@ -487,14 +479,11 @@ static int do_udev_info(const struct cmd *c, int argc, char **argv)
 	struct nxd_meta od;
 	uint64_t bytes;
 	unsigned int ma, mi, i, vma, vmi;
-	int o, rc, e;
+	int rc, e;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "h", opts, NULL);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (rc)
 		return rc;

@@ -45,23 +45,16 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 	struct dm_line t, now;
 	struct dm_nxd_status s;
 	bool dry_run = false;
+	const struct simple_opt so[] = { { O_DRY, &dry_run, NULL }, { 0 } };
 	uint64_t bytes, len;
 	struct vol v;
-	int o, rc;
+	int rc;
 
 	lc_hooks();
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_DRY:
-			dry_run = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dry_run, &v, &t);
+	rc = simple_opts(c, argc, argv, "h", opts, so);
+	if (rc >= 0)
+		return rc;
+	rc = lc_nxd_volume(c, argc, argv, 1, dry_run, &v, &t);
 	if (rc)
 		return rc;
 	rc = lc_nxd_devs(t.params, hdd, ssd, sizeof(hdd), NULL);
@@ -123,21 +116,29 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 
 /* ---- detach ---- */
 
-/* --timeout, --nolockfs, --dry-run (detach, replace-ssd); -1 if @o is none. */
-static int detach_opt(const struct cmd *c, int o, struct detach_opts *d)
+/*
+ * The default case of the getopt loops of detach and replace-ssd:
+ * --timeout, --nolockfs, --dry-run, else opt_default()'s.  -1 when @o was
+ * one of those, taken; else the exit code (0 after --help).
+ */
+static int detach_opt(const struct cmd *c, int o, char **argv,
+		      struct detach_opts *d)
 {
+	int rc;
+
 	switch (o) {
 	case O_TIMEOUT:
-		return parse_uint_opt(c->name, "--timeout", optarg, 0, INT_MAX,
-				      &d->timeout);
+		rc = parse_uint_opt(c->name, "--timeout", optarg, 0, INT_MAX,
+				    &d->timeout);
+		return rc ? rc : -1;
 	case O_NOLOCKFS:
 		d->nolockfs = true;
-		return 0;
+		return -1;
 	case O_DRY:
 		d->dry_run = true;
-		return 0;
-	default:
 		return -1;
+	default:
+		return opt_default(c, o, argv);
 	}
 }
 
@@ -155,15 +156,11 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		rc = detach_opt(c, o, &dopt);
-		if (rc < 0)
-			return opt_default(c, o, argv);
-		if (rc)
+		rc = detach_opt(c, o, argv, &dopt);
+		if (rc >= 0)
 			return rc;
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dopt.dry_run, &v, &t);
+	rc = lc_nxd_volume(c, argc, argv, 1, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
 	return lc_detach(&v, &t, &dopt);
@@ -201,10 +198,8 @@ static int do_attach(const struct cmd *c, int argc, char **argv)
 			co.force = true;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}
@@ -299,16 +294,12 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 			force = true;
 			break;
 		default:
-			rc = detach_opt(c, o, &dopt);
-			if (rc < 0)
-				return opt_default(c, o, argv);
-			if (rc)
+			rc = detach_opt(c, o, argv, &dopt);
+			if (rc >= 0)
 				return rc;
 		}
 	}
-	rc = want_args(c, argc, argv, 2, 2);
-	if (!rc)
-		rc = lc_nxd_volume(c, argv[optind], dopt.dry_run, &v, &t);
+	rc = lc_nxd_volume(c, argc, argv, 2, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
 	newssd = argv[optind + 1];

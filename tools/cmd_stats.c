@@ -130,10 +130,7 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 			return opt_default(c, o, argv);
 		}
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (rc)
-		return rc;
-	rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (rc)
 		return rc;
 	rc = get_stats(&v, reset ? NXD_IOC_F_RESET : 0, &prev);
@@ -189,25 +186,17 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		HELP_OPT, { 0 }
 	};
 	bool json = false, reset = false, prom = false;
+	const struct simple_opt so[] = {
+		{ 'j', &json, NULL }, { 'r', &reset, NULL },
+		{ 'P', &prom, NULL }, { 0 }
+	};
 	struct nxd_ioc_stats st;
 	struct vol v;
-	int o, rc;
+	int rc;
 
-	while ((o = getopt_long(argc, argv, "jrh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j':
-			json = true;
-			break;
-		case 'r':
-			reset = true;
-			break;
-		case 'P':
-			prom = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "jrh", opts, so);
+	if (rc >= 0)
+		return rc;
 	if (prom) {
 		if (json || reset)
 			return usage_error(c->name, "--prometheus takes no "
@@ -215,9 +204,7 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
 		return rc ? rc : prometheus(argc - optind, argv + optind);
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = get_stats(&v, reset ? NXD_IOC_F_RESET : 0, &st);
 	if (rc)

@@ -90,6 +90,34 @@ out:
 	return rc;
 }
 
+/* probe_dev() @dev for the speeds not given (still 0) in @iops, @mbps. */
+static int probe_missing(const char *dev, double secs, double *iops,
+			 double *mbps)
+{
+	double i = 0, m = 0;
+	int rc;
+
+	if (*iops && *mbps)
+		return 0;
+	rc = probe_dev(dev, secs, &i, &m);
+	if (rc)
+		return rc;
+	if (!*iops)
+		*iops = i;
+	if (!*mbps)
+		*mbps = m;
+	return 0;
+}
+
+static void say_speeds(const char *role, const char *dev, double iops,
+		       double mbps, bool iops_given, bool mbps_given)
+{
+	printf("  %s %s: %.0f IOPS (4K random)%s, %.0f MB/s (1M "
+	       "sequential)%s\n", role, dev, iops,
+	       iops_given ? " [given]" : "", mbps,
+	       mbps_given ? " [given]" : "");
+}
+
 static int do_suggest(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -155,9 +183,7 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = get_stats(&v, 0, &st);
 	if (rc)
@@ -184,7 +210,6 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 	if (!sp.ssd_iops || !sp.ssd_mbps || !sp.hdd_iops || !sp.hdd_mbps) {
 		char target[32], params[512], hdd[PATH_MAX], ssd[PATH_MAX];
 		char h[64], s[64];
-		double i, m;
 
 		if (test_stats)
 			return usage_error(c->name, "give all four speeds");
@@ -200,32 +225,17 @@ static int do_suggest(const struct cmd *c, int argc, char **argv)
 		printf("Probing with O_DIRECT reads, %.1f s per device...\n",
 		       probe);
 		fflush(stdout);
-		if (!sp.ssd_iops || !sp.ssd_mbps) {
-			rc = probe_dev(ssd, probe, &i, &m);
-			if (rc)
-				return rc;
-			if (!sp.ssd_iops)
-				sp.ssd_iops = i;
-			if (!sp.ssd_mbps)
-				sp.ssd_mbps = m;
-		}
-		if (!sp.hdd_iops || !sp.hdd_mbps) {
-			rc = probe_dev(hdd, probe, &i, &m);
-			if (rc)
-				return rc;
-			if (!sp.hdd_iops)
-				sp.hdd_iops = i;
-			if (!sp.hdd_mbps)
-				sp.hdd_mbps = m;
-		}
-		printf("  SSD %s: %.0f IOPS (4K random)%s, %.0f MB/s "
-		       "(1M sequential)%s\n", ssd, sp.ssd_iops,
-		       given.ssd_iops ? " [given]" : "", sp.ssd_mbps,
-		       given.ssd_mbps ? " [given]" : "");
-		printf("  HDD %s: %.0f IOPS (4K random)%s, %.0f MB/s "
-		       "(1M sequential)%s\n\n", hdd, sp.hdd_iops,
-		       given.hdd_iops ? " [given]" : "", sp.hdd_mbps,
-		       given.hdd_mbps ? " [given]" : "");
+		rc = probe_missing(ssd, probe, &sp.ssd_iops, &sp.ssd_mbps);
+		if (!rc)
+			rc = probe_missing(hdd, probe, &sp.hdd_iops,
+					   &sp.hdd_mbps);
+		if (rc)
+			return rc;
+		say_speeds("SSD", ssd, sp.ssd_iops, sp.ssd_mbps,
+			   given.ssd_iops, given.ssd_mbps);
+		say_speeds("HDD", hdd, sp.hdd_iops, sp.hdd_mbps,
+			   given.hdd_iops, given.hdd_mbps);
+		putchar('\n');
 	} else {
 		printf("Speeds given: SSD %.0f IOPS, %.0f MB/s; HDD %.0f "
 		       "IOPS, %.0f MB/s\n\n", sp.ssd_iops, sp.ssd_mbps,

@@ -31,14 +31,44 @@ static const char *decode_word(int res)
 	}
 }
 
+/* The volume a superblock or a label belongs to: both say it alike. */
+static void text_uuids(const uint8_t *vol_uuid, const uint8_t *hdd_uuid)
+{
+	char a[40], b[40];
+
+	nxdctl_fmt_uuid(a, vol_uuid);
+	nxdctl_fmt_uuid(b, hdd_uuid);
+	printf("  volume UUID   %s\n  HDD UUID      %s\n", a, b);
+}
+
+static void json_uuids(struct jw *j, const uint8_t *vol_uuid,
+		       const uint8_t *hdd_uuid, uint64_t hdd_sectors)
+{
+	char u[40];
+
+	nxdctl_fmt_uuid(u, vol_uuid);
+	jw_str(j, "vol_uuid", u);
+	nxdctl_fmt_uuid(u, hdd_uuid);
+	jw_str(j, "hdd_uuid", u);
+	jw_u64(j, "hdd_sectors", hdd_sectors);
+}
+
+/* What a show-super document of either role starts with. */
+static void json_head(struct jw *j, const char *dev, const char *role)
+{
+	jw_start(j, stdout, true);
+	jw_open(j, NULL, '{');
+	jw_str(j, "device", dev);
+	jw_str(j, "role", role);
+	jw_u64(j, "format_version", NXD_FORMAT_VERSION);
+}
+
 static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
 {
 	char a[40], b[40], buf[NXD_TUN_STR_LEN];
 	unsigned int i;
 
-	nxdctl_fmt_uuid(a, sb->vol_uuid);
-	nxdctl_fmt_uuid(b, sb->hdd_uuid);
-	printf("  volume UUID   %s\n  HDD UUID      %s\n", a, b);
+	text_uuids(sb->vol_uuid, sb->hdd_uuid);
 	nxdctl_fmt_human(a, sizeof(a), sb->data_sectors << 9);
 	printf("  data area     %" PRIu64 " sectors (%s); HDD label at "
 	       "sector %" PRIu64 " of %" PRIu64 "\n", sb->data_sectors, a,
@@ -75,16 +105,11 @@ static void json_sb(struct jw *j, const char *key,
 {
 	const struct nxd_tun_desc *d;
 	unsigned int i;
-	char u[40];
 	u32 v;
 
 	jw_open(j, key, '{');
 	jw_u64(j, "sb_seq", sb->sb_seq);
-	nxdctl_fmt_uuid(u, sb->vol_uuid);
-	jw_str(j, "vol_uuid", u);
-	nxdctl_fmt_uuid(u, sb->hdd_uuid);
-	jw_str(j, "hdd_uuid", u);
-	jw_u64(j, "hdd_sectors", sb->hdd_sectors);
+	json_uuids(j, sb->vol_uuid, sb->hdd_uuid, sb->hdd_sectors);
 	jw_u64(j, "hdd_label_sector", sb->hdd_label_sector);
 	jw_u64(j, "data_sectors", sb->data_sectors);
 	jw_u64(j, "ring_start", sb->ring_start);
@@ -117,15 +142,10 @@ static void json_sb(struct jw *j, const char *key,
 static void json_label(struct jw *j, const struct nxd_meta *m)
 {
 	const struct nxd_label_info *l = &m->label;
-	char u[40];
 
 	jw_open(j, "label", '{');
 	jw_u64(j, "sector", m->label_sector);
-	nxdctl_fmt_uuid(u, l->vol_uuid);
-	jw_str(j, "vol_uuid", u);
-	nxdctl_fmt_uuid(u, l->hdd_uuid);
-	jw_str(j, "hdd_uuid", u);
-	jw_u64(j, "hdd_sectors", l->hdd_sectors);
+	json_uuids(j, l->vol_uuid, l->hdd_uuid, l->hdd_sectors);
 	jw_bool(j, "log_frozen", l->flags & NXD_LABEL_LOG_FROZEN);
 	jw_bool(j, "log_abandoned", l->flags & NXD_LABEL_LOG_ABANDONED);
 	if (l->flags & NXD_LABEL_LOG_FROZEN) {
@@ -141,12 +161,8 @@ static void json_label(struct jw *j, const struct nxd_meta *m)
 static void text_label(const struct nxd_meta *m)
 {
 	const struct nxd_label_info *l = &m->label;
-	char a[40];
 
-	nxdctl_fmt_uuid(a, l->vol_uuid);
-	printf("  volume UUID   %s\n", a);
-	nxdctl_fmt_uuid(a, l->hdd_uuid);
-	printf("  HDD UUID      %s\n", a);
+	text_uuids(l->vol_uuid, l->hdd_uuid);
 	printf("  HDD size      %" PRIu64 " sectors when labelled\n",
 	       l->hdd_sectors);
 	if (l->flags & NXD_LABEL_LOG_FROZEN)
@@ -202,11 +218,7 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		return fail(errno_code(-rc), "%s: %s", dev, strerror(-rc));
 	rc = scan_log(dev, m, &ls, hdd, sizeof(hdd));
 	if (json) {
-		jw_start(&j, stdout, true);
-		jw_open(&j, NULL, '{');
-		jw_str(&j, "device", dev);
-		jw_str(&j, "role", "ssd");
-		jw_u64(&j, "format_version", NXD_FORMAT_VERSION);
+		json_head(&j, dev, "ssd");
 		jw_u64(&j, "in_use", m->sb_copy);
 		jw_open(&j, "copies", '[');
 		for (i = 0; i < 2; i++) {
@@ -265,11 +277,7 @@ static int show_hdd(const char *dev, const struct nxd_meta *m, bool json)
 	struct jw j;
 
 	if (json) {
-		jw_start(&j, stdout, true);
-		jw_open(&j, NULL, '{');
-		jw_str(&j, "device", dev);
-		jw_str(&j, "role", "hdd");
-		jw_u64(&j, "format_version", NXD_FORMAT_VERSION);
+		json_head(&j, dev, "hdd");
 		json_label(&j, m);
 		jw_close(&j, '}');
 		return 0;
@@ -289,19 +297,14 @@ static int do_show_super(const struct cmd *c, int argc, char **argv)
 	char path[PATH_MAX];
 	struct nxd_meta m;
 	bool json = false;
+	const struct simple_opt so[] = { { 'j', &json, NULL }, { 0 } };
 	uint64_t bytes;
 	enum role r;
-	int o, rc, e;
+	int rc, e;
 
-	while ((o = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j':
-			json = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "jh", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (rc)
 		return rc;

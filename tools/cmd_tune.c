@@ -34,20 +34,15 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 		HELP_OPT, { 0 }
 	};
 	const char *wr = NULL;
+	const struct simple_opt so[] = { { 'w', NULL, &wr }, { 0 } };
 	uint64_t wrv = 0;
 	char buf[32];
 	struct vol v;
-	int o, rc;
+	int rc;
 
-	while ((o = getopt_long(argc, argv, "w:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'w':
-			wr = optarg;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "w:h", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (!rc && wr)
 		rc = parse_size_opt(c->name, "--write", wr, UINT32_MAX, &wrv);
@@ -98,12 +93,9 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 	struct vol v;
 	int o, rc;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "h", opts, NULL);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 1 + NXD_TUN_NR +
 		       ARRAY_SIZE_NXDCTL(ro_attrs));
 	if (rc)

@@ -38,10 +38,8 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 			co.uuid = optarg;
 			break;
 		default:
-			return opt_default(c, o, argv);
-		case O_WTHR ... O_DRY:
-			rc = table_opt(c->name, o, optarg, &co);
-			if (rc)
+			rc = table_opt_default(c, o, argv, &co);
+			if (rc >= 0)
 				return rc;
 		}
 	}
@@ -124,21 +122,14 @@ static int do_remove(const struct cmd *c, int argc, char **argv)
 		HELP_OPT, { 0 }
 	};
 	bool retry = false;
+	const struct simple_opt so[] = { { O_RETRY, &retry, NULL }, { 0 } };
 	struct vol v;
-	int o, rc;
+	int rc;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_RETRY:
-			retry = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = simple_opts(c, argc, argv, "h", opts, so);
+	if (rc >= 0)
+		return rc;
+	rc = want_vol(c, argc, argv, &v);
 	if (rc)
 		return rc;
 	return remove_volume(&v, retry, true);
@@ -149,17 +140,12 @@ static int do_message_cmd(const struct cmd *c, int argc, char **argv,
 {
 	static const struct option opts[] = { HELP_OPT, { 0 } };
 	struct vol v;
-	int o, rc;
+	int rc;
 
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
-	rc = want_args(c, argc, argv, 1, 1);
-	if (!rc)
-		rc = resolve_vol(argv[optind], &v);
+	rc = simple_opts(c, argc, argv, "h", opts, NULL);
+	if (rc >= 0)
+		return rc;
+	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = dm_message(&v, msg);
 	if (!rc)
@@ -193,17 +179,12 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 	struct nxdctl_status *s;
 	unsigned int n, total;
 	bool json = false;
-	int o, rc;
+	const struct simple_opt so[] = { { 'j', &json, NULL }, { 0 } };
+	int rc;
 
-	while ((o = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j':
-			json = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "jh", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 0, 0);
 	if (rc)
 		return rc;

@@ -114,20 +114,14 @@ static int do_wipe(const struct cmd *c, int argc, char **argv)
 		HELP_OPT, { 0 }
 	};
 	bool force = false, dry_run = false;
+	const struct simple_opt so[] = {
+		{ 'f', &force, NULL }, { O_DRY, &dry_run, NULL }, { 0 }
+	};
 	int o, rc, worst = 0;
 
-	while ((o = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'f':
-			force = true;
-			break;
-		case O_DRY:
-			dry_run = true;
-			break;
-		default:
-			return opt_default(c, o, argv);
-		}
-	}
+	rc = simple_opts(c, argc, argv, "fh", opts, so);
+	if (rc >= 0)
+		return rc;
 	rc = want_args(c, argc, argv, 1, 64);
 	if (rc)
 		return rc;

@@ -28,6 +28,22 @@ int control_open(void)
 		     "cannot open %s: %s", CONTROL_PATH, strerror(errno));
 }
 
+/*
+ * ioctl @req of the control device, which is closed again: 0 and in *@e
+ * the ioctl's errno (0 if it worked), or the exit code (reported) if the
+ * device cannot be opened.
+ */
+static int control_ioctl(unsigned long req, void *arg, int *e)
+{
+	int fd = control_open();
+
+	if (fd < 0)
+		return -fd;
+	*e = ioctl(fd, req, arg) ? errno : 0;
+	close(fd);
+	return 0;
+}
+
 void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
 		     const struct vol *v)
 {
@@ -43,7 +59,7 @@ void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
 int get_stats(const struct vol *v, uint32_t flags,
 		     struct nxd_ioc_stats *st)
 {
-	int fd, rc;
+	int rc, e;
 
 	memset(st, 0, sizeof(*st));
 	if (test_stats) {
@@ -62,48 +78,32 @@ int get_stats(const struct vol *v, uint32_t flags,
 	}
 
 	hdr_init(&st->hdr, sizeof(*st), flags, v);
-	fd = control_open();
-	if (fd < 0)
-		return -fd;
-	rc = ioctl(fd, NXD_IOC_GET_STATS, st);
-	if (rc) {
-		int e = errno;
-
-		close(fd);
-		if ((e == EPERM || e == EACCES) && (flags & NXD_IOC_F_RESET))
-			return fail(NXDCTL_EXIT_PERM,
-				    "%s: resetting statistics needs "
-				    "CAP_SYS_ADMIN", v->arg);
-		if (errno_code(e) == NXDCTL_EXIT_NOVOL)
-			return fail(NXDCTL_EXIT_NOVOL,
-				    "%s: dm-nxd does not know this volume",
-				    v->arg);
-		return fail(errno_code(e), "%s: NXD_IOC_GET_STATS: %s",
-			    v->arg, strerror(e));
-	}
-	close(fd);
-	return 0;
+	rc = control_ioctl(NXD_IOC_GET_STATS, st, &e);
+	if (rc || !e)
+		return rc;
+	if ((e == EPERM || e == EACCES) && (flags & NXD_IOC_F_RESET))
+		return fail(NXDCTL_EXIT_PERM, "%s: resetting statistics needs "
+			    "CAP_SYS_ADMIN", v->arg);
+	if (errno_code(e) == NXDCTL_EXIT_NOVOL)
+		return fail(NXDCTL_EXIT_NOVOL, "%s: dm-nxd does not know this "
+			    "volume", v->arg);
+	return fail(errno_code(e), "%s: NXD_IOC_GET_STATS: %s", v->arg,
+		    strerror(e));
 }
 
 int get_list(struct nxd_ioc_list *l)
 {
-	int fd, rc;
+	int rc, e;
 
 	memset(l, 0, sizeof(*l));
 	hdr_init(&l->hdr, sizeof(*l), 0, NULL);
-	fd = control_open();
-	if (fd < 0)
-		return -fd;
-	rc = ioctl(fd, NXD_IOC_LIST, l);
-	if (rc) {
-		int e = errno;
-
-		close(fd);
+	rc = control_ioctl(NXD_IOC_LIST, l, &e);
+	if (rc)
+		return rc;
+	if (e)
 		return fail(errno_code(e) == NXDCTL_EXIT_PERM ?
 			    NXDCTL_EXIT_PERM : NXDCTL_EXIT_KERNEL,
 			    "NXD_IOC_LIST: %s", strerror(e));
-	}
-	close(fd);
 	if (l->count > NXD_IOC_MAX_VOLS)
 		l->count = NXD_IOC_MAX_VOLS;
 	return 0;

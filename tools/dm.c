@@ -47,6 +47,25 @@ int dm_fail(const char *what, const char *name)
 		    e ? ": " : "", e ? strerror(e) : "");
 }
 
+/* Task @op on @name, run; NULL and *@rc (said: @what @name) if not. */
+static struct dm_task *run_named(int op, const char *name, const char *what,
+				 int *rc)
+{
+	struct dm_task *dmt = dm_task_create(op);
+
+	if (!dmt) {
+		*rc = fail(NXDCTL_EXIT_KERNEL, "out of memory");
+		return NULL;
+	}
+	errno = 0;
+	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt)) {
+		dm_task_destroy(dmt);
+		*rc = dm_fail(what, name);
+		return NULL;
+	}
+	return dmt;
+}
+
 /* The live table of @name: its first target, and how many there are. */
 int dm_table(const char *name, struct dm_line *t)
 {
@@ -54,16 +73,12 @@ int dm_table(const char *name, struct dm_line *t)
 	char *type = NULL, *par = NULL;
 	struct dm_task *dmt;
 	void *next = NULL;
+	int rc;
 
 	memset(t, 0, sizeof(*t));
-	dmt = dm_task_create(DM_DEVICE_TABLE);
+	dmt = run_named(DM_DEVICE_TABLE, name, "reading the table of", &rc);
 	if (!dmt)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt)) {
-		dm_task_destroy(dmt);
-		return dm_fail("reading the table of", name);
-	}
+		return rc;
 	do {
 		next = dm_get_next_target(dmt, next, &start, &length, &type,
 					  &par);
@@ -153,14 +168,9 @@ int dm_nxd_status(const char *name, struct dm_nxd_status *s)
 	struct dm_task *dmt;
 	int rc = 0;
 
-	dmt = dm_task_create(DM_DEVICE_STATUS);
+	dmt = run_named(DM_DEVICE_STATUS, name, "reading the status of", &rc);
 	if (!dmt)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt)) {
-		dm_task_destroy(dmt);
-		return dm_fail("reading the status of", name);
-	}
+		return rc;
 	dm_get_next_target(dmt, NULL, &start, &length, &type, &par);
 	if (!type || strcmp(type, TARGET_NAME) || !par ||
 	    dm_parse_nxd_status(par, s))

@@ -88,13 +88,18 @@ int lc_resolve_any(const char *arg, struct vol *v)
 	return 0;
 }
 
-int lc_nxd_volume(const struct cmd *c, const char *arg, bool dry_run,
-		  struct vol *v, struct dm_line *t)
+int lc_nxd_volume(const struct cmd *c, int argc, char **argv, int nargs,
+		  bool dry_run, struct vol *v, struct dm_line *t)
 {
+	const char *arg;
 	int rc;
 
+	rc = want_args(c, argc, argv, nargs, nargs);
+	if (rc)
+		return rc;
 	if (lc_test() && !dry_run)
 		return usage_error(c->name, "the test hooks need --dry-run");
+	arg = argv[optind];
 	rc = lc_test() ? lc_resolve_any(arg, v) : resolve_vol(arg, v);
 	if (!rc)
 		rc = lc_table(v->name, t);
@@ -186,6 +191,13 @@ static void say_log(FILE *f, const char *name, const struct dm_nxd_status *s,
 		s->log_blocks : 0.0, s->log_used, s->log_blocks,
 		s->index_entries, t, tty ? "   " : "\n");
 	fflush(f);
+}
+
+/* A failed suspend or check: drop the loaded table, resume the live one. */
+static void back_out(const char *name)
+{
+	dm_op(DM_DEVICE_CLEAR, name, NULL, false);
+	dm_op(DM_DEVICE_RESUME, name, NULL, false);
 }
 
 /*
@@ -315,8 +327,7 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 		goto restore;
 	rc = dm_op(DM_DEVICE_SUSPEND, v->name, NULL, o->nolockfs);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		goto restore;
 	}
 	/* The old table is still live while suspended: is its log empty? */
@@ -327,8 +338,7 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 			  " index entries)", v->name, s.log_used,
 			  s.index_entries);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		goto restore;
 	}
 	rc = dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
@@ -372,7 +382,6 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	char holder[NXD_NAME_LEN], desc[1024], u[40], msg[PATH_MAX + 128];
-	struct log_risk lr;
 	struct nxd_meta m;
 	uint64_t bytes, pb;
 	int problems = 0, rc, e, fd;
@@ -418,14 +427,7 @@ int lc_ssd_checks(const char *ssd, const char *hdd, dev_t hdd_dev,
 				    "superblock of volume %s: --format to\n"
 				    "reuse it (its old log is discarded)", ssd,
 				    u);
-		rc = log_risk(ssd, ROLE_SSD, &m, &lr);
-		if (rc > 0)
-			log_risk_say(&lr, m.vol_uuid);
-		else if (rc < 0)
-			fprintf(stderr, "nxdctl: %s: cannot read its log\n",
-				ssd);
-		if (rc)
-			problems++;
+		problems += log_risk_check(ssd, ROLE_SSD, &m);
 	} else {
 		rc = signatures(ssd, desc, sizeof(desc));
 		if (rc < 0)
@@ -469,8 +471,7 @@ int lc_attach_load(const struct vol *v, uint64_t len, const char *params,
 		return rc;
 	rc = dm_op(DM_DEVICE_SUSPEND, v->name, NULL, false);
 	if (rc) {
-		dm_op(DM_DEVICE_CLEAR, v->name, NULL, false);
-		dm_op(DM_DEVICE_RESUME, v->name, NULL, false);
+		back_out(v->name);
 		return rc;
 	}
 	rc = dm_op(DM_DEVICE_RESUME, v->name, NULL, false);

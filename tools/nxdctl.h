@@ -79,6 +79,21 @@ int parse_pos_double(const char *cmd, const char *opt, const char *s,
 void cmd_usage(const struct cmd *c, FILE *f);
 /* The default case of getopt loops: --help, or a bad option. */
 int opt_default(const struct cmd *c, int o, char **argv);
+/* An option that sets a bool (@flag) or keeps its argument (@arg). */
+struct simple_opt {
+	int val;		/* as getopt_long() returns it; 0 ends a list */
+	bool *flag;
+	const char **arg;
+};
+
+/*
+ * The getopt_long() loop of a command whose options are all simple_opts
+ * (@so, NULL if none): anything else is opt_default()'s, --help or a bad option.  -1
+ * when the options are read, else the exit code (0 after --help).
+ */
+int simple_opts(const struct cmd *c, int argc, char **argv,
+		const char *shortopts, const struct option *opts,
+		const struct simple_opt *so);
 int want_args(const struct cmd *c, int argc, char **argv, int n_min,
 	      int n_max);
 
@@ -96,6 +111,8 @@ struct vol {
  * block device node of the volume.  0 or an exit code (reported).
  */
 int resolve_vol(const char *arg, struct vol *v);
+/* The one argument of command @c, a VOL, resolved.  0 or an exit code. */
+int want_vol(const struct cmd *c, int argc, char **argv, struct vol *v);
 /*
  * A new @v for VOL @arg and the last component of its path in *@base.
  * 0, or an exit code (reported) if that is empty.
@@ -210,6 +227,13 @@ int add_opt(struct create_opts *co, const char *key, const char *val);
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 	      struct create_opts *co);
+/*
+ * The default case of the getopt loops of create, assemble and attach: a
+ * table option, else opt_default()'s.  -1 when @o was a table option,
+ * taken; else the exit code (0 after --help).
+ */
+int table_opt_default(const struct cmd *c, int o, char **argv,
+		      struct create_opts *co);
 /* Size in bytes of a block device (or, for --dry-run, a regular file). */
 int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 	     dev_t *rdev);
@@ -321,6 +345,11 @@ int log_risk(const char *dev, enum role r, const struct nxd_meta *m,
 	     struct log_risk *out);
 void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
 /*
+ * log_risk() of @dev, said (writes at risk, or a log that cannot be
+ * read): 1 if there is a problem, else 0.
+ */
+int log_risk_check(const char *dev, enum role r, const struct nxd_meta *m);
+/*
  * Before create: would the table about to be loaded destroy anything?
  * Signatures on a new volume's HDD or SSD, data in the HDD's last MiB,
  * writes in a log that --format (or a new volume) discards.  Says what,
@@ -362,9 +391,12 @@ bool lc_test(void);
 int lc_table(const char *name, struct dm_line *t);
 int lc_status(const char *name, struct dm_nxd_status *s);
 int lc_resolve_any(const char *arg, struct vol *v);
-/* VOL @arg as an nxd volume with a one-target table @t.  0 or exit code. */
-int lc_nxd_volume(const struct cmd *c, const char *arg, bool dry_run,
-		  struct vol *v, struct dm_line *t);
+/*
+ * The @nargs arguments of @c, the first a VOL: an nxd volume @v with a
+ * one-target table @t.  0 or an exit code.
+ */
+int lc_nxd_volume(const struct cmd *c, int argc, char **argv, int nargs,
+		  bool dry_run, struct vol *v, struct dm_line *t);
 
 /* A device of a table line ("MAJ:MIN" or a path) as a path to open... */
 void lc_dev_path(const char *tok, char *out, size_t len);

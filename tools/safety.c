@@ -177,6 +177,20 @@ void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid)
 		", frozen after an SSD failure" : "");
 }
 
+int log_risk_check(const char *dev, enum role r, const struct nxd_meta *m)
+{
+	struct log_risk lr;
+	int rc = log_risk(dev, r, m, &lr);
+
+	/* An HDD's log is on the SSD of its volume. */
+	if (rc > 0)
+		log_risk_say(&lr, m->vol_uuid);
+	else if (rc < 0)
+		fprintf(stderr, "nxdctl: %s: cannot read %s\n", dev,
+			r == ROLE_HDD ? "the log of its volume" : "its log");
+	return rc != 0;
+}
+
 int udev_change(const char *path)
 {
 	char p[PATH_MAX];
@@ -208,7 +222,6 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 		  bool format, bool force)
 {
 	struct nxd_meta hm, sm;
-	struct log_risk lr;
 	enum role hr, sr;
 	int problems = 0, rc, e;
 	uint64_t bytes, off;
@@ -236,15 +249,7 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 		goto out;
 
 	if (hr == ROLE_HDD && format) {
-		rc = log_risk(hdd, ROLE_HDD, &hm, &lr);
-		if (rc) {
-			if (rc > 0)
-				log_risk_say(&lr, hm.vol_uuid);
-			else
-				fprintf(stderr, "nxdctl: %s: cannot read the "
-					"log of its volume\n", hdd);
-			problems++;
-		}
+		problems += log_risk_check(hdd, ROLE_HDD, &hm);
 	} else if (hr == ROLE_NONE) {
 		/* A new volume: nxd writes its label in the last MiB. */
 		rc = warn_sigs("HDD", hdd, &problems);
@@ -268,15 +273,7 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 	}
 	if (sr == ROLE_SSD && (format || !pair) &&
 	    !(hr == ROLE_HDD && format && uuid_eq(hm.vol_uuid, sm.vol_uuid))) {
-		rc = log_risk(ssd, ROLE_SSD, &sm, &lr);
-		if (rc) {
-			if (rc > 0)
-				log_risk_say(&lr, sm.vol_uuid);
-			else
-				fprintf(stderr, "nxdctl: %s: cannot read its "
-					"log\n", ssd);
-			problems++;
-		}
+		problems += log_risk_check(ssd, ROLE_SSD, &sm);
 	} else if (sr == ROLE_NONE) {
 		rc = warn_sigs("SSD", ssd, &problems);
 		if (rc)

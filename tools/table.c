@@ -124,6 +124,17 @@ int table_opt(const char *cmd, int o, const char *arg,
 	}
 }
 
+int table_opt_default(const struct cmd *c, int o, char **argv,
+		      struct create_opts *co)
+{
+	int rc;
+
+	if (o < O_WTHR || o > O_DRY)
+		return opt_default(c, o, argv);
+	rc = table_opt(c->name, o, optarg, co);
+	return rc ? rc : -1;
+}
+
 /* Size in bytes of a block device (or, for --dry-run, a regular file). */
 int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 		    dev_t *rdev)

@@ -131,20 +131,27 @@ static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 	jw_close(j, '}');
 }
 
-void nxdctl_json_status(FILE *f, const struct nxdctl_status *s,
-			unsigned int n, uint64_t time)
+/* { "@key": @val, "volumes": [ json_vol()... ] } */
+static void json_vols(FILE *f, const struct nxdctl_status *s,
+		      unsigned int n, const char *key, uint64_t val, bool full)
 {
 	unsigned int i;
 	struct jw j;
 
 	jw_start(&j, f, true);
 	jw_open(&j, NULL, '{');
-	jw_u64(&j, "time", time);
+	jw_u64(&j, key, val);
 	jw_open(&j, "volumes", '[');
 	for (i = 0; i < n; i++)
-		json_vol(&j, &s[i], true);
+		json_vol(&j, &s[i], full);
 	jw_close(&j, ']');
 	jw_close(&j, '}');
+}
+
+void nxdctl_json_status(FILE *f, const struct nxdctl_status *s,
+			unsigned int n, uint64_t time)
+{
+	json_vols(f, s, n, "time", time, true);
 }
 
 int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
@@ -157,18 +164,10 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 	struct libscols_table *tb;
 	unsigned int i;
 	char buf[64];
-	struct jw j;
 	int rc = 0;
 
 	if (json) {
-		jw_start(&j, f, true);
-		jw_open(&j, NULL, '{');
-		jw_u64(&j, "total", total);
-		jw_open(&j, "volumes", '[');
-		for (i = 0; i < n; i++)
-			json_vol(&j, &s[i], false);
-		jw_close(&j, ']');
-		jw_close(&j, '}');
+		json_vols(f, s, n, "total", total, false);
 		return 0;
 	}
 	tb = scols_new_table();

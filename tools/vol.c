@@ -146,6 +146,13 @@ int resolve_vol(const char *arg, struct vol *v)
 	return 0;
 }
 
+int want_vol(const struct cmd *c, int argc, char **argv, struct vol *v)
+{
+	int rc = want_args(c, argc, argv, 1, 1);
+
+	return rc ? rc : resolve_vol(argv[optind], v);
+}
+
 static int attr_fail(const struct vol *v, const char *attr, int e,
 		     const char *val)
 {

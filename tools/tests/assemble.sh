@@ -14,15 +14,18 @@ loop() { # FILE: attach it; the device goes to $DEV (no subshell: $LOOPS)
 	DEV=$(losetup -f --show "$1" 2>/dev/null) || return 1
 	LOOPS="$LOOPS $DEV"
 }
-if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
-	>/dev/null && loop "$OUT/hdd.img"; then
-	l=$DEV
-	trap cleanup_loops EXIT
-	for v in a b; do
+images() { # LETTER...: fresh images, a 64M SSD and a 300M HDD each
+	for v in "$@"; do
 		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
 		truncate -s 64M "$OUT/ssd-$v.img"
 		truncate -s 300M "$OUT/hdd-$v.img"
 	done
+}
+if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
+	>/dev/null && loop "$OUT/hdd.img"; then
+	l=$DEV
+	trap cleanup_loops EXIT
+	images a b
 	tests/mkmeta "$OUT/ssd-a.img" "$OUT/hdd-a.img" 16
 	tests/mkmeta "$OUT/ssd-b.img" "$OUT/hdd-b.img" 48
 	loop "$OUT/ssd-a.img" && SA=$DEV
@@ -132,11 +135,7 @@ EOF
 	has "nxd-probe --links keeps the rest" "^NXD_LINKS=a$"
 
 	# ---- wipe: C's log holds 3 segments of writes, D's is empty ----
-	for v in c d; do
-		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
-		truncate -s 64M "$OUT/ssd-$v.img"
-		truncate -s 300M "$OUT/hdd-$v.img"
-	done
+	images c d
 	tests/mkmeta "$OUT/ssd-c.img" "$OUT/hdd-c.img" 64 3
 	tests/mkmeta "$OUT/ssd-d.img" "$OUT/hdd-d.img" 80
 	loop "$OUT/ssd-c.img" && SC=$DEV
@@ -196,11 +195,7 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 
 	# ---- the name and tunables the superblock stores ----
 	# G: named ost7, tunables stored; H: a name that is no dm name.
-	for v in g h; do
-		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
-		truncate -s 64M "$OUT/ssd-$v.img"
-		truncate -s 300M "$OUT/hdd-$v.img"
-	done
+	images g h
 	tests/mkmeta "$OUT/ssd-g.img" "$OUT/hdd-g.img" 128 0 ost7 \
 		12288,2,10,60,300,0,1
 	tests/mkmeta "$OUT/ssd-h.img" "$OUT/hdd-h.img" 144 0 "has space"
@@ -272,11 +267,7 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 	losetup -d "$SG" "$HG" "$SH" "$HH"
 
 	# ---- create --format over a log (loop devices: the pair is found) ----
-	for v in e f; do
-		truncate -s 0 "$OUT/ssd-$v.img" "$OUT/hdd-$v.img"
-		truncate -s 64M "$OUT/ssd-$v.img"
-		truncate -s 300M "$OUT/hdd-$v.img"
-	done
+	images e f
 	tests/mkmeta "$OUT/ssd-e.img" "$OUT/hdd-e.img" 96 2
 	tests/mkmeta "$OUT/ssd-f.img" "$OUT/hdd-f.img" 112
 	loop "$OUT/ssd-e.img" && SE=$DEV
