@@ -88,8 +88,9 @@ struct simple_opt {
 
 /*
  * The getopt_long() loop of a command whose options are all simple_opts
- * (@so, NULL if none): anything else is opt_default()'s, --help or a bad option.  -1
- * when the options are read, else the exit code (0 after --help).
+ * (@so, NULL if none): anything else is opt_default()'s, --help or a bad
+ * option.  -1 when the options are read, else the exit code (0 after
+ * --help).
  */
 int simple_opts(const struct cmd *c, int argc, char **argv,
 		const char *shortopts, const struct option *opts,
