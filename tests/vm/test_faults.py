@@ -404,6 +404,19 @@ def test_destage_error_backoff_while_draining(rig):
     m.verify()
 
 
+def _repaired_and_drained(rig, v, m):
+    """The HDD repaired and the volume assembled again: the model reads
+    back live, and from the bare HDD once the log is drained."""
+    rig.hddi.set("ok")
+    v.recreate()
+    m.reopen()
+    m.verify()
+    v.drain()
+    m.close()
+    v.remove()
+    m.verify(rig.hdd)
+
+
 def test_drain_interrupted_then_reassembled(rig):
     """A drain stuck on a failing HDD is interruptible; the volume can be
     removed while the HDD still fails, and assembled again once it works,
@@ -429,14 +442,7 @@ def test_drain_interrupted_then_reassembled(rig):
     t0 = time.monotonic()
     v.remove()                       # the HDD still refuses writes
     assert time.monotonic() - t0 < 120
-    rig.hddi.set("ok")
-    v.recreate()
-    m.reopen()
-    m.verify()
-    v.drain()
-    m.close()
-    v.remove()
-    m.verify(rig.hdd)
+    _repaired_and_drained(rig, v, m)
 
 
 def test_remove_during_stuck_drain(rig):
@@ -458,14 +464,7 @@ def test_remove_during_stuck_drain(rig):
         if p.poll() is None:
             p.kill()
             p.wait()
-    rig.hddi.set("ok")
-    v.recreate()
-    m.reopen()
-    m.verify()
-    v.drain()
-    m.close()
-    v.remove()
-    m.verify(rig.hdd)
+    _repaired_and_drained(rig, v, m)
 
 
 # ------------------------------------------------ live ops under load ---

@@ -40,14 +40,13 @@ wrote, never against the volume.
    SSD left it, chained with no completion count, it completed after its
    first HDD piece and again after the second: the 6.12 crash campaign's
    NULL bi_blkg oops in the writer)."""
-import threading
 import time
 
 from nxdt import blkdev, host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.nxdvol import Volume, module_param
-from nxdt.workloads import pattern
+from nxdt.workloads import BgWrites, pattern
 
 SEG_ORDERED = 1
 
@@ -149,24 +148,14 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     dm.suspend(slow)
     dm.load(slow, delay_line(ssd_base, 0, 700))
     dm.resume(slow)
-    errors = []
-
-    def writer(off, data):
-        try:
-            with rawio.Fd(v.dev) as f:
-                f.pwrite(off, data)
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    t1 = threading.Thread(target=writer, args=(B * BLOCK, new))
-    t1.start()
+    bg = BgWrites(v.dev)
+    t1 = bg.start(B * BLOCK, new)
     time.sleep(0.2)                                # its data is in flight now
     assert t1.is_alive(), "the direct write completed before the delay"
-    t2 = threading.Thread(target=writer, args=(B * BLOCK + 3 * 512, part))
-    t2.start()
+    t2 = bg.start(B * BLOCK + 3 * 512, part)
     t1.join(60)
     t2.join(60)
-    assert not errors, errors
+    assert not bg.errors, bg.errors
     dm.suspend(slow)
     dm.load(slow, delay_line(ssd_base, 0, 0))
     dm.resume(slow)
@@ -207,24 +196,14 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     dm.resume(slow)
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
     small = pattern("small", 5, BLOCK)
-    errors = []
-
-    def writer(off, data):
-        try:
-            with rawio.Fd(v.dev) as f:
-                f.pwrite(off, data)
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    t1 = threading.Thread(target=writer, args=(0, big))
-    t1.start()
+    bg = BgWrites(v.dev)
+    t1 = bg.start(0, big)
     time.sleep(0.3)
     assert t1.is_alive(), "the HDD write completed before the delay"
-    t2 = threading.Thread(target=writer, args=(5 * BLOCK, small))
-    t2.start()
+    t2 = bg.start(5 * BLOCK, small)
     t1.join(60)
     t2.join(60)
-    assert not errors, errors
+    assert not bg.errors, bg.errors
     dm.suspend(slow)
     dm.load(slow, delay_line(hdd_base, 0, 0))
     dm.resume(slow)
@@ -267,28 +246,17 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
                    what="the destage round's HDD writes")
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
     small = pattern("small", 0, 512)
-    done, errors = {}, []
-
-    def writer(tag, off, data):
-        try:
-            with rawio.Fd(v.dev) as f:
-                f.pwrite(off, data)
-            done[tag] = loop_writes_done()
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    t1 = threading.Thread(target=writer, args=("big", 0, big))
-    t1.start()
+    bg = BgWrites(v.dev, after=loop_writes_done)
+    t1 = bg.start(0, big, "big")
     time.sleep(0.3)                              # the writer has fenced it
-    t2 = threading.Thread(target=writer, args=("small", 3000 * BLOCK + 512, small))
-    t2.start()
+    t2 = bg.start(3000 * BLOCK + 512, small, "small")
     t2.join(60)
-    assert "small" in done, errors
-    assert done["small"] == w0, \
-        f"the partial write completed only after {done['small'] - w0} HDD writes landed: " \
+    assert "small" in bg.done, bg.errors
+    assert bg.done["small"] == w0, \
+        f"the partial write completed only after {bg.done['small'] - w0} HDD writes landed: " \
         "the writer waited for the destage round"
     t1.join(60)
-    assert not errors, errors
+    assert not bg.errors, bg.errors
     dm.suspend(slow)
     dm.load(slow, delay_line(hdd_base, 0, 0))
     dm.resume(slow)
@@ -444,36 +412,24 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     assert st["index_entries"] == 2, st
     # Every SSD read now takes 2 s: an RMW read holds the writer up.
     dm.reload(slow, delay_line(ssd_base, 2000, 0))
-    errors = []
-
-    def writer(off, data):
-        try:
-            with rawio.Fd(v.dev) as g:
-                g.pwrite(off, data)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
+    bg = BgWrites(v.dev)
     a = pattern("a", 0, 512)
     whole = pattern("w", 0, BLOCK)
     # W0: RMW of X, the writer waits 2 s.  Meanwhile A (partial, B not
     # logged: no RMW) and C (RMW of Y) queue up and are taken in one pass:
     # A goes into the batch, then C's read holds the pass for 2 s, during
     # which the whole-block write of B comes.
-    t = [threading.Thread(target=writer, args=(X_ * BLOCK, pattern("w0", 0, 512)))]
-    t[0].start()
+    t = [bg.start(X_ * BLOCK, pattern("w0", 0, 512))]
     time.sleep(0.7)
-    t.append(threading.Thread(target=writer, args=(B * BLOCK, a)))
-    t[1].start()
+    t.append(bg.start(B * BLOCK, a))
     time.sleep(0.2)
-    t.append(threading.Thread(target=writer, args=(Y_ * BLOCK, pattern("c", 0, 512))))
-    t[2].start()
+    t.append(bg.start(Y_ * BLOCK, pattern("c", 0, 512)))
     time.sleep(2.0)
-    t.append(threading.Thread(target=writer, args=(B * BLOCK, whole)))
-    t[3].start()
+    t.append(bg.start(B * BLOCK, whole))
     for th in t:
         th.join(timeout=120)
         assert not th.is_alive(), "a write hung"
-    assert not errors, errors
+    assert not bg.errors, bg.errors
     dm.reload(slow, delay_line(ssd_base, 0, 0))
 
     def check(where):

@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import random
+import threading
 import time
 from nxdt import rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
@@ -389,3 +390,27 @@ def seg_expect(base, writes):
     for off, d in writes:
         m[off:off + len(d)] = d
     return m
+
+
+class BgWrites:
+    """A test's writes in threads of their own, each on its own O_DIRECT fd
+    of @dev, so that one can be in flight while the next is sent.  Errors
+    are kept for the test to assert on; done[tag] is what @after() (if
+    given) returned when that write completed, else True."""
+
+    def __init__(self, dev, after=None):
+        self.dev, self.after = dev, after
+        self.errors, self.done = [], {}
+
+    def start(self, off, data, tag=None):
+        t = threading.Thread(target=self._run, args=(tag, off, data), daemon=True)
+        t.start()
+        return t
+
+    def _run(self, tag, off, data):
+        try:
+            with rawio.Fd(self.dev) as f:
+                f.pwrite(off, data)
+            self.done[tag] = self.after() if self.after else True
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.errors.append(e)
