@@ -10,17 +10,28 @@
 
 static unsigned long nt_pass, nt_fail;
 
+static inline void nt_report(void)
+{
+	printf("%lu passed, %lu failed\n", nt_pass, nt_fail);
+	exit(nt_fail ? 1 : 0);
+}
+
+/* One failed check, already reported: past 20 the run stops here. */
+static inline void nt_failed(void)
+{
+	if (++nt_fail > 20) {
+		fprintf(stderr, "too many failures\n");
+		nt_report();
+	}
+}
+
 #define CHECK(cond) do {						\
 	if (cond) {							\
 		nt_pass++;						\
 	} else {							\
-		nt_fail++;						\
 		fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n",	\
 			__FILE__, __LINE__, __func__, #cond);		\
-		if (nt_fail > 20) {					\
-			fprintf(stderr, "too many failures\n");		\
-			nt_report();					\
-		}							\
+		nt_failed();						\
 	}								\
 } while (0)
 
@@ -29,21 +40,11 @@ static unsigned long nt_pass, nt_fail;
 	if (_a == _b) {							\
 		nt_pass++;						\
 	} else {							\
-		nt_fail++;						\
 		fprintf(stderr, "%s:%d: %s: %s == %lld, want %s == %lld\n", \
 			__FILE__, __LINE__, __func__, #a, _a, #b, _b);	\
-		if (nt_fail > 20) {					\
-			fprintf(stderr, "too many failures\n");		\
-			nt_report();					\
-		}							\
+		nt_failed();						\
 	}								\
 } while (0)
-
-static inline void nt_report(void)
-{
-	printf("%lu passed, %lu failed\n", nt_pass, nt_fail);
-	exit(nt_fail ? 1 : 0);
-}
 
 /* splitmix64: small, fast, reproducible. */
 static u64 nt_rng_state;
