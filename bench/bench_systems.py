@@ -16,6 +16,9 @@ from nxdt.nxdvol import nxd_line
 SSD_MB = int(os.environ.get("SSD_MB", "128"))
 SSD = "/dev/ram0"
 UDEV_RULE = "/etc/udev/rules.d/99-nxd-bench-nowatch.rules"
+# The system nxdfill: dm-nxd with stripe fill (destage_fill_min) on.
+NXD_FILL_PARAM = "/sys/module/dm_nxd/parameters/destage_fill_min"
+NXD_FILL_MIN = int(os.environ.get("BENCH_NXD_FILL_MIN", "2"))
 # Status counters of dm-nxd, in order (docs/status.md).
 NXD_COUNTERS = ["log_blocks", "log_used_blocks", "index_entries", "index_bytes",
                 "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
@@ -431,7 +434,30 @@ class Nxd(System):
                     state=sh("dmsetup status bench_nxd").split()[3])
 
 
-SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd)}
+class NxdFill(Nxd):
+    """dm-nxd with stripe fill on, beside plain nxd in the same boot (not
+    in the default matrix: BENCH_SYSTEMS=...,nxd,nxdfill)."""
+    name = "nxdfill"
+    desc = "dm-nxd as nxd, with the module parameter destage_fill_min=%d" % NXD_FILL_MIN
+    saved = None
+
+    def up(self):
+        dev = super().up()     # loads the module
+        with open(NXD_FILL_PARAM) as f:
+            self.saved = f.read().strip()
+        with open(NXD_FILL_PARAM, "w") as f:
+            f.write("%d\n" % NXD_FILL_MIN)
+        return dev
+
+    def down(self):
+        super().down()
+        # Back to what it was (BENCH_NXD_MODPARAMS may have set it).
+        if self.saved is not None:
+            with open(NXD_FILL_PARAM, "w") as f:
+                f.write(self.saved + "\n")
+
+
+SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd, NxdFill)}
 
 
 def teardown_all():
