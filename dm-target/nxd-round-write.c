@@ -112,8 +112,9 @@ static u32 nxd_fill_plan(struct nxd_c *nc, struct nxd_round *rd)
 {
 	u32 min = READ_ONCE(destage_fill_min), sb, i, j, n = 0;
 
+	/* Whole pages: nxd_fill_bio() adds fbuf a page at a time. */
 	if (!min || atomic_read(&nc->degraded) || !nc->hdd_io_opt ||
-	    nc->hdd_io_opt % NXD_BLOCK_SIZE ||
+	    nc->hdd_io_opt % NXD_BLOCK_SIZE || nc->hdd_io_opt % PAGE_SIZE ||
 	    nc->hdd_io_opt > NXD_DESTAGE_MAX_BIO ||
 	    nc->hdd_io_opt > NXD_FILL_BUF)
 		return 0;
@@ -126,7 +127,11 @@ static u32 nxd_fill_plan(struct nxd_c *nc, struct nxd_round *rd)
 
 		for (j = i; j < rd->nblk && div_u64(rd->blk[j].block, sb) == st; j++)
 			copies += rd->blk[j].copy;
-		if (copies >= min && copies < sb)
+		/*
+		 * A stripe past the volume's end (io_opt need not divide its
+		 * 1 MiB multiple) would rewrite the HDD label from a stale read.
+		 */
+		if (copies >= min && copies < sb && (st + 1) * sb <= nc->max_block)
 			rd->fill[n++] = st;
 	}
 	rd->fill_blocks = sb;
@@ -201,6 +206,14 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	for (k0 = 0; k0 < rd->nfill; k0 += per) {
 		u32 kn = min(rd->nfill, k0 + per);
 
+		/*
+		 * fbuf holds the data of the previous batch's writes until they
+		 * complete (a device may serve the next reads first, or copy
+		 * the data late): read into it only once they have.  Only fill
+		 * writes are in flight so far.
+		 */
+		if (k0)
+			wait_event(nc->dwq, atomic_read(&nc->d_inflight) == 1);
 		nxd_fill_read(nc, rd, k0, kn);
 		for (k = k0; k < kn; k++) {
 			u64 b0 = rd->fill[k] * rd->fill_blocks;

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk
+from nxdt.dmlib import delay_line
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
@@ -124,6 +125,7 @@ def _striped_hdd(dm, parts):
 
 def _striped_teardown(dm, ssd, parts):
     dm.remove("nxds", missing_ok=True)
+    dm.remove("nxdslow", missing_ok=True)
     dm.remove("nxdstripe", missing_ok=True)
     ssd.close()
     for p in parts:
@@ -302,7 +304,31 @@ def test_stripe_fill(dm, writer):
         _striped_teardown(dm, ssd, parts)
 
 
-def _stripe_fill(dm, hdd, ssd, region, writer):
+def test_stripe_fill_hdd_writes_complete_late(dm):
+    """A fill reads its stripes in batches into one 4 MiB buffer (32
+    stripes of 128 KiB here; about 50 stripes to fill) and writes each
+    stripe from it.  Over an HDD that completes reads before earlier
+    writes (dm-delay: writes held 100 ms, reads not; a drive's scheduler
+    or md may do the same), every stripe must still get its own data: the
+    next batch is read into the buffer only once the writes from it have
+    completed.  Without that wait the first batch's stripes are written
+    with the second batch's data and the model check fails."""
+    parts = [Loop(32, f"hddr{i}") for i in range(2)]
+    ssd = NullBlk(32)
+    try:
+        striped = _striped_hdd(dm, parts)
+        hdd = dm.create("nxdslow", delay_line(striped, 0, 0))
+        with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
+                  "/queue/optimal_io_size") as f:
+            assert int(f.read()) == STRIPE
+        with module_param("destage_fill_min", 2):
+            _stripe_fill(dm, hdd, ssd, 8 << 20, False,
+                         slow=lambda: dm.reload("nxdslow", delay_line(striped, 0, 100)))
+    finally:
+        _striped_teardown(dm, ssd, parts)
+
+
+def _stripe_fill(dm, hdd, ssd, region, writer, slow=None):
     v = Volume(dm, "nxds", hdd, ssd.dev)
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
     model = bytearray(os.urandom(region))
@@ -352,6 +378,8 @@ def _stripe_fill(dm, hdd, ssd, region, writer):
                        for i in range(4)]
             for t in threads:
                 t.start()
+        if slow:
+            slow()
         try:
             v.message("drain")
         finally:
