@@ -553,6 +553,14 @@ def test_grow_online(dm, loopdev, nullb):
                     if got[i:i + BLOCK] != model[i:i + BLOCK]), None)
         assert bad is None, f"data differs at byte {bad}"
 
+    def assemble(sectors):
+        v.remove()
+        p = nxdctl("assemble", ssd, "--name", v.name, check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        dm.created.append(v.name)
+        assert blkdev.dev_sectors(v.dev) == sectors
+        verify(sectors * 512)
+
     for i in range(0, old_len * 512, 4 * MiB):       # large: to the HDD
         write(i, MiB)
     v.drain()
@@ -569,12 +577,7 @@ def test_grow_online(dm, loopdev, nullb):
     assert (sb["data_sectors"], sb["label_sector"]) == (old_len, old_len)
 
     # Assembly after the HDD grew: the label is found where the SSD says.
-    v.remove()
-    p = nxdctl("assemble", ssd, "--name", v.name, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    dm.created.append(v.name)
-    assert blkdev.dev_sectors(v.dev) == old_len
-    verify(old_len * 512)
+    assemble(old_len)
 
     # Longer than the HDD can hold: refused, the volume carries on.
     k = host.kmsg_mark("grow: too long")
@@ -612,12 +615,7 @@ def test_grow_online(dm, loopdev, nullb):
     # A fresh load replays the log at the new size; so does assemble.
     v.pause()
     write(new_len * 512 - BLOCK, BLOCK)
-    v.remove()
-    p = nxdctl("assemble", ssd, "--name", v.name, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    dm.created.append(v.name)
-    assert blkdev.dev_sectors(v.dev) == new_len
-    verify(new_len * 512)
+    assemble(new_len)
     v.drain()
     verify(new_len * 512)
     assert v.status()["state"] == "ok"

@@ -344,12 +344,7 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     tail's superblock write used to be FUA without PREFLUSH, so it could
     be durable while N's segment was not: B read the HDD's older data
     (crash campaign, 6.1, seed 507 cut 7)."""
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, "nxtl-h", nullb(64), "gtail", 31)
-    ssd = pcut.Pcut(dm, "nxtl-s", nullb(64), "gtail", 32)
-    for p in (hdd, ssd):
-        # A cache that holds everything (no write-back when full).
-        p.set(keep=0, torn=0, max_cached=1 << 20)
+    hdd, ssd = pcut.pair(dm, nullb, "nxtl", "gtail", 31, volatile=True)
     # destage_rate 1: after the first round the destager sleeps seconds;
     # ssd_discard 0: no TRIMs in the SSD's cache.
     v = Volume(dm, "nxtl", hdd.path, ssd.path,
@@ -508,11 +503,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
 def _cached_pair(dm, nullb, name, group, seed):
     """dm-pcut HDD and SSD (one group) whose caches hold every write until
     a flush, and a volume over them, destage paused, no TRIM."""
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, f"{name}-h", nullb(64), group, seed)
-    ssd = pcut.Pcut(dm, f"{name}-s", nullb(64), group, seed + 1)
-    for p in (hdd, ssd):
-        p.set(keep=0, torn=0, max_cached=1 << 20)
+    hdd, ssd = pcut.pair(dm, nullb, name, group, seed, volatile=True)
     v = Volume(dm, name, hdd.path, ssd.path, opts=["ssd_discard", "0"])
     v.pause()
     return hdd, ssd, v

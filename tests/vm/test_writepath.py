@@ -313,12 +313,7 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
 
 
 def test_plain_hdd_write_over_logged_blocks(dm, nullb):
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, "nxlz-h", nullb(64), "glazy", 41)
-    ssd = pcut.Pcut(dm, "nxlz-s", nullb(64), "glazy", 42)
-    for p in (hdd, ssd):
-        # Volatile caches that hold everything until a flush or FUA.
-        p.set(keep=0, torn=0, max_cached=1 << 20)
+    hdd, ssd = pcut.pair(dm, nullb, "nxlz", "glazy", 41, volatile=True)
     opts = ["ssd_discard", "0"]
     v = Volume(dm, "nxlz", hdd.path, ssd.path, opts=opts)
     v.pause()
@@ -446,9 +441,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
 
 
 def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
-    pcut.load_module()
-    hdd = pcut.Pcut(dm, "nxsp-h", nullb(64), "gsplit", 71)
-    ssd = pcut.Pcut(dm, "nxsp-s", nullb(64), "gsplit", 72)
+    hdd, ssd = pcut.pair(dm, nullb, "nxsp", "gsplit", 71)
     v = Volume(dm, "nxsp", hdd.path, ssd.path,
                opts=["mode", "log_all", "ssd_discard", "0"])
     v.pause()

@@ -142,6 +142,20 @@ ZERO = bytes(SECTOR)
 _M64 = (1 << 64) - 1
 
 
+def pair(dm, nullb, name, group, seed, volatile=False):
+    """An HDD and an SSD pcut device, @name-h and @name-s, in cut group
+    @group over 64 MiB null_blk devices (seeds @seed and @seed + 1).
+    volatile: caches that hold every write until a flush or FUA (keep 0,
+    never torn, no write-back when full)."""
+    load_module()
+    devs = tuple(Pcut(dm, f"{name}-{r}", nullb(64), group, seed + i)
+                 for i, r in enumerate("hs"))
+    if volatile:
+        for p in devs:
+            p.set(keep=0, torn=0, max_cached=1 << 20)
+    return devs
+
+
 def _check(seed, wid, s):
     return ((wid * 0x9E3779B97F4A7C15) ^ (s * 0xC2B2AE3D27D4EB4F) ^ seed) & _M64
 
