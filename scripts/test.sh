@@ -210,7 +210,7 @@ run_kernel() {
 	local kv=$1 kidx=$2
 	local summary_l= extra_l= pass=0 failn=0 fail=0
 	local junit crash_seeds penv pyargs a ccmd collect_out crc expected collected_file pycmd rc line n
-	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed
+	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed boot_fail_l=
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
@@ -241,6 +241,19 @@ run_kernel() {
 	# long before this guest timeout.
 	VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
 	rc=${PIPESTATUS[0]}
+	# A guest that ends before pytest has even collected (no count written)
+	# ran none of our code: the module loads in a session fixture after
+	# collection.  That is a failed boot (a TCG "Oops: int3" while the
+	# kernel patches jump labels at boot, see bench_smoke): boot once more,
+	# and say so in the summary with the first boot's console tail.
+	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ ! -s "$collected_file" ]; then
+		boot_fail_l="guest boot 1 ended before pytest collected (exit $rc); booted again. Its console tail:"
+		boot_fail_l+=$'\n'$(grep -av '^#' "$logs/$kv-console.log" | tail -n 12 | sed 's/^/  | /')
+		say "$kv: ${boot_fail_l%%$'\n'*}"
+		cp "$logs/$kv-console.log" "$logs/$kv-console-boot1.log"
+		VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+		rc=${PIPESTATUS[0]}
+	fi
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
 	# or "no tests ran in 0.01s" (exit 5: a failure here too).
 	line=$(grep -E '^(=+ )?([0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+.* in [0-9.]+s|^(=+ )?no tests ran' \
@@ -298,6 +311,12 @@ run_kernel() {
 	[ "$nskip" = "$nsum" ] || acct+=("$nsum skipped in the summary, $nskip skip reasons listed")
 	[ "$bad_skips" = 0 ] || acct+=("$bad_skips skip(s) not in SKIP_ALLOW")
 	extra_l="tests: ${expected:-?} expected (host), ${gcoll:-?} collected (guest), $ran ran; $nskip skipped"
+	[ -n "$boot_fail_l" ] && extra_l+=$'\n'$boot_fail_l
+	# CI keeps only the summary's tail: a guest that died says how.
+	if [ -z "$line" ] && [ "$rc" != 0 ]; then
+		extra_l+=$'\n'"guest exit $rc; last pytest lines:"$'\n'$(tail -n 6 "$logs/$kv-pytest.log" | sed 's/^/  | /')
+		extra_l+=$'\n'"console tail:"$'\n'$(grep -av '^#' "$logs/$kv-console.log" | tail -n 15 | sed 's/^/  | /')
+	fi
 	[ -n "$skip_lines" ] && extra_l+=$'\n'"${skip_lines%$'\n'}"
 	if [ ${#acct[@]} -gt 0 ]; then
 		fail=1
