@@ -444,6 +444,15 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
+	/*
+	 * Degraded flushes fail once acknowledged log writes are known lost
+	 * (nxd_degraded_bio), but dm core sends the data of a PREFLUSH write
+	 * whatever its flush returned: fail FUA data too, or a journal commit
+	 * (PREFLUSH|FUA) would succeed over the loss.
+	 */
+	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost) &&
+	    atomic_read(&nc->degraded))
+		return DM_MAPIO_KILL;
 	to_log = !atomic_read(&nc->degraded) &&
 		 nxd_route_write_to_log(s, (u64)nr << 9,
 					READ_ONCE(t->write_threshold),

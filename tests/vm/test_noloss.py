@@ -50,6 +50,10 @@ wrote, never against the volume.
    copies gone.  A flush after that must fail, or the data must be there:
    it used to succeed once the log was empty (7 sectors lost, 6.12 crash
    campaign, seed 841 cut 6).
+ - test_degraded_journal_commit_reports_lost_log_writes: the same loss
+   under ext4; its journal commit (PREFLUSH|FUA) reached dm-nxd as an
+   empty flush, failed, and its FUA data, which dm core sends whatever the
+   flush returned: fsync returned 0 (read in dm core, 2026-11-27).
 """
 import errno
 import os
@@ -552,26 +556,36 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     v.remove()
 
 
-def test_degraded_flush_reports_lost_log_writes(dm, nullb):
-    hdd, ssd, v = _cached_pair(dm, nullb, "nxll", "glost", 51)
-    n, first = 16, 256
+def _lose_acked_log_writes(v, ssd, f, first, n, trigger):
+    """@n partial writes from block @first, acknowledged while only in the
+    SSD's cache; the SSD loses power and comes back with its writes and
+    flushes failing; a write at block @trigger degrades the volume and the
+    destager, resumed, finds the logged copies gone.  Returns the list of
+    (written, read back) pairs."""
     # 7 sectors from sector 1 of each block: partial blocks, logged by the
     # writer with a checksum per block, acknowledged without a flush.
     new = [pattern("lost", i, 7 * 512) for i in range(n)]
+    for i in range(n):
+        f.pwrite((first + i) * BLOCK + 512, new[i])
+    st = v.status()
+    assert st["index_entries"] >= n and st["state"] != "degraded", st
+    # The SSD loses power with those writes in its cache and comes back
+    # (same device); its writes and flushes then fail.
+    ssd.cut()
+    ssd.power_on()
+    ssd.message("fail_writes", 1)
+    ssd.message("fail_flush", 1)
+    f.pwrite(trigger * BLOCK, pattern("trigger", 0, 512))
+    assert v.status()["state"] == "degraded", v.status()
+    v.message("resume_destage")
+    return new
+
+
+def test_degraded_flush_reports_lost_log_writes(dm, nullb):
+    hdd, ssd, v = _cached_pair(dm, nullb, "nxll", "glost", 51)
+    n, first = 16, 256
     with rawio.Fd(v.dev) as f:
-        for i in range(n):
-            f.pwrite((first + i) * BLOCK + 512, new[i])
-        st = v.status()
-        assert st["index_entries"] == n and st["state"] != "degraded", st
-        # The SSD loses power with those writes in its cache and comes back
-        # (same device); its writes and flushes then fail.
-        ssd.cut()
-        ssd.power_on()
-        ssd.message("fail_writes", 1)
-        ssd.message("fail_flush", 1)
-        f.pwrite(4096 * BLOCK, pattern("trigger", 0, 512))
-        assert v.status()["state"] == "degraded", v.status()
-        v.message("resume_destage")
+        new = _lose_acked_log_writes(v, ssd, f, first, n, 4096)
         try:
             f.fsync()
             synced = True
@@ -583,4 +597,49 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     assert not (synced and bad), \
         f"the flush succeeded but {len(bad)} of {n} acknowledged writes are gone: {bad}"
     assert bad, "the SSD kept writes it was cut with: the test proves nothing"
+    v.remove()
+
+
+def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
+    """As above, but the flush is ext4's: jbd2 commits with one PREFLUSH|FUA
+    write, which dm core splits into an empty flush and the data, and it
+    sends the data whatever the flush returned (its superblock goes with
+    FUA alone).  The flush failed, the FUA data landed on the HDD, and
+    fsync of a new file returned 0 after acknowledged writes were lost:
+    FUA writes must fail too."""
+    hdd, ssd, v = _cached_pair(dm, nullb, "nxlj", "gjrn", 53)
+    n, first = 16, 12000
+    # ext4 in the first 32 MiB; the lost raw writes lie beyond it.
+    run(["mkfs.ext4", "-F", "-q", "-E", "nodiscard", "-b", "4096", v.dev, "8192"])
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    run(["mount", "-o", "errors=continue", v.dev, str(mnt)])
+    try:
+        with rawio.Fd(v.dev) as f:
+            f.fsync()           # the file system so far is durable
+            new = _lose_acked_log_writes(v, ssd, f, first, n, 13000)
+            fd = os.open(mnt / "after", os.O_CREAT | os.O_WRONLY, 0o644)
+            try:
+                os.write(fd, b"a" * BLOCK)
+                try:
+                    os.fsync(fd)
+                    synced = True
+                except OSError as e:
+                    assert e.errno == errno.EIO, e
+                    synced = False
+            finally:
+                os.close(fd)
+            # A flush of our own waits until the log is empty, so that the
+            # reads below see what the HDD was left with.
+            with pytest.raises(OSError) as ei:
+                f.fsync()
+            assert ei.value.errno == errno.EIO, ei.value
+            got = [f.pread((first + i) * BLOCK + 512, 7 * 512) for i in range(n)]
+    finally:
+        run(["umount", str(mnt)])
+    bad = [i for i in range(n) if got[i] != new[i]]
+    assert bad, "the SSD kept writes it was cut with: the test proves nothing"
+    assert not synced, \
+        f"ext4's fsync succeeded but {len(bad)} of {n} acknowledged writes are gone: {bad}"
+    assert v.status()["state"] == "degraded"
     v.remove()
