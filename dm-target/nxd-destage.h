@@ -18,9 +18,13 @@
 #define NXD_ROUND_SEGS		2048
 #define NXD_DESTAGE_MAX_BIO	SZ_1M
 
-/* Stripes a round fills at most, and the HDD data read at a time for them. */
+/*
+ * Stripes a round fills at most, and the HDD data read for them: two
+ * halves, one read into while the other's writes are in flight.
+ */
 #define NXD_FILL_MAX		4096
 #define NXD_FILL_BUF		SZ_4M
+#define NXD_FILL_HALF		(NXD_FILL_BUF / 2)
 
 struct nxd_dblk {
 	u64 block;
@@ -39,9 +43,13 @@ struct nxd_dblk {
 	void *data;
 };
 
-/* A destage bio knows which copies it carries: rd->blk[first..last]. */
+/*
+ * A destage bio knows which copies it carries: rd->blk[first..last], and
+ * for a fill write the half of fbuf its data is in (else -1).
+ */
 struct nxd_dbio {
 	u32 first, last;
+	s8 half;
 	struct bio bio;
 };
 
@@ -60,6 +68,7 @@ struct nxd_round {
 	u64 fill[NXD_FILL_MAX];
 	u8 fill_err[NXD_FILL_MAX];	/* its HDD read failed */
 	atomic_t fill_pending;
+	atomic_t fill_wr[2];	/* fill writes in flight from each half of fbuf */
 	void *fbuf;		/* NXD_FILL_BUF, allocated at the first fill */
 };
 

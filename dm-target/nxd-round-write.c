@@ -55,6 +55,7 @@ static void nxd_destage_endio(struct bio *bio)
 	struct nxd_c *nc = bio->bi_private;
 	struct nxd_round *rd = nc->drd;
 	bool landed = false;
+	int half = db->half;
 	u32 i;
 
 	if (bio->bi_status)
@@ -66,6 +67,9 @@ static void nxd_destage_endio(struct bio *bio)
 	if (landed && !list_empty(&nc->fenced))
 		nxd_writer_wake(nc);
 	bio_put(bio);
+	/* That half of fbuf may take the next batch's reads. */
+	if (half >= 0 && atomic_dec_and_test(&rd->fill_wr[half]))
+		wake_up_all(&nc->dwq);
 	/* The round's own reference keeps d_inflight at 1 until its end. */
 	if (atomic_dec_return(&nc->d_inflight) <= nxd_destage_depth())
 		wake_up_all(&nc->dwq);
@@ -94,6 +98,7 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 
 	db->first = first;
 	db->last = first;
+	db->half = -1;
 	bio->bi_iter.bi_sector = sec;
 	bio->bi_end_io = nxd_destage_endio;
 	bio->bi_private = nc;
@@ -160,8 +165,9 @@ static struct bio *nxd_fill_bio(struct bio *bio, void *buf, size_t len)
 	return bio;
 }
 
-/* Read stripes [k0, kn) of rd->fill from the HDD into fbuf; wait for them. */
-static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn)
+/* Read stripes [k0, kn) of rd->fill from the HDD into @buf; wait for them. */
+static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn,
+			  void *buf)
 {
 	size_t len = (size_t)rd->fill_blocks * NXD_BLOCK_SIZE;
 	struct blk_plug plug;
@@ -181,7 +187,7 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 		bio->bi_end_io = nxd_fill_endio;
 		bio->bi_private = nc;
 		atomic_inc(&rd->fill_pending);
-		submit_bio(nxd_fill_bio(bio, rd->fbuf + (k - k0) * len, len));
+		submit_bio(nxd_fill_bio(bio, buf + (k - k0) * len, len));
 	}
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&rd->fill_pending))
@@ -197,27 +203,29 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 {
 	size_t len = (size_t)rd->fill_blocks * NXD_BLOCK_SIZE;
-	u32 per = NXD_FILL_BUF / len, k0, k, i = 0;
+	u32 per = NXD_FILL_HALF / len, k0, k, i = 0, h = 0;
 
 	if (!rd->fbuf)
 		rd->fbuf = __vmalloc(NXD_FILL_BUF, GFP_NOIO);
 	if (!rd->fbuf)
 		return;
-	for (k0 = 0; k0 < rd->nfill; k0 += per) {
+	atomic_set(&rd->fill_wr[0], 0);
+	atomic_set(&rd->fill_wr[1], 0);
+	for (k0 = 0; k0 < rd->nfill; k0 += per, h ^= 1) {
 		u32 kn = min(rd->nfill, k0 + per);
+		void *half = rd->fbuf + h * NXD_FILL_HALF;
 
 		/*
-		 * fbuf holds the data of the previous batch's writes until they
-		 * complete (a device may serve the next reads first, or copy
-		 * the data late): read into it only once they have.  Only fill
-		 * writes are in flight so far.
+		 * A half holds the data of its writes two batches back until
+		 * they complete (a device may serve the next reads first, or
+		 * copy the data late): read into it only once they have.  The
+		 * other half's writes go on meanwhile.
 		 */
-		if (k0)
-			wait_event(nc->dwq, atomic_read(&nc->d_inflight) == 1);
-		nxd_fill_read(nc, rd, k0, kn);
+		wait_event(nc->dwq, !atomic_read(&rd->fill_wr[h]));
+		nxd_fill_read(nc, rd, k0, kn, half);
 		for (k = k0; k < kn; k++) {
 			u64 b0 = rd->fill[k] * rd->fill_blocks;
-			void *buf = rd->fbuf + (k - k0) * len;
+			void *buf = half + (k - k0) * len;
 			struct nxd_dbio *db;
 			struct bio *bio;
 			u32 first, j;
@@ -261,6 +269,8 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 				if (rd->blk[j].copy)
 					atomic_dec(&rd->blk[j].unlanded);
 			}
+			db->half = h;
+			atomic_inc(&rd->fill_wr[h]);
 			nxd_destage_submit(nc, nxd_fill_bio(bio, buf, len));
 		}
 	}

@@ -305,14 +305,15 @@ def test_stripe_fill(dm, writer):
 
 
 def test_stripe_fill_hdd_writes_complete_late(dm):
-    """A fill reads its stripes in batches into one 4 MiB buffer (32
-    stripes of 128 KiB here; about 50 stripes to fill) and writes each
-    stripe from it.  Over an HDD that completes reads before earlier
+    """A fill reads its stripes in batches into the two 2 MiB halves of
+    one buffer in turn (16 stripes of 128 KiB a batch here; about 50
+    stripes to fill, so the third batch reuses the first half) and writes
+    each stripe from it.  Over an HDD that completes reads before earlier
     writes (dm-delay: writes held 100 ms, reads not; a drive's scheduler
-    or md may do the same), every stripe must still get its own data: the
-    next batch is read into the buffer only once the writes from it have
+    or md may do the same), every stripe must still get its own data: a
+    batch is read into a half only once the writes from it have
     completed.  Without that wait the first batch's stripes are written
-    with the second batch's data and the model check fails."""
+    with the third batch's data and the model check fails."""
     parts = [Loop(32, f"hddr{i}") for i in range(2)]
     ssd = NullBlk(32)
     try:
