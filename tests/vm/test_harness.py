@@ -2,6 +2,7 @@
 """Checks of the test harness itself: fixtures, helpers, dmesg checker."""
 
 import errno
+import hashlib
 import os
 import uuid
 
@@ -183,3 +184,45 @@ def test_dmesg_marker_roundtrip():
     assert any(line in a for a in after)
     assert not any(marker in a for a in after)
     assert host.find_kernel_problems(after) == []
+
+
+def test_replay_oracle_orders_plain_after_fua():
+    """hdd_mask_legit, test_crash's rule for a plain HDD log entry logged
+    after an overlapping FUA entry (dm-log-writes logs plain writes only at
+    the next flush), on a made-up workload: point 1 after op 0, then a FUA
+    write (op 1) over sector 8, whose older value A is in the SSD's log."""
+    from nxdt.logwrites import LogEntry, hdd_mask_legit
+    S = 512
+
+    def sec(tag):
+        return tag * S
+
+    A, F, C, X, Y, Z = (sec(t) for t in (b"A", b"F", b"C", b"X", b"Y", b"Z"))
+
+    class Wl:
+        events = [("w", 8 * S, A), ("s", 8 * S, F), ("w", 8 * S, C),
+                  ("w", 24 * S, X), ("s", 24 * S, Y)]
+        durable = [(1, 0.0)]
+
+    def h(b):
+        return hashlib.blake2b(b, digest_size=8).digest()
+
+    ssd = {h(A), h(Z)}
+    legit = hdd_mask_legit(Wl, 64 * S, lambda: ssd)
+
+    def what(r):
+        return r[0] if r else None
+
+    plain = LogEntry(0, 8, 8, 0, 0, None)
+    # A plain op after the FUA op: log order.
+    assert what(legit(8, C, F, plain, 1)) == "keep"
+    # A destager copy of the older value: fenced before the FUA write.
+    assert what(legit(8, A, F, plain, 1)) == "mask"
+    # ... but only an older value of that sector that is in the SSD's log.
+    assert hdd_mask_legit(Wl, 64 * S, lambda: set())(8, A, F, plain, 1) is None
+    assert legit(8, Z, F, plain, 1) is None
+    # A direct plain write, the newest before the FUA op in its window.
+    assert what(legit(24, X, Y, plain, 1)) == "mask"
+    assert legit(24, A, Y, plain, 1) is None
+    # Before the first mark nothing is explained.
+    assert legit(8, A, F, plain, -1) is None
