@@ -50,6 +50,7 @@ struct nxd_dblk {
 struct nxd_dbio {
 	u32 first, last;
 	s8 half;
+	u32 stripe;		/* a fill write's index in rd->fill */
 	struct bio bio;
 };
 
@@ -67,6 +68,8 @@ struct nxd_round {
 	u32 fill_blocks;
 	u64 fill[NXD_FILL_MAX];
 	u8 fill_err[NXD_FILL_MAX];	/* its HDD read failed */
+	/* Its write completed, or none will come: HDD writes to it may go. */
+	DECLARE_BITMAP(fill_landed, NXD_FILL_MAX);
 	atomic_t fill_pending;
 	atomic_t fill_wr[2];	/* fill writes in flight from each half of fbuf */
 	void *fbuf;		/* NXD_FILL_BUF, allocated at the first fill */

@@ -28,7 +28,7 @@ MODULE_PARM_DESC(destage_depth, "destage writes in flight at most (default 128)"
  * stripe of the HDD (its optimal_io_size, at most 1 MiB) reads the rest of
  * the stripe from the HDD and writes the whole stripe, which md writes
  * without reading, instead of each copy on its own.  0: off.  Foreground
- * HDD writes to those stripes wait until the round's writes have landed,
+ * HDD writes to those stripes wait until the stripe's write has landed,
  * and the round waits for those already in flight (HDD write epochs), so
  * the data read is never older than what it is written over.
  */
@@ -49,6 +49,19 @@ int nxd_dblk_cmp(const void *a, const void *b)
 	return x->block < y->block ? -1 : x->block > y->block;
 }
 
+/*
+ * Stripe @k of the round's fill is on the HDD (or will not be written):
+ * foreground HDD writes held for it may go, after it, without waiting for
+ * the rest of the round (nxd_fill_busy_locked).
+ */
+static void nxd_fill_landed(struct nxd_c *nc, struct nxd_round *rd, u32 k)
+{
+	set_bit(k, rd->fill_landed);
+	/* Seen by the writer's check under nc->lock once it is kicked. */
+	smp_mb__after_atomic();
+	nxd_writer_wake(nc);
+}
+
 static void nxd_destage_endio(struct bio *bio)
 {
 	struct nxd_dbio *db = container_of(bio, struct nxd_dbio, bio);
@@ -56,7 +69,7 @@ static void nxd_destage_endio(struct bio *bio)
 	struct nxd_round *rd = nc->drd;
 	bool landed = false;
 	int half = db->half;
-	u32 i;
+	u32 stripe = db->stripe, i;
 
 	if (bio->bi_status)
 		WRITE_ONCE(nc->d_error, blk_status_to_errno(bio->bi_status));
@@ -67,9 +80,12 @@ static void nxd_destage_endio(struct bio *bio)
 	if (landed && !list_empty(&nc->fenced))
 		nxd_writer_wake(nc);
 	bio_put(bio);
-	/* That half of fbuf may take the next batch's reads. */
-	if (half >= 0 && atomic_dec_and_test(&rd->fill_wr[half]))
-		wake_up_all(&nc->dwq);
+	if (half >= 0) {
+		nxd_fill_landed(nc, rd, stripe);
+		/* That half of fbuf may take the next batch's reads. */
+		if (atomic_dec_and_test(&rd->fill_wr[half]))
+			wake_up_all(&nc->dwq);
+	}
 	/* The round's own reference keeps d_inflight at 1 until its end. */
 	if (atomic_dec_return(&nc->d_inflight) <= nxd_destage_depth())
 		wake_up_all(&nc->dwq);
@@ -99,6 +115,7 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 	db->first = first;
 	db->last = first;
 	db->half = -1;
+	db->stripe = 0;
 	bio->bi_iter.bi_sector = sec;
 	bio->bi_end_io = nxd_destage_endio;
 	bio->bi_private = nc;
@@ -236,7 +253,9 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			while (i < rd->nblk && rd->blk[i].block < b0 + rd->fill_blocks)
 				i++;
 			if (rd->fill_err[k] || first == i) {
+				/* Its copies go one by one, each fenced alone. */
 				nxd_count(nc, NXD_CTR(hdd_errors), rd->fill_err[k]);
+				nxd_fill_landed(nc, rd, k);
 				continue;
 			}
 			for (j = first; j < i; j++) {
@@ -270,6 +289,7 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 					atomic_dec(&rd->blk[j].unlanded);
 			}
 			db->half = h;
+			db->stripe = k;
 			atomic_inc(&rd->fill_wr[h]);
 			nxd_destage_submit(nc, nxd_fill_bio(bio, buf, len));
 		}
@@ -286,6 +306,7 @@ static void nxd_fill(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 
 	if (!n)
 		return;
+	bitmap_zero(rd->fill_landed, n);
 	spin_lock(&nc->lock);
 	/* Only a published round is seen by the foreground's checks. */
 	if (nc->dround == rd)
@@ -416,12 +437,15 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 	return false;
 }
 
-/* Does a round fill a stripe of [first, last] with HDD data?  Under nc->lock. */
+/*
+ * Does a round fill a stripe of [first, last] with HDD data, not yet
+ * written?  Under nc->lock.
+ */
 bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 {
 	struct nxd_round *rd = nc->dround;
 	u32 lo = 0, hi;
-	u64 sf;
+	u64 sf, sl;
 
 	if (!rd || !rd->nfill)
 		return false;
@@ -435,7 +459,11 @@ bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 		else
 			hi = mid;
 	}
-	return lo < rd->nfill && rd->fill[lo] <= div_u64(last, rd->fill_blocks);
+	sl = div_u64(last, rd->fill_blocks);
+	for (; lo < rd->nfill && rd->fill[lo] <= sl; lo++)
+		if (!test_bit(lo, rd->fill_landed))
+			return true;
+	return false;
 }
 
 /* Write the round's copies to the HDD in address order, then flush it. */

@@ -329,6 +329,69 @@ def test_stripe_fill_hdd_writes_complete_late(dm):
         _striped_teardown(dm, ssd, parts)
 
 
+def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
+    """A round fills 64 stripes (two logged 4 KiB blocks each) over an HDD
+    whose writes take 1 s (dm-delay over dm-striped, io_opt 128 KiB), 8
+    destage writes in flight at most (destage_depth).  A 4 KiB write to a
+    gap of the first stripe, past the log (write_threshold 0), must wait
+    for that stripe's fill write, which writes the data it read there, but
+    not for the rest of the round: it completes while most of the round's
+    stripes are still to land (it once waited for all of them).  It reads
+    back as written, and the logged blocks as logged."""
+    parts = [Loop(32, f"hddw{i}") for i in range(2)]
+    ssd = NullBlk(32)
+    nst, per = 64, STRIPE // 4096
+    try:
+        striped = _striped_hdd(dm, parts)
+        hdd = dm.create("nxdslow", delay_line(striped, 0, 0))
+        v = Volume(dm, "nxds", hdd, ssd.dev)
+        v.message("pause_destage")
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        model = {}
+        for st in range(nst):
+            for b in (st * per + 1, st * per + 5):
+                model[b] = os.urandom(4096)
+                pwrite_direct(fd, b * 4096, model[b])
+        os.fsync(fd)
+        assert v.status()["index_entries"] == 2 * nst
+        dm.reload("nxdslow", delay_line(striped, 0, 1000))
+        stats = ["/sys/block/" + os.path.basename(os.path.realpath(p.dev)) + "/stat"
+                 for p in parts]
+
+        def writes_done():
+            return sum(int(open(f).read().split()[4]) for f in stats)
+
+        assert v.sset("write_threshold", 0) == 0
+        gap = 10
+        model[gap] = os.urandom(4096)
+        w0 = writes_done()
+        with module_param("destage_fill_min", 2), module_param("destage_depth", 8):
+            v.message("resume_destage")
+            deadline = time.monotonic() + 30
+            while v.status()["destage_bios"] == 0:
+                assert time.monotonic() < deadline, "no destage write in 30 s"
+                time.sleep(0.02)
+            pwrite_direct(fd, gap * 4096, model[gap])
+            landed = writes_done() - w0
+            # Each stripe's fill write is two loop writes (two chunks).
+            assert landed < 2 * nst, \
+                f"the HDD write to stripe 0 completed only after {landed} HDD writes " \
+                f"landed: it waited for the whole round's {nst} stripes, not for its own"
+            deadline = time.monotonic() + 120
+            while v.status()["index_entries"]:
+                assert time.monotonic() < deadline, "the round did not end in 120 s"
+                time.sleep(0.2)
+        st = v.status()
+        assert st["destage_stripe_bios"] == nst, st
+        dm.reload("nxdslow", delay_line(striped, 0, 0))
+        for b, d in model.items():
+            assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
+        os.close(fd)
+        print(f"the gap write completed after {landed} of {2 * nst} loop writes")
+    finally:
+        _striped_teardown(dm, ssd, parts)
+
+
 def _stripe_fill(dm, hdd, ssd, region, writer, slow=None):
     v = Volume(dm, "nxds", hdd, ssd.dev)
     fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
