@@ -14,6 +14,7 @@ import pytest
 
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
+from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
@@ -387,7 +388,8 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
         for b, d in model.items():
             assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
         os.close(fd)
-        print(f"the gap write completed after {landed} of {2 * nst} loop writes")
+        summary("destage-summary.txt", f"stripe fill fence: the gap write completed after "
+                f"{landed} of the round's {2 * nst} loop writes")
     finally:
         _striped_teardown(dm, ssd, parts)
 
