@@ -342,6 +342,7 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
     parts = [Loop(32, f"hddw{i}") for i in range(2)]
     ssd = NullBlk(32)
     nst, per = 64, STRIPE // 4096
+    fd = None
     try:
         striped = _striped_hdd(dm, parts)
         hdd = dm.create("nxdslow", delay_line(striped, 0, 0))
@@ -387,10 +388,11 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
         dm.reload("nxdslow", delay_line(striped, 0, 0))
         for b, d in model.items():
             assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
-        os.close(fd)
         summary("destage-summary.txt", f"stripe fill fence: the gap write completed after "
                 f"{landed} of the round's {2 * nst} loop writes")
     finally:
+        if fd is not None:
+            os.close(fd)
         _striped_teardown(dm, ssd, parts)
 
 
