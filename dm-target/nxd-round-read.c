@@ -164,6 +164,49 @@ static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 	return true;
 }
 
+/*
+ * A segment whose header decodes: its live blocks are the records the
+ * index still points at.  False if an HDD write on its way cuts the round.
+ */
+static bool nxd_collect_by_recs(struct nxd_c *nc, struct nxd_round *rd,
+				u32 si, void *hdr, const struct nxd_seg_info *inf)
+{
+	const struct nxd_segd *sd = &rd->segs[si];
+	u32 j, d = 0;
+
+	for (j = 0; j < inf->nr_recs; j++) {
+		struct nxd_rec rec;
+		struct nxd_ient *e;
+		struct nxd_dblk *db;
+		int dec;
+
+		nxd_seg_rec(hdr, j, &rec);
+		if (rec.type != NXD_REC_DATA)
+			continue;
+		e = nxd_index_find(&nc->ix, rec.block);
+		if (!e || e->slot != sd->pos + 1 + d) {
+			d++;
+			continue;	/* superseded */
+		}
+		dec = nxd_op_decision(nc, rec.block);
+		if (dec == NXD_D_CUT)
+			return false;	/* an HDD write is on its way */
+		db = &rd->blk[rd->nblk++];
+		db->block = rec.block;
+		db->slot = e->slot;
+		db->mask = e->mask;
+		db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
+		db->extra = false;
+		db->copy = dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) &&
+			   nxd_destage_data_ok(nc, db, (inf->flags & NXD_SEG_ORDERED) ||
+					       nxd_block_crc(db->data) == rec.val, false);
+		if (dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) && !db->copy)
+			rd->lossy[si] = 1;
+		d++;
+	}
+	return true;
+}
+
 /* Read the chosen segments and pick their live blocks.  Returns segments kept. */
 int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 {
@@ -177,71 +220,31 @@ int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 		struct nxd_segd *sd = &rd->segs[i];
 		void *hdr = nc->dbuf + (size_t)off * NXD_BLOCK_SIZE;
 		struct nxd_seg_info si;
-		u32 j, d = 0, start = rd->nblk;
-		bool cut = false;
+		u32 start = rd->nblk;
+		bool is_void = false, bad, kept;
 
 		if (!sd->live)
 			continue;
 		r = nxd_seg_decode(hdr, nc->sb.vol_uuid, nc->sb.ring_blocks,
 				   nc->sb.data_sectors >> 3, &si);
-		if (r || si.seq != first_seq + i || si.pos != sd->pos) {
-			bool is_void = nc->frozen_end && first_seq + i >= nc->frozen_end;
-
+		bad = r || si.seq != first_seq + i || si.pos != sd->pos;
+		if (bad) {
+			is_void = nc->frozen_end && first_seq + i >= nc->frozen_end;
 			if (!is_void) {
 				nxd_count(nc, NXD_CTR(ssd_errors), 1);
 				DMERR_LIMIT("%s: log segment %llu at %u unreadable (%d), use index",
 					    dm_table_device_name(nc->ti->table),
 					    first_seq + i, sd->pos, r);
 			}
-			spin_lock(&nc->lock);
-			nc->dround = rd;
-			cut = !nxd_collect_by_index(nc, rd, i, hdr, is_void);
-			if (cut)
-				rd->nblk = start;
-			spin_unlock(&nc->lock);
-			if (cut)
-				return i;
-			off += 1 + sd->nr_data;
-			continue;
 		}
 		spin_lock(&nc->lock);
 		nc->dround = rd;
-		for (j = 0; j < si.nr_recs; j++) {
-			struct nxd_rec rec;
-			struct nxd_ient *e;
-			struct nxd_dblk *db;
-			int dec;
-
-			nxd_seg_rec(hdr, j, &rec);
-			if (rec.type != NXD_REC_DATA)
-				continue;
-			e = nxd_index_find(&nc->ix, rec.block);
-			if (!e || e->slot != sd->pos + 1 + d) {
-				d++;
-				continue;	/* superseded */
-			}
-			dec = nxd_op_decision(nc, rec.block);
-			if (dec == NXD_D_CUT) {
-				cut = true;	/* an HDD write is on its way */
-				break;
-			}
-			db = &rd->blk[rd->nblk++];
-			db->block = rec.block;
-			db->slot = e->slot;
-			db->mask = e->mask;
-			db->data = hdr + (size_t)(1 + d) * NXD_BLOCK_SIZE;
-			db->extra = false;
-			db->copy = dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) &&
-				   nxd_destage_data_ok(nc, db, (si.flags & NXD_SEG_ORDERED) ||
-						       nxd_block_crc(db->data) == rec.val, false);
-			if (dec == NXD_D_COPY && !(e->flags & NXD_IE_CLEAN) && !db->copy)
-				rd->lossy[i] = 1;
-			d++;
-		}
-		if (cut)
+		kept = bad ? nxd_collect_by_index(nc, rd, i, hdr, is_void) :
+			     nxd_collect_by_recs(nc, rd, i, hdr, &si);
+		if (!kept)
 			rd->nblk = start;
 		spin_unlock(&nc->lock);
-		if (cut)
+		if (!kept)
 			return i;
 		off += 1 + sd->nr_data;
 	}
