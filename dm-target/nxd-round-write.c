@@ -96,6 +96,7 @@ static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
 	u32 stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
 
 	nxd_count(nc, NXD_CTR(destage_bios), 1);
+	nxd_count(nc, NXD_CTR(destage_hdd_bytes), bio->bi_iter.bi_size);
 	/* What md can write without reading: whole stripes, aligned. */
 	if (stripe >= NXD_SECTORS_PER_BLOCK && !(bio->bi_iter.bi_sector % stripe) &&
 	    !(bio_sectors(bio) % stripe))

@@ -108,6 +108,7 @@ void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c)
 	c->recovery_us = nc->rec_us;
 	c->degraded = atomic_read(&nc->degraded);
 	c->log_full = READ_ONCE(nc->log_full);
+	c->acked_lost = atomic_read(&nc->acked_lost);
 }
 
 const char *nxd_event_name(unsigned int kind)

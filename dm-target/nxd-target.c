@@ -445,13 +445,12 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
 	/*
-	 * Degraded flushes fail once acknowledged log writes are known lost
-	 * (nxd_degraded_bio), but dm core sends the data of a PREFLUSH write
-	 * whatever its flush returned: fail FUA data too, or a journal commit
-	 * (PREFLUSH|FUA) would succeed over the loss.
+	 * Flushes fail once acknowledged log writes are known lost (nxd_map),
+	 * but dm core sends the data of a PREFLUSH write whatever its flush
+	 * returned: fail FUA data too, or a journal commit (PREFLUSH|FUA)
+	 * would succeed over the loss.
 	 */
-	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost) &&
-	    atomic_read(&nc->degraded))
+	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost))
 		return DM_MAPIO_KILL;
 	to_log = !atomic_read(&nc->degraded) &&
 		 nxd_route_write_to_log(s, (u64)nr << 9,
@@ -530,10 +529,19 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		/* dm core splits data off flushes: these are empty, one per device. */
 		pb->bytes = 0;
-		if (dm_bio_get_target_bio_nr(bio) == 0) {
+		if (dm_bio_get_target_bio_nr(bio) == 0)
 			nxd_count(nc, NXD_CTR(flushes), 1);
+		/*
+		 * The destager found acknowledged log writes lost: no flush
+		 * may say again that the volume holds what was written
+		 * before it, until the table is reloaded (dm-writecache
+		 * likewise keeps its error).  Degraded, the writer fails it
+		 * once the HDD has all that is left (nxd_degraded_bio).
+		 */
+		if (atomic_read(&nc->acked_lost) && !atomic_read(&nc->degraded))
+			return DM_MAPIO_KILL;
+		if (dm_bio_get_target_bio_nr(bio) == 0)
 			return nxd_remap_hdd(nc, bio);
-		}
 		/*
 		 * Degraded: the writer holds it until the HDD has every logged
 		 * write.  Direct log writes not committed yet: the writer
@@ -715,7 +723,7 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		nxd_gauges_fill(nc, &st->c);
 		c = (const __u64 *)&st->c;
 		DMEMIT("%s", nxd_state(nc));
-		for (i = 0; i <= NXD_CTR(destage_busy_us); i++)
+		for (i = 0; i <= NXD_CTR(acked_lost); i++)
 			DMEMIT(" %llu", (unsigned long long)c[i]);
 		kfree(st);
 		break;
@@ -784,7 +792,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 2, 0},
+	.version = {2, 3, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

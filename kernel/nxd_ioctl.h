@@ -87,7 +87,10 @@ struct nxd_ioc_counters {
 	/* Appended in target 2.2.0. */
 	__u64 destage_stripe_bios;	/* destage bios of whole aligned stripes */
 	__u64 destage_busy_us;		/* time spent in destage rounds */
-	__u64 reserved[30];
+	/* Appended in target 2.3.0. */
+	__u64 destage_hdd_bytes;	/* bytes of destage write bios, fill's gaps included */
+	__u64 acked_lost;		/* 1 once acknowledged log writes were found lost */
+	__u64 reserved[28];
 };
 
 /* Event kinds, as in last_event and the events_* counters. */

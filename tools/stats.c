@@ -134,13 +134,20 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	    "Destage write bios covering whole aligned stripes of the HDD (io_opt)."),
 	CNT(destage_busy_us, false,
 	    "Microseconds the destager spent in rounds (reading, writing, flushing)."),
+	CNT(destage_hdd_bytes, false,
+	    "Bytes of destage write bios, the stripe fill's gaps included."),
+	CNT(acked_lost, true,
+	    "1 once acknowledged log writes were found lost: flushes and FUA writes fail."),
 };
 #undef CNT
 const unsigned int nxdctl_nr_counters = ARRAY_SIZE_NXDCTL(nxdctl_counters);
 
+/* Before target 2.3.0 there is no destage_hdd_bytes: the copies' bytes. */
 static uint64_t destage_mean_bio(const struct nxd_ioc_counters *c)
 {
-	return c->destage_bios ? c->destaged_bytes / c->destage_bios : 0;
+	uint64_t b = c->destage_hdd_bytes ? c->destage_hdd_bytes : c->destaged_bytes;
+
+	return c->destage_bios ? b / c->destage_bios : 0;
 }
 
 static uint64_t destage_stripe_pct(const struct nxd_ioc_counters *c)

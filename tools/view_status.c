@@ -64,8 +64,9 @@ void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 		PRIu64 " around a full log\n", "writes",
 		(uint64_t)c->writes_logged, (uint64_t)c->writes_direct,
 		(uint64_t)c->writes_around_full);
-	fprintf(f, "  %-10s SSD %" PRIu64 ", HDD %" PRIu64 "\n", "errors",
-		(uint64_t)c->ssd_errors, (uint64_t)c->hdd_errors);
+	fprintf(f, "  %-10s SSD %" PRIu64 ", HDD %" PRIu64 "%s\n", "errors",
+		(uint64_t)c->ssd_errors, (uint64_t)c->hdd_errors,
+		c->acked_lost ? "; acknowledged log writes LOST, flushes fail" : "");
 	nxdctl_fmt_human(a, sizeof(a), c->index_bytes);
 	fprintf(f, "  %-10s %s (index)\n", "memory", a);
 	nxdctl_fmt_size(a, sizeof(a), s->write_threshold);
@@ -110,6 +111,7 @@ static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 		jw_u64(j, "dirty_bytes_max", nxdctl_status_dirty_bytes(s));
 		jw_u64(j, "ssd_errors", c->ssd_errors);
 		jw_u64(j, "hdd_errors", c->hdd_errors);
+		jw_bool(j, "acked_lost", c->acked_lost);
 		jw_u64(j, "index_bytes", c->index_bytes);
 	}
 	if (full && s->have_stats) {

@@ -345,7 +345,7 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     assert list(kv) == facts.STATUS_FIELDS + derived, list(kv)
     cc = ioc["counters"]
     bios, us = cc["destage_bios"], cc["destage_busy_us"]
-    want = [cc["destaged_bytes"] // bios if bios else 0,
+    want = [cc["destage_hdd_bytes"] // bios if bios else 0,
             cc["destage_stripe_bios"] * 100 // bios if bios else 0,
             int(cc["destaged_bytes"] * 1e6 / us) if us else 0]
     assert [int(kv[k]) for k in derived] == want == \

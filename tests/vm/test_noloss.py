@@ -307,7 +307,10 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     O: B reads O (a replay would have stopped at the lost segment too).
     whole: N is a 4 KiB write (a direct, ORDERED segment, no checksum: its
     lost header is what stops it); partial: 7 sectors (the writer's batch,
-    whose checksum stops it)."""
+    whose checksum stops it).
+    The volume is not degraded, yet an acknowledged write is gone: from
+    then on every flush and FUA write fails (status acked_lost 1), so a
+    file system learns it, until the table is reloaded."""
     hdd = loopdev(64)
     ssd = nullb(16)
     B = 300
@@ -335,8 +338,29 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
         "no message naming the lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
-    with rawio.Fd(v.dev, write=False) as f:
+    assert st["acked_lost"] == 1, st
+    with rawio.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
+        with pytest.raises(OSError) as ei:
+            f.fsync()
+        assert ei.value.errno == errno.EIO, ei.value
+        f.pwrite(B * BLOCK, pattern("later", B, BLOCK))     # plain writes go on
+        with pytest.raises(OSError) as ei:
+            f.fsync()
+        assert ei.value.errno == errno.EIO, ei.value
+    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT | os.O_DSYNC)
+    try:
+        with pytest.raises(OSError) as ei:
+            rawio.pwrite_direct(fd, (B + 1) * BLOCK, pattern("fua", B + 1, BLOCK))
+        assert ei.value.errno == errno.EIO, ei.value
+    finally:
+        os.close(fd)
+    # A reload is the admin's acknowledgement: flushes work again.
+    dm.reload(v.name, v.line())
+    assert v.status()["acked_lost"] == 0
+    with rawio.Fd(v.dev) as f:
+        assert f.pread(B * BLOCK, BLOCK) == pattern("later", B, BLOCK)
+        f.fsync()
 
 
 def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):

@@ -78,6 +78,7 @@ assert v["log_bytes"] == 262144 * 4096 and v["log_used_bytes"] == 1000 * 4096
 assert abs(v["log_used_pct"] - 100 * 1000 / 262144) < 1e-3
 assert v["destage_bytes_per_s"] is None and v["destage_rate_limit_mib_s"] == 0
 assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234
+assert v["acked_lost"] is False
 assert "read_threshold" not in v' \
 	"$OUT/status.json"
 t "status: bad interval" 1 $NXDCTL status vol0 --interval x

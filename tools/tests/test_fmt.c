@@ -478,6 +478,19 @@ static void test_status(const struct nxd_ioc_stats *st)
 	      "status: degraded from the counters");
 }
 
+/* The mean destage write counts the stripe fill's gaps once they are counted. */
+static void test_destage_mean(const struct nxd_ioc_stats *st)
+{
+	struct nxd_ioc_counters c = st->c;
+
+	check(!strcmp(nxdctl_derived[0].name, "destage_mean_bio_bytes") &&
+	      nxdctl_derived[0].get(&c) == 10486,
+	      "mean destage write: copies' bytes before target 2.3.0");
+	c.destage_hdd_bytes = 131072 * 1000;
+	check(nxdctl_derived[0].get(&c) == 131072,
+	      "mean destage write: bytes of the bios, fill's gaps included");
+}
+
 static void event_json_fn(FILE *f, const void *e)
 {
 	nxdctl_event_json(f, e);
@@ -620,6 +633,7 @@ int main(int argc, char **argv)
 	test_route_share(&st);
 	test_list(argv[2]);
 	test_status(&st);
+	test_destage_mean(&st);
 	test_events(&st, argv[2]);
 	check(!write_file(argv[2], "fig6.stats", raw_fn, &st),
 	      "write fig6.stats");

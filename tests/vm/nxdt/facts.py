@@ -34,6 +34,9 @@ STATUS_FIELDS = [
     "events_drain_done", "log_full",
     # appended in target 2.2.0: whole-stripe destage bios, time in rounds
     "destage_stripe_bios", "destage_busy_us",
+    # appended in target 2.3.0: destage bios' bytes (fill gaps too), the
+    # acknowledged-loss flag
+    "destage_hdd_bytes", "acked_lost",
 ]
 
 
