@@ -47,3 +47,13 @@ nxd_build() {
 nxd_vm() {
 	"$nxd_here/scripts/vm-run.sh" "$@"
 }
+
+# The host side of a script that measures in a guest: build for KVER ($1,
+# empty: the default kernel), then run "$2 --guest" in one guest, after
+# the environment assignments $3...
+nxd_guest_script() {
+	local kv=${1:-$(nxd_default_kver)} script=$2
+
+	shift 2
+	nxd_build "$kv" && nxd_vm "$kv" "${*:+$* }$script --guest"
+}

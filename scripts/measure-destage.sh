@@ -15,9 +15,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
 	. scripts/lib.sh
-	kv=${1:-$(nxd_default_kver)}
-	nxd_build "$kv"
-	nxd_vm "$kv" "scripts/measure-destage.sh --guest"
+	nxd_guest_script "${1:-}" scripts/measure-destage.sh
 	exit
 fi
 say() { echo "measure: $*"; }

@@ -299,27 +299,17 @@ class CutWriters:
             i += 1
 
     def _seq(self, vol):
-        import hashlib
         root = self.g.mounts[vol]
         d = os.path.join(root, "seq")
         os.makedirs(d, exist_ok=True)
         n = 0
         while not self.stop_ev.is_set():
             rel = f"seq/s{n:03d}"
-            h = hashlib.sha256()
-            with open(os.path.join(root, rel), "wb") as f:
-                for k in range(32):
-                    if self.stop_ev.is_set():
-                        break
-                    b = os.urandom(256 * 1024)
-                    f.write(b)
-                    h.update(b)
-                    if k % 4 == 3:
-                        f.flush()
-                        os.fsync(f.fileno())
-                        if k == 3:
-                            fstack.fsync_path(d)
-                        self._record(f"s {vol} {rel} {(k + 1) * 256 * 1024} {h.hexdigest()}")
+
+            def durable(nbytes, digest, rel=rel):
+                self._record(f"s {vol} {rel} {nbytes} {digest}")
+            fstack.stream_checksummed(os.path.join(root, rel), 32, self.stop_ev,
+                                      durable, d)
             n += 1
 
     def start(self):

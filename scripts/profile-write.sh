@@ -16,10 +16,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ "${1:-}" != --guest ]; then
 	. scripts/lib.sh
-	kv=${1:-$(nxd_default_kver)}
-	nxd_build "$kv"
-	VM_TIMEOUT=${VM_TIMEOUT:-1200} nxd_vm "$kv" \
-		"PROFILE_MODULES='${PROFILE_MODULES:-}' scripts/profile-write.sh --guest"
+	VM_TIMEOUT=${VM_TIMEOUT:-1200} nxd_guest_script "${1:-}" \
+		scripts/profile-write.sh "PROFILE_MODULES='${PROFILE_MODULES:-}'"
 	exit
 fi
 out=build/logs/profile-$(uname -r)

@@ -110,25 +110,34 @@ class Stack:
             self.ior[vol].verify()
 
     def teardown(self):
-        errors = []
-
-        def attempt(fn, *a):
-            try:
-                fn(*a)
-            except Exception as e:  # noqa: BLE001 - tear everything down
-                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
-        if self.gluster:
-            attempt(self.gluster.save_logs)
-            attempt(self.gluster.stop)
-        for b in self.bricks:
-            attempt(b.umount)
-            attempt(b.remove_volume)
-            attempt(b.stop_md)
+        attempt = _Attempts()
+        _teardown_bricks(attempt, self.gluster, self.bricks)
         for folder in self.nullbs:
             attempt(blkdev.nullb_destroy, folder)
         for dev, path in reversed(self.loops):
             attempt(blkdev.loop_destroy, dev, path)
-        return errors
+        return list(attempt)
+
+
+class _Attempts(list):
+    """Call each teardown step whatever the others did; keep the errors."""
+
+    def __call__(self, fn, *a):
+        try:
+            fn(*a)
+        except Exception as e:  # noqa: BLE001 - tear everything down
+            self.append(f"{getattr(fn, '__name__', fn)}: {e}")
+
+
+def _teardown_bricks(attempt, gluster, bricks, *log_name):
+    """GlusterFS first (its logs kept), then each brick's stack."""
+    if gluster:
+        attempt(gluster.save_logs, *log_name)
+        attempt(gluster.stop)
+    for b in bricks:
+        attempt(b.umount)
+        attempt(b.remove_volume)
+        attempt(b.stop_md)
 
 
 def _attr(dev, name):
@@ -354,7 +363,6 @@ def _pc_writer_main(root, into, log, kind, stop_ev):
     seq: 256 KiB appends, fsync every 1 MiB, recorded ("s REL LEN SHA").
     A record is written (and flushed to the local log) only after the
     fsync returned; the first error (the cut) ends the writer."""
-    import hashlib
     with open(log, "a") as lf:
         try:
             d = os.path.join(root, into)
@@ -374,21 +382,12 @@ def _pc_writer_main(root, into, log, kind, stop_ev):
                     lf.flush()
                 else:
                     rel = os.path.join(into, f"s{n:03d}")
-                    h = hashlib.sha256()
-                    with open(os.path.join(root, rel), "wb") as f:
-                        for k in range(32):
-                            if stop_ev.is_set():
-                                break
-                            b = os.urandom(256 * 1024)
-                            f.write(b)
-                            h.update(b)
-                            if k % 4 == 3:
-                                f.flush()
-                                os.fsync(f.fileno())
-                                if k == 3:
-                                    fstack.fsync_path(d)
-                                lf.write(f"s {rel} {(k + 1) * 256 * 1024} {h.hexdigest()}\n")
-                                lf.flush()
+
+                    def durable(nbytes, digest, rel=rel):
+                        lf.write(f"s {rel} {nbytes} {digest}\n")
+                        lf.flush()
+                    fstack.stream_checksummed(os.path.join(root, rel), 32, stop_ev,
+                                              durable, d)
                 n += 1
         except Exception as e:  # noqa: BLE001 - expected at the cut
             lf.write(f"ERR {e!r}\n")
@@ -501,26 +500,14 @@ class PcutStack:
         return notes
 
     def teardown(self):
-        errors = []
-
-        def attempt(fn, *a):
-            try:
-                fn(*a)
-            except Exception as e:  # noqa: BLE001 - tear everything down
-                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
-        if self.gluster:
-            attempt(self.gluster.save_logs, "pfs-pcut")
-            attempt(self.gluster.stop)
-        for b in self.bricks:
-            attempt(b.umount)
-            attempt(b.remove_volume)
-            attempt(b.stop_md)
+        attempt = _Attempts()
+        _teardown_bricks(attempt, self.gluster, self.bricks, "pfs-pcut")
         for p in self.pcuts:
             if self.dm.exists(p.name):
                 attempt(p.remove)
         for folder in self.nullbs:
             attempt(blkdev.nullb_destroy, folder)
-        return errors
+        return list(attempt)
 
 
 def _pc_durable(log):

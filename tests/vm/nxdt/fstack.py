@@ -66,6 +66,27 @@ def fsync_file(f):
     os.fsync(f.fileno())
 
 
+def stream_checksummed(path, chunks, stop_ev, durable, dirpath, dir_every=False,
+                       chunk=256 << 10):
+    """Write up to @chunks random @chunk-byte pieces to the new file @path
+    until @stop_ev is set, fsyncing every fourth, and @dirpath after the
+    first fsync (after each with @dir_every).  After each fsync returned,
+    durable(nbytes, sha256 hex of those bytes): a prefix a crash must keep."""
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        for k in range(chunks):
+            if stop_ev.is_set():
+                break
+            b = os.urandom(chunk)
+            f.write(b)
+            h.update(b)
+            if k % 4 == 3:
+                fsync_file(f)
+                if k == 3 or dir_every:
+                    fsync_path(dirpath)
+                durable((k + 1) * chunk, h.hexdigest())
+
+
 T0 = [time.monotonic()]
 
 
@@ -549,19 +570,12 @@ class CrashWriters:
         n = 0
         while not self.stop_ev.is_set():
             rel = f"seq/s{n:03d}"
-            h = hashlib.sha256()
-            with open(os.path.join(self.root, rel), "wb") as f:
-                for k in range(64):
-                    if self.stop_ev.is_set():
-                        break
-                    b = os.urandom(256 * 1024)
-                    f.write(b)
-                    h.update(b)
-                    if k % 4 == 3:
-                        fsync_file(f)
-                        fsync_path(d)
-                        with self.lock:
-                            self.seq[rel] = ((k + 1) * 256 * 1024, h.copy().hexdigest())
+
+            def durable(nbytes, digest, rel=rel):
+                with self.lock:
+                    self.seq[rel] = (nbytes, digest)
+            stream_checksummed(os.path.join(self.root, rel), 64, self.stop_ev,
+                               durable, d, dir_every=True)
             n += 1
 
     def start(self):
