@@ -114,7 +114,8 @@ static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db,
 	if (ok)
 		return true;
 	nxd_count(nc, NXD_CTR(ssd_errors), 1);
-	atomic_set(&nc->acked_lost, 1);
+	if (!atomic_xchg(&nc->acked_lost, 1))
+		nxd_event(nc, NXD_EV_ACKED_LOST);
 	DMERR_LIMIT("%s: logged block %llu (slot %u) %s: lost, not destaged",
 		    dm_table_device_name(nc->ti->table), db->block, db->slot,
 		    nocrc ? "has no header to vouch for it" : "fails its checksum");

@@ -91,6 +91,7 @@ void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset)
 	st->c.events_degraded = atomic64_read(&vol->ev_count[NXD_EV_DEGRADED]);
 	st->c.events_log_full = atomic64_read(&vol->ev_count[NXD_EV_LOG_FULL]);
 	st->c.events_drain_done = atomic64_read(&vol->ev_count[NXD_EV_DRAIN_DONE]);
+	st->c.events_acked_lost = atomic64_read(&vol->ev_count[NXD_EV_ACKED_LOST]);
 }
 
 /* Values that are state, not counts: never reset. */
@@ -120,6 +121,8 @@ const char *nxd_event_name(unsigned int kind)
 		return "log_full";
 	case NXD_EV_DRAIN_DONE:
 		return "drain_done";
+	case NXD_EV_ACKED_LOST:
+		return "acked_lost";
 	default:
 		return "none";
 	}

@@ -723,7 +723,7 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 		nxd_gauges_fill(nc, &st->c);
 		c = (const __u64 *)&st->c;
 		DMEMIT("%s", nxd_state(nc));
-		for (i = 0; i <= NXD_CTR(acked_lost); i++)
+		for (i = 0; i <= NXD_CTR(events_acked_lost); i++)
 			DMEMIT(" %llu", (unsigned long long)c[i]);
 		kfree(st);
 		break;

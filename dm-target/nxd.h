@@ -35,8 +35,8 @@ struct nxd_pcpu {
 
 struct nxd_c;
 
-/* Event kinds are NXD_EV_* (nxd_ioctl.h), 1..3; index 0 is unused. */
-#define NXD_EV_NR	(NXD_EV_DRAIN_DONE + 1)
+/* Event kinds are NXD_EV_* (nxd_ioctl.h), 1..4; index 0 is unused. */
+#define NXD_EV_NR	(NXD_EV_ACKED_LOST + 1)
 
 /* One per dm device; outlives table reloads. */
 struct nxd_vol {

@@ -90,13 +90,15 @@ struct nxd_ioc_counters {
 	/* Appended in target 2.3.0. */
 	__u64 destage_hdd_bytes;	/* bytes of destage write bios, fill's gaps included */
 	__u64 acked_lost;		/* 1 once acknowledged log writes were found lost */
-	__u64 reserved[28];
+	__u64 events_acked_lost;	/* acked_lost was set, once per table; never reset */
+	__u64 reserved[27];
 };
 
 /* Event kinds, as in last_event and the events_* counters. */
 #define NXD_EV_DEGRADED		1
 #define NXD_EV_LOG_FULL		2
 #define NXD_EV_DRAIN_DONE	3
+#define NXD_EV_ACKED_LOST	4	/* target 2.3.0 */
 
 struct nxd_ioc_stats {
 	struct nxd_ioc_hdr hdr;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxdctl monitor: wait for the device-mapper events dm-nxd raises
- * (degraded, log_full, drain_done) and report each one as a line of text
+ * (degraded, log_full, drain_done, acked_lost) and report each one as a line of text
  * or NDJSON, or run a program with its details in the environment.
  *
  * One volume: DM_DEVICE_WAITEVENT with the event number last seen, as
@@ -365,8 +365,9 @@ const struct cmd cmd_monitor = {
 	"Wait for the events dm-nxd raises and report each one: degraded "
 	"(an SSD\nwrite failed), log_full (writes began going round a full "
 	"log), drain_done\n(a drain finished, or a degraded volume's log "
-	"emptied).  Without VOL,\nevery nxd volume, including those that "
-	"appear later.",
+	"emptied), acked_lost (the destager\nfound acknowledged log writes "
+	"lost: flushes fail from then on).  Without\nVOL, every nxd volume, "
+	"including those that appear later.",
 	"Options:\n"
 	"  --json         one JSON object per line (NDJSON): volume, device, "
 	"time,\n"

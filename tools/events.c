@@ -20,6 +20,7 @@ static const char *const kind_names[NXDCTL_EV_NR] = {
 	[NXD_EV_DEGRADED] = "degraded",
 	[NXD_EV_LOG_FULL] = "log_full",
 	[NXD_EV_DRAIN_DONE] = "drain_done",
+	[NXD_EV_ACKED_LOST] = "acked_lost",
 };
 
 const char *nxdctl_event_kind_name(unsigned int kind)
@@ -36,6 +37,8 @@ static uint64_t kind_count(const struct nxd_ioc_counters *c, unsigned int k)
 		return c->events_log_full;
 	case NXD_EV_DRAIN_DONE:
 		return c->events_drain_done;
+	case NXD_EV_ACKED_LOST:
+		return c->events_acked_lost;
 	default:
 		return 0;
 	}

@@ -15,7 +15,7 @@
 #include "../kernel/nxd_ioctl.h"
 
 /* Kinds are NXD_EV_DEGRADED .. NXD_EV_DRAIN_DONE; index 0 unused. */
-#define NXDCTL_EV_NR	(NXD_EV_DRAIN_DONE + 1)
+#define NXDCTL_EV_NR	(NXD_EV_ACKED_LOST + 1)
 
 struct nxdctl_event {
 	const char *volume;		/* dm name */

@@ -119,9 +119,9 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	CNT(degraded, true,
 	    "1 if the SSD failed and writes bypass the log."),
 	CNT(events, false,
-	    "Device-mapper events raised (degraded, log full, drain done); never reset."),
+	    "Device-mapper events raised (degraded, log full, drain done, acked lost); never reset."),
 	CNT(last_event, true,
-	    "Kind of the latest event: 0 none, 1 degraded, 2 log_full, 3 drain_done."),
+	    "Kind of the latest event: 0 none, 1 degraded, 2 log_full, 3 drain_done, 4 acked_lost."),
 	CNT(events_degraded, false,
 	    "Times the volume degraded (an SSD write failed); never reset."),
 	CNT(events_log_full, false,
@@ -138,6 +138,8 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	    "Bytes of destage write bios, the stripe fill's gaps included."),
 	CNT(acked_lost, true,
 	    "1 once acknowledged log writes were found lost: flushes and FUA writes fail."),
+	CNT(events_acked_lost, false,
+	    "Times acknowledged log writes were found lost (once per table); never reset."),
 };
 #undef CNT
 const unsigned int nxdctl_nr_counters = ARRAY_SIZE_NXDCTL(nxdctl_counters);

@@ -69,12 +69,13 @@ assert d["buckets"][15]["max_bytes"] is None
 assert d["buckets"][15]["label"] == "> 32M"' "$OUT/hist.json"
 py "stats.json has every counter" '
 c = d["counters"]
-assert len(c) == 36 and c["writes_logged"] == 545386
+assert len(c) == 37 and c["writes_logged"] == 545386
 assert list(c)[0] == "log_blocks" and list(c)[25] == "degraded"
 assert list(c)[26:] == ["events", "last_event", "events_degraded",
                         "events_log_full", "events_drain_done", "log_full",
                         "destage_stripe_bios", "destage_busy_us",
-                        "destage_hdd_bytes", "acked_lost"]' \
+                        "destage_hdd_bytes", "acked_lost",
+                        "events_acked_lost"]' \
 	"$OUT/stats.json"
 py "list.json" '
 v = d["volumes"]

@@ -563,7 +563,8 @@ static void test_events(const struct nxd_ioc_stats *st, const char *out)
 	      kinds);
 	check(nxdctl_event_diff(&e, &prev, &now) == 0 &&
 	      !strcmp(nxdctl_event_kind_name(NXD_EV_DEGRADED), "degraded") &&
-	      !nxdctl_event_kind_name(0) && !nxdctl_event_kind_name(4),
+	      !strcmp(nxdctl_event_kind_name(NXD_EV_ACKED_LOST), "acked_lost") &&
+	      !nxdctl_event_kind_name(0) && !nxdctl_event_kind_name(5),
 	      "events: a counter going back counts from zero; names");
 	prev.events_degraded = 5;
 	now.events_degraded = 1;

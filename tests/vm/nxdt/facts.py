@@ -35,8 +35,8 @@ STATUS_FIELDS = [
     # appended in target 2.2.0: whole-stripe destage bios, time in rounds
     "destage_stripe_bios", "destage_busy_us",
     # appended in target 2.3.0: destage bios' bytes (fill gaps too), the
-    # acknowledged-loss flag
-    "destage_hdd_bytes", "acked_lost",
+    # acknowledged-loss flag and its event
+    "destage_hdd_bytes", "acked_lost", "events_acked_lost",
 ]
 
 
