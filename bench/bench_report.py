@@ -115,6 +115,15 @@ class R:
         return g.get(key) if g else None
 
 
+def destage_mean(c):
+    """Mean destage write from dm-nxd's counters: the bios' bytes (the
+    stripe fill's gaps included) since target 2.3.0, the copies' bytes
+    before it (runs recorded earlier)."""
+    if not c.get("destage_bios"):
+        return None
+    return (c.get("destage_hdd_bytes") or c.get("destaged_bytes", 0)) / c["destage_bios"]
+
+
 def fmt(v, nd=0):
     if v is None:
         return "-"
@@ -191,11 +200,10 @@ def headline(rr, names):
     mean = None
     if d:
         c = d.get("counters") or {}
-        if c.get("destage_bios"):
-            mean = c.get("destaged_bytes", 0) / c["destage_bios"]
+        mean = destage_mean(c)
     add(17, "drain of random 4 KiB over 8x the log: mean HDD write >= 64 KiB",
         "%.1f KiB" % (mean / 1024) if mean else "not measured", None if not mean else mean >= 65536,
-        "dm-nxd's destage bios (destaged_bytes / destage_bios)")
+        "dm-nxd's destage bios (destage_hdd_bytes / destage_bios)")
     dr = d["drain"].get("mbps") if d and d.get("drain") else None
     md_direct = rr.val("md", "drain-4k", "mbps")
     x = ratio(dr, md_direct)
@@ -457,7 +465,7 @@ def markdown(chunks, rr, names, images):
             d = r["drain"]
             arr = (d.get("blktrace") or {}).get("array") or {}
             c = r.get("counters") or {}
-            mean = c.get("destaged_bytes", 0) / c["destage_bios"] if c.get("destage_bios") else None
+            mean = destage_mean(c)
             rows.append([n, fmt(r["fill"]["bytes"] / 2 ** 20), fmt((r.get("occupancy_before") or {}).get("dirty_pct")),
                          fmt(d.get("seconds"), 1) + ("" if d.get("complete") else " (not done)"),
                          fmt(d.get("mbps"), 2),

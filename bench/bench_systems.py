@@ -10,7 +10,7 @@ import time
 
 from bench_common import (HDDSIM_KO, KiB, MKRAID, NXD_KO, log, modules_loaded,
                           sectors, settle, sh, wait_for, zero)
-from nxdt.facts import data_sectors  # on the path that bench_common sets
+from nxdt.facts import STATUS_FIELDS, data_sectors  # on the path that bench_common sets
 from nxdt.nxdvol import nxd_line
 
 SSD_MB = int(os.environ.get("SSD_MB", "128"))
@@ -20,13 +20,7 @@ UDEV_RULE = "/etc/udev/rules.d/99-nxd-bench-nowatch.rules"
 NXD_FILL_PARAM = "/sys/module/dm_nxd/parameters/destage_fill_min"
 NXD_FILL_MIN = int(os.environ.get("BENCH_NXD_FILL_MIN", "2"))
 # Status counters of dm-nxd, in order (docs/status.md).
-NXD_COUNTERS = ["log_blocks", "log_used_blocks", "index_entries", "index_bytes",
-                "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
-                "reads_ssd", "segments_written", "log_blocks_written", "invalidations",
-                "rmw_reads", "destaged_blocks", "destaged_bytes", "destage_bios",
-                "destage_throttled_ms", "segments_reclaimed", "ssd_errors", "hdd_errors",
-                "flushes", "discards", "recovered_segments", "recovered_blocks",
-                "recovery_us", "degraded"]
+NXD_COUNTERS = STATUS_FIELDS
 
 
 def base_setup():
