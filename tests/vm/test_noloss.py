@@ -338,8 +338,8 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
         "no message naming the lost block"
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
+    # The drain's drain_done came after it: the count, not last_event.
     assert st["acked_lost"] == 1 and st["events_acked_lost"] == 1, st
-    assert st["last_event"] == 4 and v.sget("last_event") == "acked_lost", st
     with rawio.Fd(v.dev) as f:
         assert f.pread(B * BLOCK, BLOCK) == old
         with pytest.raises(OSError) as ei:
