@@ -190,18 +190,11 @@ static int do_attach(const struct cmd *c, int argc, char **argv)
 
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", attach_opts, NULL)) != -1) {
-		switch (o) {
-		case O_FORMAT:
-			format = true;
-			break;
-		case O_FORCE:
-			co.force = true;
-			break;
-		default:
-			rc = table_opt_default(c, o, argv, &co);
-			if (rc >= 0)
-				return rc;
-		}
+		if (format_force_opt(o, &format, &co.force))
+			continue;
+		rc = table_opt_default(c, o, argv, &co);
+		if (rc >= 0)
+			return rc;
 	}
 	rc = want_args(c, argc, argv, 2, 2);
 	if (rc)
@@ -286,18 +279,11 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 
 	lc_hooks();
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_FORMAT:
-			format = true;
-			break;
-		case O_FORCE:
-			force = true;
-			break;
-		default:
-			rc = detach_opt(c, o, argv, &dopt);
-			if (rc >= 0)
-				return rc;
-		}
+		if (format_force_opt(o, &format, &force))
+			continue;
+		rc = detach_opt(c, o, argv, &dopt);
+		if (rc >= 0)
+			return rc;
 	}
 	rc = lc_nxd_volume(c, argc, argv, 2, dopt.dry_run, &v, &t);
 	if (rc)

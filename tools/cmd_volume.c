@@ -20,18 +20,14 @@ static int do_create(const struct cmd *c, int argc, char **argv)
 	int o, rc;
 
 	while ((o = getopt_long(argc, argv, "h", table_opts, NULL)) != -1) {
+		if (format_force_opt(o, &format, &co.force))
+			continue;
 		switch (o) {
 		case O_NAME:
 			return usage_error(c->name, "--name is for assemble; "
 					   "create takes NAME as argument");
 		case O_ACCEPT_LOSS:
 			return usage_error(c->name, "--accept-log-loss is for assemble");
-		case O_FORMAT:
-			format = true;
-			break;
-		case O_FORCE:
-			co.force = true;
-			break;
 		case O_UUID:
 			if (!*optarg || strlen(optarg) >= NXD_NAME_LEN)
 				return usage_error(c->name, "bad --uuid");

@@ -235,6 +235,8 @@ int table_opt(const char *cmd, int o, const char *arg,
  */
 int table_opt_default(const struct cmd *c, int o, char **argv,
 		      struct create_opts *co);
+/* --format or --force (create, attach, replace-ssd) taken: true. */
+bool format_force_opt(int o, bool *format, bool *force);
 /* Size in bytes of a block device (or, for --dry-run, a regular file). */
 int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 	     dev_t *rdev);

@@ -135,6 +135,17 @@ int table_opt_default(const struct cmd *c, int o, char **argv,
 	return rc ? rc : -1;
 }
 
+bool format_force_opt(int o, bool *format, bool *force)
+{
+	if (o == O_FORMAT)
+		*format = true;
+	else if (o == O_FORCE)
+		*force = true;
+	else
+		return false;
+	return true;
+}
+
 /* Size in bytes of a block device (or, for --dry-run, a regular file). */
 int dev_size(const char *path, bool allow_file, uint64_t *bytes,
 		    dev_t *rdev)
