@@ -30,6 +30,8 @@
 #                shared out, each running on one kernel only
 #   NXD_PARALLEL=0  run the kernels' guests one after the other (default:
 #                all at once; their output is printed when all are done)
+#   NXD_GUEST_ENV  extra VAR=value words for the guest's pytest (seed
+#                lists such as NXD_FLAKEY_SEEDS=21-40)
 #   NXD_LOGS     log dir under build/ (default build/logs; use your own
 #                when others test in the same work tree at the same time)
 #   VM_TIMEOUT, VM_MEMORY, VM_CPUS, NXD_KVM: see scripts/vm-run.sh
@@ -215,6 +217,8 @@ run_kernel() {
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
 	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs"
+	# Extra settings for the guest's tests, e.g. NXD_GUEST_ENV="NXD_FLAKEY_SEEDS=21-40"
+	[ -n "${NXD_GUEST_ENV:-}" ] && penv+=" $NXD_GUEST_ENV"
 	# The slowest tests run on one kernel each (tests/vm/conftest.py HEAVY).
 	if [ "${NXD_FULL:-0}" != 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 		penv+=" NXD_SHARD=$kidx/${#kvers[@]}"

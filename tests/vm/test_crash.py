@@ -424,10 +424,16 @@ def _flakey_once(dm, devs, seed, where):
     # and the volume goes degraded (writes bypass the log, no waiting for
     # room that never comes).  If it then had to write the HDD over logged
     # blocks, the HDD label says "log abandoned" and the reload is refused.
-    noticed = parse_status(dm.status(nx))["state"] == "degraded"
+    # Or, not degraded, it found the loss (acked_lost): from then on every
+    # flush and FUA write fails (target 2.3.0), the final fsync included.
+    st_drop = parse_status(dm.status(nx))
+    noticed = st_drop["state"] == "degraded"
+    found = noticed or st_drop["acked_lost"] == 1
     # Degraded, a partial write over a logged block fails (section 13 of
-    # docs/design.md); nothing else may.
-    assert noticed or not wl.counts.get("eio"), f"seed {seed}: EIO while not degraded: {wl.counts}"
+    # docs/design.md); with acked_lost, flushes and FUA writes fail; nothing
+    # else may.
+    assert found or not wl.counts.get("eio"), \
+        f"seed {seed}: EIO while neither degraded nor acked_lost: {wl.counts} {st_drop}"
     dm.remove(nx)                                # clean shutdown goes nowhere
     for name, n, dev in targets:
         dm.reload(name, _linear(n, dev))
@@ -470,7 +476,7 @@ def _flakey_once(dm, devs, seed, where):
     # The drop took effect: writes after it are not all there.
     lost = sum(1 for s in range(0, vol * 512, SECTOR)
                if got[s:s + SECTOR] != wl.model.latest[s:s + SECTOR])
-    assert noticed or lost, (f"{tag}: every write made after the drop ({post}) reads back: "
+    assert found or lost, (f"{tag}: every write made after the drop ({post}) reads back: "
                              f"dm-flakey dropped nothing")
     dm.remove(nx)
     summary("crash-summary.txt",
@@ -481,7 +487,8 @@ def _flakey_once(dm, devs, seed, where):
             f"last good point {k} of {len(wl.durable)}; verified {vol * 512} B "
             f"(+{wl.bytes_verified} B live), {relaxed} sectors held post-point values; "
             f"recovered {st['recovered_segments']} segments"
-            f"{'; SSD loss detected (degraded)' if noticed else ''}")
+            f"{'; SSD loss detected (degraded)' if noticed else ''}"
+            f"{'; SSD loss detected (acked_lost)' if found and not noticed else ''}")
 
 
 # --------------------------------------------------- found by the above ---

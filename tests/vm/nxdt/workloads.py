@@ -255,7 +255,14 @@ class Workload:
             self.step()
 
     def final_sync(self):
-        os.fsync(self.fd)
+        try:
+            os.fsync(self.fd)
+        except OSError as e:
+            # Same rule as step(): a tolerated EIO is counted, not durable.
+            if e.errno != errno.EIO or not self.tolerate_eio:
+                raise
+            self.counts["eio"] = self.counts.get("eio", 0) + 1
+            return
         self._durable()
 
     def verify_all(self):
