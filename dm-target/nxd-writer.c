@@ -32,7 +32,8 @@
  * - Degraded (an SSD write failed, the log is frozen): nothing is logged.
  *   A write over logged blocks goes to the HDD with FUA and is parked
  *   until the destager has moved the log's tail past every logged copy
- *   of its blocks (those copies are dead, never copied over it); one that
+ *   of its blocks (those copies are dead, never copied over it), and
+ *   until the log is empty if a lazy INVAL covers any of them; one that
  *   only partly covers a logged block is held until that block is
  *   destaged.  A flush is held until the log is empty.
  * - Whatever waits on the destager fails with EIO when a destage round
@@ -48,17 +49,28 @@
 
 /* ---- waiting on the destager ---- */
 
-/* Degraded: acknowledge the parked ops none of whose blocks is logged now. */
+/*
+ * Degraded: acknowledge the parked ops none of whose blocks is logged now,
+ * nor under a lazy INVAL.  A plain HDD write acknowledged before the
+ * freeze dropped its blocks' entries with its INVAL not yet logged (it
+ * never will be now): their dead copies stay in the replay window until
+ * the log is empty (6.12 crash campaign, seed 8628 cut 2: a FUA write
+ * parked across the degrade read back the copy under it after recovery).
+ */
 static void nxd_parked_check(struct nxd_c *nc)
 {
 	struct nxd_inval *op, *tmp;
 
+	if (list_empty(&nc->parked))
+		return;
+	nxd_lazy_drop_if_empty(nc);
 	list_for_each_entry_safe(op, tmp, &nc->parked, bnode) {
-		bool logged = false;
+		bool logged;
 
 		spin_lock(&nc->lock);
+		logged = nxd_lazy_overlap_locked(nc, op->first, op->last);
 		if (op->full_first <= op->full_last)
-			logged = nxd_range_logged(nc, op->full_first, op->full_last);
+			logged |= nxd_range_logged(nc, op->full_first, op->full_last);
 		spin_unlock(&nc->lock);
 		if (logged)
 			continue;

@@ -54,6 +54,14 @@ wrote, never against the volume.
    under ext4; its journal commit (PREFLUSH|FUA) reached dm-nxd as an
    empty flush, failed, and its FUA data, which dm core sends whatever the
    flush returned: fsync returned 0 (read in dm core, 2026-11-27).
+ - test_parked_fua_waits_for_a_lazy_inval: a plain write over a logged
+   block was acknowledged with its INVAL not yet logged (lazy); a FUA
+   write over the same block, sent to the HDD while the block was still
+   logged, landed after the SSD's writes began to fail and was parked; it
+   was acknowledged at once because the block was no longer indexed,
+   though the dead copy stayed in the frozen replay window: after
+   recovery the block read the old copy (6.12 crash campaign with stripe
+   fill, seed 8628 cut 2).
 """
 import errno
 import os
@@ -682,4 +690,81 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     assert not synced, \
         f"ext4's fsync succeeded but {len(bad)} of {n} acknowledged writes are gone: {bad}"
     assert v.status()["state"] == "degraded"
+    v.remove()
+
+
+def test_parked_fua_waits_for_a_lazy_inval(dm, loopdev, nullb):
+    """Block B logged (O).  With HDD writes delayed 3 s: W1, a plain 64 KiB
+    write over B (its INVAL lazy), then 1 s later W2, a FUA 64 KiB write
+    over B (sent to the HDD while B is still indexed).  W1 lands and is
+    acknowledged, dropping B's entry; the SSD's writes then fail, so W2's
+    INVAL segment fails, the volume degrades (log frozen) and W2 is
+    parked.  W2 may be acknowledged only once the replay window can no
+    longer bring O back: after recovery B must read W2's data."""
+    host.modprobe("dm-delay")
+    pcut.load_module()
+    hdd_base = loopdev(64)
+    dm.create("nxpk-hdd", delay_line(hdd_base, 0, 0))
+    ssd = pcut.Pcut(dm, "nxpk-s", nullb(16), "gpk", 71)
+    v = Volume(dm, "nxpk", "/dev/mapper/nxpk-hdd", ssd.path, opts=["ssd_discard", "0"])
+    v.pause()
+    B, R = 4100, 4096                       # W1 and W2 cover blocks 4096-4111
+    old = pattern("old", B, BLOCK)
+    w1 = pattern("w1", R, 16 * BLOCK)
+    w2 = pattern("w2", R, 16 * BLOCK)
+    with rawio.Fd(v.dev) as f:
+        f.pwrite(B * BLOCK, old)
+        f.fsync()
+    assert v.status()["index_entries"] == 1
+    dm.reload("nxpk-hdd", delay_line(hdd_base, 0, 3000), nosync=True)
+    res = {}
+
+    def write(key, data, flags):
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT | flags)
+        try:
+            rawio.pwrite_direct(fd, R * BLOCK, data)
+            res[key] = 0
+        except OSError as e:
+            res[key] = e.errno
+        finally:
+            os.close(fd)
+        res[key + "_t"] = time.monotonic()
+
+    t1 = threading.Thread(target=write, args=("w1", w1, 0))
+    t2 = threading.Thread(target=write, args=("w2", w2, os.O_DSYNC))
+    t1.start()
+    time.sleep(1.0)
+    t2.start()
+    t1.join(timeout=60)
+    assert res.get("w1") == 0, f"W1 failed or hung: {res}"
+    ssd.message("fail_writes", 1)
+    assert t2.is_alive(), f"W2 completed with W1: no race set up ({res}, {v.status()})"
+    host.wait_for(lambda: v.status()["state"] == "degraded", timeout=60,
+                  what="W2's INVAL segment failing (degraded)")
+    t2.join(timeout=10)
+    early = not t2.is_alive()
+    if not early:
+        # Held until the log is empty: let the destager (the SSD still
+        # reads) empty the frozen window into the HDD label's tail.
+        v.message("resume_destage")
+        t2.join(timeout=180)
+        assert not t2.is_alive(), f"W2 never completed: {v.status()}"
+    st = v.status()
+    dm.reload("nxpk-hdd", delay_line(hdd_base, 0, 0), nosync=True)
+    # A crash now: no clean stop, the SSD powered on again, recovery.
+    v.remove()
+    ssd.power_on()
+    v.recreate()
+    with rawio.Fd(v.dev, write=False) as f:
+        got = f.pread(R * BLOCK, 16 * BLOCK)
+    if res["w2"] != 0:
+        assert res["w2"] == errno.EIO, res
+        return                              # not acknowledged: any data
+    gb = got[(B - R) * BLOCK:(B - R + 1) * BLOCK]
+    assert gb == w2[(B - R) * BLOCK:(B - R + 1) * BLOCK], (
+        f"W2 was acknowledged ({'while parked' if early else 'after the log emptied'}) "
+        f"but block {B} reads "
+        f"{'the old logged copy' if gb == old else 'W1' if gb == w1[(B - R) * BLOCK:(B - R + 1) * BLOCK] else 'something else'}"
+        f" after recovery (status before: {st})")
+    assert got == w2, "a block of W2 other than B differs after recovery"
     v.remove()
