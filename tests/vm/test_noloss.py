@@ -693,36 +693,45 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     v.remove()
 
 
-def test_parked_fua_waits_for_a_lazy_inval(dm, loopdev, nullb):
-    """Block B logged (O).  With HDD writes delayed 3 s: W1, a plain 64 KiB
-    write over B (its INVAL lazy), then 1 s later W2, a FUA 64 KiB write
-    over B (sent to the HDD while B is still indexed).  W1 lands and is
+def test_parked_fua_waits_for_a_lazy_inval(dm, nullb):
+    """Block B logged (O, after P elsewhere).  With HDD writes delayed 3 s:
+    W1, a plain 128 KiB write over B (its INVAL lazy), then 1 s later W2, a
+    FUA 128 KiB write over B (sent to the HDD while B is still indexed).  W1 lands and is
     acknowledged, dropping B's entry; the SSD's writes then fail, so W2's
     INVAL segment fails, the volume degrades (log frozen) and W2 is
-    parked.  W2 may be acknowledged only once the replay window can no
-    longer bring O back: after recovery B must read W2's data."""
+    parked.  Once W2 is acknowledged, both devices lose power (dm-pcut,
+    every completed write kept): after recovery B must read W2's data,
+    not O from the frozen replay window."""
     host.modprobe("dm-delay")
-    pcut.load_module()
-    hdd_base = loopdev(64)
-    dm.create("nxpk-hdd", delay_line(hdd_base, 0, 0))
-    ssd = pcut.Pcut(dm, "nxpk-s", nullb(16), "gpk", 71)
-    v = Volume(dm, "nxpk", "/dev/mapper/nxpk-hdd", ssd.path, opts=["ssd_discard", "0"])
+    hdd, ssd = pcut.pair(dm, nullb, "nxpk", "gpk", 71)
+    for p in (hdd, ssd):
+        p.set(keep=100, torn=0)             # a cut keeps every completed write
+    dm.create("nxpk-d", delay_line(hdd.path, 0, 0))
+    v = Volume(dm, "nxpk", "/dev/mapper/nxpk-d", ssd.path, opts=["ssd_discard", "0"])
     v.pause()
-    B, R = 4100, 4096                       # W1 and W2 cover blocks 4096-4111
+    # Above write_threshold (64 KiB): W1 and W2 go to the HDD.
+    B, R, N = 4100, 4096, 32                # they cover blocks 4096-4127
     old = pattern("old", B, BLOCK)
-    w1 = pattern("w1", R, 16 * BLOCK)
-    w2 = pattern("w2", R, 16 * BLOCK)
+    w1 = pattern("w1", R, N * BLOCK)
+    w2 = pattern("w2", R, N * BLOCK)
     with rawio.Fd(v.dev) as f:
+        # P, live in an older segment, keeps the tail before O's segment
+        # (a segment with no live block is reclaimed without a destage).
+        f.pwrite(100 * BLOCK, pattern("p", 100, BLOCK))
+        f.fsync()
         f.pwrite(B * BLOCK, old)
         f.fsync()
-    assert v.status()["index_entries"] == 1
-    dm.reload("nxpk-hdd", delay_line(hdd_base, 0, 3000), nosync=True)
+    assert v.status()["index_entries"] == 2
+    dm.reload("nxpk-d", delay_line(hdd.path, 0, 3000), nosync=True)
     res = {}
 
-    def write(key, data, flags):
-        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT | flags)
+    def write(key, data, fua):
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
         try:
-            rawio.pwrite_direct(fd, R * BLOCK, data)
+            # A synchronous O_DSYNC write is followed by a flush, which a
+            # degraded volume holds until its log is empty: aio, as the
+            # crash campaign's FUA writes.
+            (rawio.fua_write if fua else rawio.pwrite_direct)(fd, R * BLOCK, data)
             res[key] = 0
         except OSError as e:
             res[key] = e.errno
@@ -730,13 +739,15 @@ def test_parked_fua_waits_for_a_lazy_inval(dm, loopdev, nullb):
             os.close(fd)
         res[key + "_t"] = time.monotonic()
 
-    t1 = threading.Thread(target=write, args=("w1", w1, 0))
-    t2 = threading.Thread(target=write, args=("w2", w2, os.O_DSYNC))
+    t1 = threading.Thread(target=write, args=("w1", w1, False))
+    t2 = threading.Thread(target=write, args=("w2", w2, True))
+    t0 = time.monotonic()
     t1.start()
     time.sleep(1.0)
     t2.start()
     t1.join(timeout=60)
     assert res.get("w1") == 0, f"W1 failed or hung: {res}"
+    assert res["w1_t"] - t0 > 2.5, "W1 did not wait for the delayed HDD: not routed there"
     ssd.message("fail_writes", 1)
     assert t2.is_alive(), f"W2 completed with W1: no race set up ({res}, {v.status()})"
     host.wait_for(lambda: v.status()["state"] == "degraded", timeout=60,
@@ -745,18 +756,22 @@ def test_parked_fua_waits_for_a_lazy_inval(dm, loopdev, nullb):
     early = not t2.is_alive()
     if not early:
         # Held until the log is empty: let the destager (the SSD still
-        # reads) empty the frozen window into the HDD label's tail.
+        # reads) empty the frozen window, moving the HDD label's tail.
         v.message("resume_destage")
         t2.join(timeout=180)
         assert not t2.is_alive(), f"W2 never completed: {v.status()}"
     st = v.status()
-    dm.reload("nxpk-hdd", delay_line(hdd_base, 0, 0), nosync=True)
-    # A crash now: no clean stop, the SSD powered on again, recovery.
+    assert st["state"] == "degraded", st
+    # Power lost now: nothing the teardown writes reaches either device.
+    hdd.cut()
+    ssd.cut()
     v.remove()
+    dm.reload("nxpk-d", delay_line(hdd.path, 0, 0), nosync=True)
+    hdd.power_on()
     ssd.power_on()
     v.recreate()
     with rawio.Fd(v.dev, write=False) as f:
-        got = f.pread(R * BLOCK, 16 * BLOCK)
+        got = f.pread(R * BLOCK, N * BLOCK)
     if res["w2"] != 0:
         assert res["w2"] == errno.EIO, res
         return                              # not acknowledged: any data
@@ -765,6 +780,6 @@ def test_parked_fua_waits_for_a_lazy_inval(dm, loopdev, nullb):
         f"W2 was acknowledged ({'while parked' if early else 'after the log emptied'}) "
         f"but block {B} reads "
         f"{'the old logged copy' if gb == old else 'W1' if gb == w1[(B - R) * BLOCK:(B - R + 1) * BLOCK] else 'something else'}"
-        f" after recovery (status before: {st})")
-    assert got == w2, "a block of W2 other than B differs after recovery"
+        f" after the power cut (status before: {st})")
+    assert got == w2, "a block of W2 other than B differs after the power cut"
     v.remove()
