@@ -27,19 +27,16 @@
 # (default build/logs); VM_* as for scripts/vm-run.sh.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here" || exit 2
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$nxd_here" || exit 2
 [ $# -ge 1 ] || { echo "usage: $0 KVER [SEED]" >&2; exit 2; }
 kver=$1
 seed=${2:-$((RANDOM % 1000))}
-dir=build/pfs-powercut/$kver-$seed
+dir=$(nxd_cut_prepare pfs-powercut "$kver" "$seed") || exit 2
 logs=${NXD_LOGS:-build/logs}
-mkdir -p "$logs"
-rm -rf "$dir"
-mkdir -p "$dir"
 say() { echo "pfs-powercut[$kver seed $seed]: $*" >&2; }
 export VM_TIMEOUT=${VM_TIMEOUT:-1800}
-[ -f "build/$kver/dm-nxd.ko" ] || { say "build/$kver/dm-nxd.ko missing: make modules-all"; exit 2; }
 [ -x tools/nxdctl ] || { say "tools/nxdctl missing: make tools"; exit 2; }
 
 console1=$logs/$kver-pfs-powercut-$seed-boot1-console.log
@@ -48,45 +45,9 @@ VM_CONSOLE=$console1 scripts/vm-run.sh "$kver" "python3 scripts/pfs_guest.py cut
 	>"$dir/boot1.out" 2>&1
 rc1=$?
 grep '^pfs-cut1' "$dir/boot1.out" | tail -n 3 >&2
-if [ ! -e "$dir/armed" ]; then
-	tail -n 30 "$dir/boot1.out" >&2
-	echo "pfs-powercut $kver seed $seed: FAIL: setup (boot 1 exit $rc1, never armed; see $console1)"
-	exit 2
-fi
-if [ -e "$dir/boot1-failed" ]; then
-	echo "pfs-powercut $kver seed $seed: FAIL: boot 1 (before the cut): $(head -c 300 "$dir/boot1-failed")"
-	exit 1
-fi
-if [ -e "$dir/no-crash" ] || ! grep -aq "sysrq: Resetting" "$console1" || [ "$rc1" != 255 ]; then
-	echo "pfs-powercut $kver seed $seed: FAIL: boot 1 did not end in the reset (exit $rc1; see $console1)"
-	exit 1
-fi
-# A kernel problem before the reset is a failure too.
-bad=$(sed -n '1,/sysrq: Resetting/p' "$console1" | grep -aE 'BUG:|WARNING:|Oops|blocked for more than|Call Trace' | head -n 5)
-if [ -n "$bad" ]; then
-	echo "$bad" >&2
-	echo "pfs-powercut $kver seed $seed: FAIL: kernel problems in boot 1 (see $console1)"
-	exit 1
-fi
+nxd_cut_boot1 pfs-powercut "$kver" "$seed" "$dir" "$console1" "$rc1" || exit $?
 say "boot 1 cut after $(wc -l <"$dir/durable.log") durability points"
 
 say "boot 2: recover, start Gluster, check"
-out=$(VM_CONSOLE=$logs/$kver-pfs-powercut-$seed-boot2-console.log \
-	scripts/vm-run.sh "$kver" "python3 scripts/pfs_guest.py cut2 $dir $seed" 2>&1)
-rc2=$?
-echo "$out" >"$dir/boot2.out"
-line=$(grep -E "^pfs-powercut .*: (PASS|FAIL)" <<<"$out" | tail -n 1)
-if [ -z "$line" ]; then
-	echo "$out" | tail -n 30 >&2
-	echo "pfs-powercut $kver seed $seed: FAIL: no verdict from boot 2 (exit $rc2)"
-	exit 1
-fi
-if [ "$rc2" != 0 ] || ! grep -q ": PASS" <<<"$line"; then
-	grep -v "^pfs-powercut " <<<"$out" | tail -n 40 >&2
-	echo "$line"
-	say "kept $dir and the consoles in $logs"
-	exit 1
-fi
-echo "$line"
-[ "${PFS_POWERCUT_KEEP:-0}" = 1 ] || rm -f "$dir"/*.img
-exit 0
+nxd_cut_boot2 pfs-powercut "$kver" "$seed" "$dir" "$logs/$kver-pfs-powercut-$seed-boot2-console.log" \
+	"${PFS_POWERCUT_KEEP:-0}" "python3 scripts/pfs_guest.py cut2 $dir $seed"
