@@ -24,9 +24,11 @@ Systems:
   writecache  dm-writecache over the array with the SSD
   dmcache     dm-cache as lvmcache lays it out: smq, writeback, metadata2
   nxd         dm-nxd: nxd <array> <ssd> format
-  nxdfill     the same with stripe fill on (destage_fill_min, default 2:
-              BENCH_NXD_FILL_MIN); not in the default matrix, name it in
-              BENCH_SYSTEMS to compare fill and no fill in one boot
+  nxdfill     the same with destage_fill_min set to BENCH_NXD_FILL_MIN
+              (default 2, as the module's own default since 2026-11-28:
+              BENCH_NXD_FILL_MIN=0 makes it the no-fill system); not in
+              the default matrix, name it in BENCH_SYSTEMS to compare fill
+              and no fill in one boot
 
 A system that cannot be set up, or a job that fails, is recorded with the
 reason; the run goes on, and the host report (bench_report.py) exits 1.

@@ -32,10 +32,10 @@ MODULE_PARM_DESC(destage_depth, "destage writes in flight at most (default 128)"
  * and the round waits for those already in flight (HDD write epochs), so
  * the data read is never older than what it is written over.
  */
-static unsigned int destage_fill_min;
+static unsigned int destage_fill_min = 2;
 module_param(destage_fill_min, uint, 0644);
 MODULE_PARM_DESC(destage_fill_min,
-		 "copies in one HDD stripe for a round to write the whole stripe (default 0: off)");
+		 "copies in one HDD stripe for a round to write the whole stripe (default 2, 0: off)");
 
 static unsigned int nxd_destage_depth(void)
 {
