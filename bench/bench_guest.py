@@ -29,6 +29,9 @@ Systems:
               BENCH_NXD_FILL_MIN=0 makes it the no-fill system); not in
               the default matrix, name it in BENCH_SYSTEMS to compare fill
               and no fill in one boot
+  nxdalt      the same with the module parameters of BENCH_NXDALT_PARAMS
+              ("destage_pressure_ahead=Y ..."), for its jobs only; not in
+              the default matrix
 
 A system that cannot be set up, or a job that fails, is recorded with the
 reason; the run goes on, and the host report (bench_report.py) exits 1.

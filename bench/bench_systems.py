@@ -16,9 +16,11 @@ from nxdt.nxdvol import nxd_line
 SSD_MB = int(os.environ.get("SSD_MB", "128"))
 SSD = "/dev/ram0"
 UDEV_RULE = "/etc/udev/rules.d/99-nxd-bench-nowatch.rules"
+NXD_PARAMS = "/sys/module/dm_nxd/parameters"
 # The system nxdfill: dm-nxd with stripe fill (destage_fill_min) on.
-NXD_FILL_PARAM = "/sys/module/dm_nxd/parameters/destage_fill_min"
 NXD_FILL_MIN = int(os.environ.get("BENCH_NXD_FILL_MIN", "2"))
+# The system nxdalt: dm-nxd with these module parameters ("a=1 b=N").
+NXD_ALT_PARAMS = os.environ.get("BENCH_NXDALT_PARAMS", "")
 # Status counters of dm-nxd, in order (docs/status.md).
 NXD_COUNTERS = STATUS_FIELDS
 
@@ -428,30 +430,49 @@ class Nxd(System):
                     state=sh("dmsetup status bench_nxd").split()[3])
 
 
-class NxdFill(Nxd):
-    """dm-nxd with stripe fill on, beside plain nxd in the same boot (not
-    in the default matrix: BENCH_SYSTEMS=...,nxd,nxdfill)."""
-    name = "nxdfill"
-    desc = "dm-nxd as nxd, with the module parameter destage_fill_min=%d" % NXD_FILL_MIN
+class NxdParams(Nxd):
+    """dm-nxd with some module parameters set for its jobs only, beside
+    plain nxd in the same boot (not in the default matrix)."""
+    params = {}
     saved = None
 
     def up(self):
         dev = super().up()     # loads the module
-        with open(NXD_FILL_PARAM) as f:
-            self.saved = f.read().strip()
-        with open(NXD_FILL_PARAM, "w") as f:
-            f.write("%d\n" % NXD_FILL_MIN)
+        self.saved = {}
+        for k, v in self.params.items():
+            with open(os.path.join(NXD_PARAMS, k)) as f:
+                self.saved[k] = f.read().strip()
+            with open(os.path.join(NXD_PARAMS, k), "w") as f:
+                f.write("%s\n" % v)
         return dev
 
     def down(self):
         super().down()
-        # Back to what it was (BENCH_NXD_MODPARAMS may have set it).
-        if self.saved is not None:
-            with open(NXD_FILL_PARAM, "w") as f:
-                f.write(self.saved + "\n")
+        # Back to what they were (BENCH_NXD_MODPARAMS may have set them).
+        for k, v in (self.saved or {}).items():
+            with open(os.path.join(NXD_PARAMS, k), "w") as f:
+                f.write(v + "\n")
+        self.saved = None
 
 
-SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd, NxdFill)}
+class NxdFill(NxdParams):
+    """dm-nxd with stripe fill set by BENCH_NXD_FILL_MIN
+    (BENCH_SYSTEMS=...,nxd,nxdfill)."""
+    name = "nxdfill"
+    desc = "dm-nxd as nxd, with the module parameter destage_fill_min=%d" % NXD_FILL_MIN
+    params = {"destage_fill_min": NXD_FILL_MIN}
+
+
+class NxdAlt(NxdParams):
+    """dm-nxd with the module parameters of BENCH_NXDALT_PARAMS
+    (BENCH_SYSTEMS=...,nxd,nxdalt)."""
+    name = "nxdalt"
+    desc = "dm-nxd as nxd, with the module parameters %s" % (NXD_ALT_PARAMS or "(none)")
+    params = dict(kv.split("=", 1) for kv in NXD_ALT_PARAMS.split())
+
+
+SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd, NxdFill,
+                                         NxdAlt)}
 
 
 def teardown_all():
