@@ -53,6 +53,19 @@ module_param(destage_clean_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_clean_ahead,
 		 "destage rounds also copy the oldest blocks' stripe neighbours (default Y)");
 
+/*
+ * Clean ahead under log pressure too, when stripe fill is on: a stripe's
+ * neighbours then cost one full-stripe write, not one RAID6
+ * read-modify-write each, and the rounds that reach their segments later
+ * free them without writing.  The oldest part of such a round is a
+ * quarter of destage_pressure_blocks, so the neighbours of most of its
+ * stripes fit in the buffer.
+ */
+static bool destage_pressure_ahead;
+module_param(destage_pressure_ahead, bool, 0644);
+MODULE_PARM_DESC(destage_pressure_ahead,
+		 "clean ahead under log pressure too, when stripe fill is on (default N)");
+
 static bool nxd_hdd_idle(struct nxd_c *nc)
 {
 	return !atomic_read(&nc->hdd_fg_inflight) &&
@@ -199,9 +212,11 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks, short_by = 0;
 	bool pressure = READ_ONCE(nc->log_full) ||
 			nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.high_wm);
+	bool pahead = pressure && READ_ONCE(destage_pressure_ahead) &&
+		      nxd_fill_on(nc);
 	bool ahead = READ_ONCE(destage_clean_ahead) &&
 		     !atomic_read(&nc->degraded) && !nc->frozen_end &&
-		     (!pressure || atomic_read(&nc->drain_req));
+		     (!pressure || pahead || atomic_read(&nc->drain_req));
 	int kept, r;
 
 	if (atomic_read(&nc->degraded) && nc->frozen_end &&
@@ -223,6 +238,10 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	if (pressure && !ahead)
 		max_blocks = min_t(u32, max_blocks,
 				   max(READ_ONCE(destage_pressure_blocks), NXD_SEG_MAX_BLOCKS));
+	else if (ahead && pressure && !atomic_read(&nc->drain_req))
+		max_blocks = min_t(u32, max_blocks / 2,
+				   max(READ_ONCE(destage_pressure_blocks) / 4,
+				       NXD_SEG_MAX_BLOCKS));
 	else if (ahead)
 		max_blocks /= 2;	/* room for the neighbours */
 

@@ -79,6 +79,7 @@ struct nxd_round {
 int nxd_dblk_cmp(const void *a, const void *b);
 u32 nxd_round_lower(struct nxd_round *rd, u32 n, u64 block);
 int nxd_round_copy(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes);
+bool nxd_fill_on(struct nxd_c *nc);
 
 /* nxd-round-read.c */
 int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq);

@@ -131,19 +131,25 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
  * is written whole anyway).  Sets rd->fill[] and rd->fill_blocks, sorted
  * as rd->blk is; the caller publishes rd->nfill.
  */
+/* Whether rounds fill stripes: on, and the HDD's stripe fits the buffer. */
+bool nxd_fill_on(struct nxd_c *nc)
+{
+	/* Whole pages: nxd_fill_bio() adds fbuf a page at a time. */
+	return READ_ONCE(destage_fill_min) && !atomic_read(&nc->degraded) &&
+	       nc->hdd_io_opt && !(nc->hdd_io_opt % NXD_BLOCK_SIZE) &&
+	       !(nc->hdd_io_opt % PAGE_SIZE) &&
+	       nc->hdd_io_opt <= NXD_DESTAGE_MAX_BIO &&
+	       nc->hdd_io_opt <= NXD_FILL_BUF &&
+	       nc->hdd_io_opt / NXD_BLOCK_SIZE >= 2;
+}
+
 static u32 nxd_fill_plan(struct nxd_c *nc, struct nxd_round *rd)
 {
 	u32 min = READ_ONCE(destage_fill_min), sb, i, j, n = 0;
 
-	/* Whole pages: nxd_fill_bio() adds fbuf a page at a time. */
-	if (!min || atomic_read(&nc->degraded) || !nc->hdd_io_opt ||
-	    nc->hdd_io_opt % NXD_BLOCK_SIZE || nc->hdd_io_opt % PAGE_SIZE ||
-	    nc->hdd_io_opt > NXD_DESTAGE_MAX_BIO ||
-	    nc->hdd_io_opt > NXD_FILL_BUF)
+	if (!min || !nxd_fill_on(nc))
 		return 0;
 	sb = nc->hdd_io_opt / NXD_BLOCK_SIZE;
-	if (sb < 2)
-		return 0;
 	for (i = 0; i < rd->nblk && n < NXD_FILL_MAX; i = j) {
 		u64 st = div_u64(rd->blk[i].block, sb);
 		u32 copies = 0;
