@@ -316,7 +316,7 @@ int nxd_batch_commit(struct nxd_c *nc)
 		r = nxd_index_set(&nc->ix, bt->blocks[i], pos + 1 + i,
 				  bt->masks[i], &old);
 		if (r == 1)
-			nxd_seg_supersede_locked(nc, old.slot, seq);
+			nxd_seg_supersede_locked(nc, &old, seq);
 		if (!WARN_ON_ONCE(r < 0))
 			nxd_index_find(&nc->ix, bt->blocks[i])->rsvd =
 				nxd_crc16(bt->crcs[i]);
@@ -495,7 +495,7 @@ int nxd_lazy_log(struct nxd_c *nc)
 		list_for_each_entry(lz, &nc->lazy, node)
 			recs += nxd_lazy_nr_recs(lz);
 	}
-	r = nxd_hdd_flush(nc);
+	r = nxd_hdd_flush_fg(nc);
 	if (r)
 		return r;
 	spin_lock(&nc->lock);

@@ -57,10 +57,20 @@ MODULE_PARM_DESC(destage_clean_ahead,
  * Clean ahead under log pressure too, when stripe fill is on: a stripe's
  * neighbours then cost one full-stripe write, not one RAID6
  * read-modify-write each, and the rounds that reach their segments later
- * free them without writing.  The oldest part of such a round is a
- * quarter of destage_pressure_blocks, so the neighbours of most of its
- * stripes fit in the buffer.
+ * free them without writing.  The oldest part of such a round stops at an
+ * eighth of destage_pressure_blocks blocks not yet CLEAN, so that the
+ * neighbours of most of its stripes fit in the buffer; its CLEAN blocks
+ * cost an SSD read only.
  */
+/*
+ * A round started only because the HDD was idle (below low_watermark)
+ * stops writing as soon as foreground HDD I/O is in flight again.
+ */
+static bool destage_idle_yield = true;
+module_param(destage_idle_yield, bool, 0644);
+MODULE_PARM_DESC(destage_idle_yield,
+		 "a round started while the HDD was idle stops at its next foreground I/O (default Y)");
+
 static bool destage_pressure_ahead;
 module_param(destage_pressure_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_pressure_ahead,
@@ -68,7 +78,7 @@ MODULE_PARM_DESC(destage_pressure_ahead,
 
 static bool nxd_hdd_idle(struct nxd_c *nc)
 {
-	return !atomic_read(&nc->hdd_fg_inflight) &&
+	return !atomic_read(&nc->hdd_fg_inflight) && !READ_ONCE(nc->fg_fenced) &&
 	       time_after(jiffies, READ_ONCE(nc->hdd_fg_last) +
 			  msecs_to_jiffies(NXD_IDLE_MS));
 }
@@ -107,6 +117,8 @@ static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
 {
 	if (nc->dround == rd)
 		nc->dround = NULL;
+	/* The writes it fenced go now, and count as in flight. */
+	WRITE_ONCE(nc->fg_fenced, false);
 }
 
 static void nxd_trim(struct nxd_c *nc, struct nxd_round *rd)
@@ -191,7 +203,7 @@ static int nxd_destage_void(struct nxd_c *nc, struct nxd_round *rd)
 		struct nxd_ient *e = nxd_index_find(&nc->ix, d->block);
 
 		if (e && e->slot == d->slot && d->copy)
-			e->flags |= NXD_IE_CLEAN;
+			nxd_mark_clean_locked(nc, e);
 	}
 	rd->nblk = 0;
 	rd->sorted = false;
@@ -210,6 +222,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 {
 	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
 	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks, short_by = 0;
+	u32 dirty = 0, max_dirty = U32_MAX;
 	bool pressure = READ_ONCE(nc->log_full) ||
 			nxd_log_used_pct(nc) >= READ_ONCE(nc->vol->tun.high_wm);
 	bool pahead = pressure && READ_ONCE(destage_pressure_ahead) &&
@@ -219,6 +232,8 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		     (!pressure || pahead || atomic_read(&nc->drain_req));
 	int kept, r;
 
+	rd->yield = false;
+	rd->yielded = false;
 	if (atomic_read(&nc->degraded) && nc->frozen_end &&
 	    !READ_ONCE(nc->void_on_hdd) && nxd_fast_void_left(nc)) {
 		/* Failed: the round below passes none of their older copies. */
@@ -238,12 +253,10 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	if (pressure && !ahead)
 		max_blocks = min_t(u32, max_blocks,
 				   max(READ_ONCE(destage_pressure_blocks), NXD_SEG_MAX_BLOCKS));
-	else if (ahead && pressure && !atomic_read(&nc->drain_req))
-		max_blocks = min_t(u32, max_blocks / 2,
-				   max(READ_ONCE(destage_pressure_blocks) / 4,
-				       NXD_SEG_MAX_BLOCKS));
 	else if (ahead)
 		max_blocks /= 2;	/* room for the neighbours */
+	if (pahead && ahead && !atomic_read(&nc->drain_req))
+		max_dirty = max(READ_ONCE(destage_pressure_blocks) / 8, 1U);
 
 	rd->nsegs = 0;
 	rd->nblk = 0;
@@ -266,10 +279,12 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	     (first_seq + i < nc->commit_seq || nc->frozen_end); i++) {
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, i);
 
-		if (blocks + 1 + sd->nr_data > max_blocks)
+		if (blocks + 1 + sd->nr_data > max_blocks ||
+		    (i && dirty + nxd_segd_dirty(sd) > max_dirty))
 			break;
 		if (sd->live)
 			blocks += 1 + sd->nr_data;
+		dirty += nxd_segd_dirty(sd);
 		rd->segs[rd->nsegs++] = *sd;
 	}
 	spin_unlock(&nc->lock);
@@ -292,6 +307,11 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
+	/* Started only because the HDD was idle (nxd_destage_wanted). */
+	rd->yield = READ_ONCE(destage_idle_yield) && !pressure &&
+		    !atomic_read(&nc->drain_req) &&
+		    !atomic_read(&nc->degraded) && !nc->frozen_end &&
+		    nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.low_wm);
 	if (copied) {
 		r = nxd_round_copy(nc, rd, &bytes);
 		if (r) {
@@ -372,7 +392,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 				   seq < first_seq + kept)))
 			nxd_drop_entry_locked(nc, d->block);
 		else if (d->copy && !nxd_inval_overlap_locked(nc, d->block, d->block))
-			e->flags |= NXD_IE_CLEAN;	/* flushed above */
+			nxd_mark_clean_locked(nc, e);	/* flushed above */
 	}
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
@@ -499,9 +519,12 @@ static int nxd_destager_fn(void *data)
 		nxd_count(nc, NXD_CTR(destage_busy_us),
 			  div_u64(ktime_get_ns() - ns, NSEC_PER_USEC));
 		/* What waits on the destager must not wait on a dead device. */
-		atomic_set(&nc->stuck_err, r == -EAGAIN ? -EIO : min(r, 0));
+		atomic_set(&nc->stuck_err, r == -EAGAIN ? -EIO :
+			   r == -EBUSY ? 0 : min(r, 0));
 		wake_up_all(&nc->drain_wait);
 		nxd_writer_wake(nc);
+		if (r == -EBUSY)
+			continue;	/* yielded to foreground HDD I/O */
 		if (r == -EAGAIN) {
 			/* Said why above; nothing failed. */
 			nxd_destage_backoff(nc, 1000);

@@ -62,6 +62,9 @@ struct nxd_round {
 	u8 lossy[NXD_ROUND_SEGS];
 	u32 nblk;
 	bool sorted;		/* @blk sorted by block: bsearch in busy_locked */
+	/* Destaging only because the HDD was idle: stop for its next I/O. */
+	bool yield;
+	bool yielded;		/* it did: some copies were never written */
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
 	/* Stripe fill: stripes being filled (sorted), their size in blocks */
 	u32 nfill;

@@ -78,6 +78,19 @@ int nxd_hdd_flush(struct nxd_c *nc)
 	return nxd_dev_flush(nc, nc->hdd->bdev);
 }
 
+/* An HDD flush for foreground writes: the HDD is not idle meanwhile. */
+int nxd_hdd_flush_fg(struct nxd_c *nc)
+{
+	int r;
+
+	atomic_inc(&nc->hdd_fg_inflight);
+	r = nxd_hdd_flush(nc);
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+	if (atomic_dec_and_test(&nc->hdd_fg_inflight))
+		wake_up(&nc->dwq);
+	return r;
+}
+
 /*
  * A flush of the SSD that succeeds makes every segment committed before
  * it started durable: the degraded destager's label tail may then pass

@@ -314,7 +314,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 			r = nxd_index_set(&nc->ix, f->blocks[j], f->pos + 1 + j,
 					  0xff, &old);
 			if (r == 1)
-				nxd_seg_supersede_locked(nc, old.slot, f->seq);
+				nxd_seg_supersede_locked(nc, &old, f->seq);
 			if (!WARN_ON_ONCE(r < 0))
 				nxd_index_find(&nc->ix, f->blocks[j])->flags |= NXD_IE_NOCRC;
 		}
@@ -393,7 +393,7 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 
 		r = nxd_index_set(&nc->ix, b, f->pos + 1 + i, 0xff, &old);
 		if (r == 1)
-			nxd_seg_supersede_locked(nc, old.slot, f->seq);
+			nxd_seg_supersede_locked(nc, &old, f->seq);
 		if (!WARN_ON_ONCE(r < 0))
 			nxd_index_find(&nc->ix, b)->flags |= NXD_IE_NOCRC;
 		(*nxd_region_ctr(nc->fast_blocks, b))--;

@@ -61,10 +61,20 @@ bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
 	return false;
 }
 
-/* A live block of the segment holding @slot is gone. */
-void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
+/* The live block @old of its segment is gone. */
+void nxd_seg_put_locked(struct nxd_c *nc, const struct nxd_ient *old)
 {
-	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, slot, 0));
+	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, old->slot, 0,
+				   old->flags & NXD_IE_CLEAN));
+}
+
+/* The HDD holds @e's copy, flushed: its segment counts it clean. */
+void nxd_mark_clean_locked(struct nxd_c *nc, struct nxd_ient *e)
+{
+	if (e->flags & NXD_IE_CLEAN)
+		return;
+	e->flags |= NXD_IE_CLEAN;
+	nxd_ring_clean(&nc->ring, e->slot);
 }
 
 /*
@@ -72,9 +82,11 @@ void nxd_seg_put_locked(struct nxd_c *nc, u64 slot)
  * may pass its segment only once that copy is durable (the degraded
  * destager checks, nxd_ring_safe_prefix).
  */
-void nxd_seg_supersede_locked(struct nxd_c *nc, u64 slot, u64 seq)
+void nxd_seg_supersede_locked(struct nxd_c *nc, const struct nxd_ient *old,
+			      u64 seq)
 {
-	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, slot, seq));
+	WARN_ON_ONCE(!nxd_ring_put(&nc->ring, old->slot, seq,
+				   old->flags & NXD_IE_CLEAN));
 }
 
 /* Drop @block's index entry, if any. */
@@ -83,7 +95,7 @@ void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
 	struct nxd_ient old;
 
 	if (nxd_index_del(&nc->ix, block, &old))
-		nxd_seg_put_locked(nc, old.slot);
+		nxd_seg_put_locked(nc, &old);
 }
 
 /* Drop every entry in [first, last]; returns how many. */

@@ -449,7 +449,7 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 		r = nxd_index_set(&nc->ix, rec.block, si->pos + 1 + d, rec.mask,
 				  &old);
 		if (r == 1)
-			nxd_seg_supersede_locked(nc, old.slot, si->seq);
+			nxd_seg_supersede_locked(nc, &old, si->seq);
 		e = r >= 0 ? nxd_index_find(&nc->ix, rec.block) : NULL;
 		if (e && (si->flags & NXD_SEG_ORDERED))
 			e->flags |= NXD_IE_NOCRC;

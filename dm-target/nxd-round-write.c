@@ -50,6 +50,22 @@ int nxd_dblk_cmp(const void *a, const void *b)
 }
 
 /*
+ * A round the destager started only because the HDD was idle submits no
+ * more writes once foreground HDD I/O is in flight, or a foreground HDD
+ * write waits for the round's fences (held, not yet counted in flight):
+ * the streaming writer behind it would otherwise share the drives with a
+ * whole round (issue 16's streaming right after small writes).  What it
+ * wrote is still logged, and written again by a later round.
+ */
+static bool nxd_round_yields(struct nxd_c *nc, struct nxd_round *rd)
+{
+	if (rd->yield && !rd->yielded &&
+	    (atomic_read(&nc->hdd_fg_inflight) || READ_ONCE(nc->fg_fenced)))
+		rd->yielded = true;
+	return rd->yielded;
+}
+
+/*
  * Stripe @k of the round's fill is on the HDD (or will not be written):
  * foreground HDD writes held for it may go, after it, without waiting for
  * the rest of the round (nxd_fill_busy_locked).
@@ -239,6 +255,9 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 		u32 kn = min(rd->nfill, k0 + per);
 		void *half = rd->fbuf + h * NXD_FILL_HALF;
 
+		if (nxd_round_yields(nc, rd))
+			break;
+
 		/*
 		 * A half holds the data of its writes two batches back until
 		 * they complete (a device may serve the next reads first, or
@@ -348,6 +367,8 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 
 		if (!d->copy || d->filled)
 			continue;
+		if (nxd_round_yields(nc, rd))
+			break;
 		while (a < 8) {
 			struct nxd_dbio *db;
 			unsigned int b, len;
@@ -489,6 +510,8 @@ int nxd_round_copy(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	rd->sorted = true;
 	spin_unlock(&nc->lock);
 	r = nxd_destage_write(nc, rd, bytes);
+	if (!r && rd->yielded)
+		return -EBUSY;	/* stopped for foreground I/O: nothing failed */
 	if (!r)
 		r = nxd_hdd_flush(nc);
 	if (r)

@@ -178,6 +178,7 @@ static bool nxd_writer_hdd(struct nxd_c *nc, struct bio *bio)
 	if (busy) {
 		nxd_epoch_put(&nc->hw_ep, ep);
 		bio_list_add(&nc->held, bio);
+		WRITE_ONCE(nc->fg_fenced, true);	/* an idle round yields */
 		return false;
 	}
 	pb->hw_epoch = ep;
@@ -370,6 +371,7 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		 */
 		nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 		list_add_tail(&op->bnode, &nc->fenced);
+		WRITE_ONCE(nc->fg_fenced, true);	/* an idle round yields */
 		return;
 	}
 	nxd_inval_submit(nc, op);

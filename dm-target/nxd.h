@@ -309,7 +309,8 @@ struct nxd_c {
 	atomic_t drain_req;
 	atomic_t destage_paused;
 	atomic_t hdd_fg_inflight;
-	unsigned long hdd_fg_last;	/* jiffies of last foreground HDD I/O */
+	unsigned long hdd_fg_last;	/* jiffies: last foreground HDD start or end */
+	bool fg_fenced;		/* a foreground HDD write waits for the round */
 	void *dbuf;			/* destage read buffer */
 	u32 dbuf_blocks;
 	wait_queue_head_t drain_wait;
@@ -345,6 +346,7 @@ int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 	       void *buf);
 int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
+int nxd_hdd_flush_fg(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
 u64 nxd_ssd_flush_start(struct nxd_c *nc);
 void nxd_ssd_flush_done(struct nxd_c *nc, u64 seq, int err);
@@ -369,8 +371,10 @@ u32 *nxd_region_ctr(u32 *ctrs, u64 block);
 int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
 void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
-void nxd_seg_put_locked(struct nxd_c *nc, u64 slot);
-void nxd_seg_supersede_locked(struct nxd_c *nc, u64 slot, u64 seq);
+void nxd_seg_put_locked(struct nxd_c *nc, const struct nxd_ient *old);
+void nxd_seg_supersede_locked(struct nxd_c *nc, const struct nxd_ient *old,
+			      u64 seq);
+void nxd_mark_clean_locked(struct nxd_c *nc, struct nxd_ient *e);
 void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);

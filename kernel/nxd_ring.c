@@ -85,6 +85,7 @@ void nxd_ring_push(struct nxd_ring *r, u64 pos, u32 nr_data, u32 live)
 	s->pos = (u32)pos;
 	s->nr_data = (u16)nr_data;
 	s->live = (u16)live;
+	s->clean = 0;
 	s->sup = 0;
 	r->count++;
 	r->head = pos + 1 + nr_data;
@@ -135,7 +136,7 @@ struct nxd_segd *nxd_ring_find(struct nxd_ring *r, u64 slot, u64 *seq)
 	return s;
 }
 
-bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq)
+bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq, bool clean)
 {
 	struct nxd_segd *s;
 	u64 seq, gap;
@@ -144,6 +145,8 @@ bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq)
 	if (!s || !s->live)
 		return false;
 	s->live--;
+	if (clean && s->clean)
+		s->clean--;
 	if (new_seq > seq) {
 		gap = new_seq - seq;
 		if (gap > NXD_U32_MAX)
@@ -151,6 +154,16 @@ bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq)
 		if (gap > s->sup)
 			s->sup = (u32)gap;
 	}
+	return true;
+}
+
+bool nxd_ring_clean(struct nxd_ring *r, u64 slot)
+{
+	struct nxd_segd *s = nxd_ring_find(r, slot, NULL);
+
+	if (!s || s->clean >= s->live)
+		return false;
+	s->clean++;
 	return true;
 }
 

@@ -15,6 +15,7 @@ struct nxd_segd {
 	u32 pos;	/* ring offset of the header */
 	u16 nr_data;
 	u16 live;	/* data blocks still referenced by the index */
+	u16 clean;	/* of those, how many the HDD holds (NXD_IE_CLEAN) */
 	/*
 	 * Seqs from this segment to the newest one whose blocks superseded
 	 * some of its own (0: none; saturates): a tail that passes this
@@ -48,7 +49,15 @@ struct nxd_segd *nxd_ring_at(struct nxd_ring *r, u32 i);
  * copy in segment @new_seq, or dropped (@new_seq 0).  False if no live
  * segment holds @slot.
  */
-bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq);
+bool nxd_ring_put(struct nxd_ring *r, u64 slot, u64 new_seq, bool clean);
+/* A live block of the segment holding @slot became CLEAN. */
+bool nxd_ring_clean(struct nxd_ring *r, u64 slot);
+/* Live blocks of @s the HDD does not hold yet. */
+static inline u32 nxd_segd_dirty(const struct nxd_segd *s)
+{
+	return s->clean < s->live ? s->live - s->clean : 0;
+}
+
 /*
  * How many of the oldest @n segments a tail may pass now: each block they
  * lost to a newer copy must have that copy durable: in a segment before

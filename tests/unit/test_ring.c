@@ -402,12 +402,12 @@ static void test_ring_safe_prefix(void)
 	/* Nothing superseded: every segment may go. */
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 0, NXD_U64_MAX, lossy), 6);
 	/* 20's block superseded by 24's copy; 21's block dropped (destaged). */
-	CHECK(nxd_ring_put(&r, 1, 24));
-	CHECK(nxd_ring_put(&r, 3, 0));
+	CHECK(nxd_ring_put(&r, 1, 24, false));
+	CHECK(nxd_ring_put(&r, 3, 0, false));
 	CHECK(nxd_ring_at(&r, 0)->sup == 4 && !nxd_ring_at(&r, 0)->live);
 	CHECK(nxd_ring_at(&r, 1)->sup == 0 && !nxd_ring_at(&r, 1)->live);
-	CHECK(!nxd_ring_put(&r, 3, 0));		/* no live block left there */
-	CHECK(!nxd_ring_put(&r, 400, 0));	/* no segment there */
+	CHECK(!nxd_ring_put(&r, 3, 0, false));		/* no live block left there */
+	CHECK(!nxd_ring_put(&r, 400, 0, false));	/* no segment there */
 	/* 24 neither flushed nor among the passed: nothing passes. */
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 0, NXD_U64_MAX, lossy), 0);
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 4, 24, NXD_U64_MAX, lossy), 0);
@@ -423,8 +423,8 @@ static void test_ring_safe_prefix(void)
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 25, NXD_U64_MAX, lossy), 6);
 	lossy[4] = 0;
 	/* 22 superseded by 23, then 23 by 25: chains are checked link by link. */
-	CHECK(nxd_ring_put(&r, 5, 23));
-	CHECK(nxd_ring_put(&r, 7, 25));
+	CHECK(nxd_ring_put(&r, 5, 23, false));
+	CHECK(nxd_ring_put(&r, 7, 25, false));
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 5, 24, NXD_U64_MAX, lossy), 0);
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 6, 24, NXD_U64_MAX, lossy), 6);
 	CHECK_EQ(nxd_ring_safe_prefix(&r, 5, 26, NXD_U64_MAX, lossy), 5);
@@ -439,9 +439,42 @@ static void test_ring_safe_prefix(void)
 	nxd_ring_free(&r);
 }
 
+/* The clean count: live blocks the HDD holds, never above live. */
+static void test_ring_clean(void)
+{
+	struct nxd_ring r;
+	u64 pos;
+
+	CHECK_EQ(nxd_ring_init(&r, 512, 0, 1), 0);
+	CHECK_EQ(nxd_ring_reserve(&r, 3, &pos), 0);
+	nxd_ring_push(&r, pos, 3, 3);			/* slots 1..3 */
+	CHECK_EQ(nxd_ring_at(&r, 0)->clean, 0);
+	CHECK_EQ(nxd_segd_dirty(nxd_ring_at(&r, 0)), 3);
+	CHECK(nxd_ring_clean(&r, 1));
+	CHECK(nxd_ring_clean(&r, 2));
+	CHECK_EQ(nxd_segd_dirty(nxd_ring_at(&r, 0)), 1);
+	/* A clean block superseded, a dirty one dropped. */
+	CHECK(nxd_ring_put(&r, 1, 5, true));
+	CHECK(nxd_ring_put(&r, 3, 0, false));
+	CHECK_EQ(nxd_ring_at(&r, 0)->live, 1);
+	CHECK_EQ(nxd_ring_at(&r, 0)->clean, 1);
+	CHECK_EQ(nxd_segd_dirty(nxd_ring_at(&r, 0)), 0);
+	/* No more clean blocks than live ones. */
+	CHECK(!nxd_ring_clean(&r, 2));
+	CHECK(!nxd_ring_clean(&r, 400));
+	CHECK(nxd_ring_put(&r, 2, 0, true));
+	CHECK_EQ(nxd_ring_at(&r, 0)->clean, 0);
+	/* A new segment starts with none. */
+	nxd_ring_pop(&r);
+	CHECK_EQ(nxd_ring_reserve(&r, 1, &pos), 0);
+	nxd_ring_push(&r, pos, 1, 1);
+	CHECK_EQ(nxd_ring_at(&r, 0)->clean, 0);
+	nxd_ring_free(&r);
+}
+
 static void (*const tests[])(void) = {
 	test_ring_fixed, test_ring_reset, test_ring_trim_unpush,
-	test_ring_random, test_ring_safe_prefix,
+	test_ring_random, test_ring_safe_prefix, test_ring_clean,
 };
 
 int main(int argc, char **argv)

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """dm-nxd background destaging: several log capacities of small writes,
 races between destage and overwrites/discards, merged destage bios, clean
-ahead (stripe neighbours copied with the oldest blocks), drain and
-drain-on-suspend.  Data is always checked against the model of
+ahead (stripe neighbours copied with the oldest blocks), idle rounds
+that yield to foreground HDD I/O, drain and drain-on-suspend.  Data is always checked against the model of
 nxdt.workloads.DiffTester."""
 import os
 import random
@@ -16,7 +16,7 @@ from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
 from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
-from nxdt.rawio import pread_direct, pwrite_direct, read_all
+from nxdt.rawio import pread_dev, pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
@@ -207,12 +207,100 @@ def _clean_ahead(dm, hdd, ssd, ahead, n, stride):
         f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
         (" (block 1 not copied with block 0)" if ahead else "")
     v.remove()
-    fd = os.open(hdd.dev, os.O_RDONLY | os.O_DIRECT)
+    for b, d in model.items():
+        assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+
+
+@pytest.mark.parametrize("yld", [True, False], ids=["yield", "no-yield"])
+def test_idle_round_yields_to_hdd_io(dm, yld):
+    """256 scattered 4 KiB blocks logged (3 % of the log: below
+    low_watermark, so the destager runs only while the HDD is idle), then
+    an HDD whose writes take 200 ms (dm-delay over a loop) and 4 destage
+    writes in flight at most: the round takes about 13 s.  Once it has
+    begun, a foreground writer keeps an HDD write in flight.  With
+    destage_idle_yield the round submits nothing more (and moves no tail:
+    every block stays logged); without it, it goes on.  Once the writer
+    stops, idle rounds empty the log, and the HDD holds every block."""
+    n, depth = 256, 4
+    hdd, ssd = Loop(64, "hddy"), NullBlk(32)
+    stop = threading.Event()
+    th = fd = None
     try:
+        base = dm.create("nxdslow", delay_line(hdd.dev, 0, 0))
+        v = Volume(dm, "nxds", base, ssd.dev)
+        v.message("pause_destage")
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        model = {}
+        for i in range(n):
+            b = 2 * i
+            model[b] = os.urandom(4096)
+            pwrite_direct(fd, b * 4096, model[b])
+        os.fsync(fd)
+        assert v.status()["index_entries"] == n
+        assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
+        dm.reload("nxdslow", delay_line(hdd.dev, 0, 200))
+        fg = {}
+
+        def writer():
+            wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+            try:
+                b = 4 * n
+                while not stop.is_set():
+                    d = os.urandom(4096)
+                    pwrite_direct(wfd, b * 4096, d)
+                    fg[b] = d
+                    b += 1
+            finally:
+                os.close(wfd)
+
+        with module_param("destage_idle_yield", "Y" if yld else "N"), \
+                module_param("destage_depth", depth), module_param("destage_fill_min", 0):
+            v.message("resume_destage")
+            wait_until(lambda: v.status()["destage_bios"] >= 2 * depth, 60,
+                       "the idle round's first writes")
+            s0 = v.status()
+            th = threading.Thread(target=writer)
+            th.start()
+            time.sleep(1.0)
+            b0 = v.status()["destage_bios"]
+            time.sleep(3.0)
+            st = v.status()
+            more = st["destage_bios"] - b0
+            moved = {k: st[k] - s0[k] for k in ("writes_direct", "writes_logged",
+                                                  "destage_bios", "destage_throttled_ms")}
+            if yld:
+                assert more == 0 and st["index_entries"] == n, \
+                    f"the idle round wrote {more} more bios beside foreground HDD " \
+                    f"writes ({st['index_entries']} of {n} blocks logged; {moved}, " \
+                    f"{len(fg)} foreground writes)"
+            else:
+                assert more > 2 * depth, f"only {more} destage bios in 3 s without the yield"
+            stop.set()
+            th.join()
+            th = None
+            wait_until(lambda: v.status()["index_entries"] == 0, 120,
+                       "idle rounds to empty the log")
+        dm.reload("nxdslow", delay_line(hdd.dev, 0, 0))
+        model.update(fg)
         for b, d in model.items():
-            assert pread_direct(fd, b * 4096, 4096) == d, f"HDD block {b}"
-    finally:
+            assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
         os.close(fd)
+        fd = None
+        v.remove()
+        for b, d in model.items():
+            assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
+                f"bios in 3 s beside a foreground HDD writer")
+    finally:
+        stop.set()
+        if th is not None:
+            th.join()
+        if fd is not None:
+            os.close(fd)
+        dm.remove("nxds", missing_ok=True)
+        dm.remove("nxdslow", missing_ok=True)
+        ssd.close()
+        hdd.close()
 
 
 def test_drain_on_suspend_and_pause(devs, dm):
@@ -367,7 +455,9 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
         gap = 10
         model[gap] = os.urandom(4096)
         w0 = writes_done()
-        with module_param("destage_fill_min", 2), module_param("destage_depth", 8):
+        # The round must go on after the gap write: no idle yield.
+        with module_param("destage_fill_min", 2), module_param("destage_depth", 8), \
+                module_param("destage_idle_yield", "N"):
             v.message("resume_destage")
             deadline = time.monotonic() + 30
             while v.status()["destage_bios"] == 0:
