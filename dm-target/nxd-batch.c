@@ -519,6 +519,44 @@ int nxd_lazy_commit(struct nxd_c *nc)
 }
 
 /*
+ * A pending lazy INVAL, not yet in the open batch, that [first, last]
+ * overlaps or continues on either side.  The writes of a stream at a
+ * queue depth above one land out of order; joined, they stay one record,
+ * not one per write up to NXD_LAZY_MAX and an HDD flush.  Under nc->lock.
+ */
+static struct nxd_lazy *nxd_lazy_touching(struct nxd_c *nc, u64 first, u64 last)
+{
+	struct nxd_lazy *lz;
+
+	list_for_each_entry_reverse(lz, &nc->lazy, node)
+		if (!lz->covered && first <= lz->last + 1 && lz->first <= last + 1)
+			return lz;
+	return NULL;
+}
+
+/*
+ * Widen @lz to the union with [first, last], every block of which a plain
+ * HDD write landed on, and absorb the pending ranges it now touches.
+ * Under nc->lock.
+ */
+static void nxd_lazy_grow(struct nxd_c *nc, struct nxd_lazy *lz, u64 first, u64 last)
+{
+	struct nxd_lazy *o;
+
+	lz->first = min(lz->first, first);
+	lz->last = max(lz->last, last);
+	list_del(&lz->node);
+	while ((o = nxd_lazy_touching(nc, lz->first, lz->last))) {
+		lz->first = min(lz->first, o->first);
+		lz->last = max(lz->last, o->last);
+		list_del(&o->node);
+		nc->nr_lazy--;
+		kfree(o);
+	}
+	list_add_tail(&lz->node, &nc->lazy);
+}
+
+/*
  * @op's plain HDD write landed: drop the logged copies, keep the INVAL
  * for later, acknowledge.  Writer only.
  */
@@ -542,11 +580,10 @@ void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op)
 	spin_lock(&nc->lock);
 	if (lz) {
 		dropped = nxd_inval_range_locked(nc, op->full_first, op->full_last);
-		tail = list_empty(&nc->lazy) ? NULL :
-		       list_last_entry(&nc->lazy, struct nxd_lazy, node);
-		if (tail && !tail->covered && tail->last + 1 == op->full_first) {
+		tail = nxd_lazy_touching(nc, op->full_first, op->full_last);
+		if (tail) {
 			/* A stream over logged blocks: one record. */
-			tail->last = op->full_last;
+			nxd_lazy_grow(nc, tail, op->full_first, op->full_last);
 		} else {
 			lz->first = op->full_first;
 			lz->last = op->full_last;

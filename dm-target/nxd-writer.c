@@ -89,13 +89,29 @@ static void nxd_parked_check(struct nxd_c *nc)
 static void nxd_fail_waiters(struct nxd_c *nc, int err)
 {
 	struct nxd_inval *op, *tmp;
+	struct bio_list retry = BIO_EMPTY_LIST;
 	struct bio *bio;
 	unsigned int n = 0;
 
 	while ((bio = bio_list_pop(&nc->held))) {
+		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+		/*
+		 * Nothing logged lay under it, and the failed round's fill
+		 * fence is gone with the round: try it again.
+		 */
+		if (pb->fill_held) {
+			pb->fill_held = false;
+			bio_list_add(&retry, bio);
+			continue;
+		}
 		bio->bi_status = errno_to_blk_status(err);
 		bio_endio(bio);
 		n++;
+	}
+	if (!bio_list_empty(&retry)) {
+		bio_list_merge(&nc->held, &retry);
+		atomic_set(&nc->kick, 1);
 	}
 	/*
 	 * The logged copies stay indexed: a later write over them must still
@@ -177,6 +193,7 @@ static bool nxd_writer_hdd(struct nxd_c *nc, struct bio *bio)
 	spin_unlock(&nc->lock);
 	if (busy) {
 		nxd_epoch_put(&nc->hw_ep, ep);
+		pb->fill_held = true;
 		bio_list_add(&nc->held, bio);
 		WRITE_ONCE(nc->fg_fenced, true);	/* an idle round yields */
 		return false;
@@ -579,6 +596,7 @@ static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	bool busy;
 
+	pb->fill_held = false;	/* set again if held for a fill */
 	/*
 	 * What follows decides by the index: direct log writes of these
 	 * regions go into it first (a flush: all of them, and they are then

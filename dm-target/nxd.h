@@ -113,6 +113,7 @@ struct nxd_pb {
 	s8 epoch;		/* read epoch held, or -1 */
 	s8 hw_epoch;		/* HDD write epoch held, or -1 */
 	bool fg_hdd;		/* counted in hdd_fg_inflight */
+	bool fill_held;		/* held only by a round's stripe fill */
 	atomic_t pending;	/* segments a logged write still waits for */
 	int error;		/* -errno, or NXD_PB_RETRY */
 	struct nxd_inval *inval;

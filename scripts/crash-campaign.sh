@@ -10,6 +10,8 @@
 #   make crash-campaign SEEDS=1-60 CUTS=8 MAX_N=2500   # cuts within 2500 group ops
 #   make crash-campaign SEEDS=1-60 FILL=2   # stripe fill: the HDD advertises a
 #                                           # 128 KiB io_opt, destage_fill_min=2
+#   make crash-campaign PARAMS=destage_pressure_ahead=Y   # module parameters
+#                                           # (comma-separated), for every chain
 #
 # The kernels' guests run at the same time (CAMPAIGN_PARALLEL=0: one after
 # the other).  Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
@@ -60,10 +62,11 @@ campaign() {
 	fi
 	sumf=build/logs/$kv-crash-$kind.txt
 	before=$(wc -l 2>/dev/null <"$sumf" || echo 0)
-	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts, guest timeout ${timeout}s"
+	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts${PARAMS:+, module parameters $PARAMS}, guest timeout ${timeout}s"
 	VM_TIMEOUT=$timeout nxd_vm "$kv" \
 		"NXD_PCUT_$switch=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
 		"NXD_PCUT_MAX_N=${MAX_N:-6000} NXD_PCUT_FILL=${FILL:-0}" \
+		${PARAMS:+"NXD_MODULE_PARAMS=$PARAMS"} \
 		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k $kind" \
 		>"build/logs/$kv-crash-$kind-pytest.txt" 2>&1
 	grc=$?

@@ -206,7 +206,10 @@ def nxd_module(guest_setup):
     host.modprobe("libcrc32c", check=False)
     if host.module_loaded("dm_nxd"):
         run(["rmmod", "dm_nxd"])
-    run(["insmod", ko])
+    # NXD_MODULE_PARAMS="a=1,b=Y": module parameters for the whole run
+    # (make crash-campaign PARAMS=...), as insmod arguments.
+    params = os.environ.get("NXD_MODULE_PARAMS", "").replace(",", " ").split()
+    run(["insmod", ko] + params)
     yield ko
     p = None
     for _ in range(40):

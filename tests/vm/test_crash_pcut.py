@@ -82,6 +82,8 @@ OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_di
 # make crash-campaign FILL=n: the HDD advertises a 128 KiB stripe (io_opt)
 # and destage rounds fill stripes with at least n copies (destage_fill_min).
 FILL = int(os.environ.get("NXD_PCUT_FILL", "0"))
+# make crash-campaign PARAMS=...: module parameters (conftest's insmod).
+PARAMS = os.environ.get("NXD_MODULE_PARAMS", "")
 FILL_IO_OPT = 128 << 10 if FILL else 0
 
 
@@ -700,7 +702,8 @@ def test_pcut_crash_campaign(pdm, request):
                 summary("crash-campaign-detail.txt",
                         f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
     line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
-            f"{'fill ' + str(FILL) + ' ' if FILL else ''}in {time.monotonic() - t0:.0f}s")
+            f"{'fill ' + str(FILL) + ' ' if FILL else ''}"
+            f"{'params ' + PARAMS + ' ' if PARAMS else ''}in {time.monotonic() - t0:.0f}s")
     summary("crash-campaign.txt", line)
     assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)
 

@@ -33,6 +33,12 @@ wrote, never against the volume.
    volatile caches, what a flush covered reads as the HDD write (with the
    small writes that followed it, whole or partial), what it did not reads
    as either version, and a clean stop keeps the HDD write too.
+ - test_lazy_invals_of_an_out_of_order_stream_join: 40 plain 1 MiB HDD
+   writes over logged blocks, sent last region first, leave one pending
+   lazy INVAL range, not 40: no segment is written before the next flush,
+   which logs one INVAL record of 40 MiB (a stream at queue depth > 1
+   lands out of order; one range per write meant an HDD flush and an
+   INVAL segment every 33 writes).
  - test_failed_direct_write_split_below_is_redone_once: a direct log
    write that a dm device under the SSD split (it crossed a 1 MiB
    boundary of dm-pcut) fails there and is redone on the HDD, where it is
@@ -393,6 +399,45 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         f.pwrite(R4 * BLOCK, big[R4])
     v.recreate()
     check("after a clean stop", {R4: big[R4]})
+
+
+def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
+    hdd = loopdev(64)
+    ssd = nullb(16)
+    v = Volume(dm, "nxlj", hdd, ssd)
+    v.pause()
+    n, per = 40, MiB // BLOCK       # 40 regions of 1 MiB, a logged block each
+    model = {}
+    with rawio.Fd(v.dev) as f:
+        for k in range(n):
+            d = pattern("old", k, BLOCK)
+            f.pwrite((k * per + 5) * BLOCK, d)
+        f.fsync()
+        assert v.status()["index_entries"] == n
+        segs0 = v.status()["segments_written"]
+        # Plain 1 MiB HDD writes over them, last region first: each lands
+        # before the next starts, none continues the range before it.
+        for k in reversed(range(n)):
+            d = b"".join(pattern(f"w{k}", i, BLOCK) for i in range(per))
+            f.pwrite(k * MiB, d)
+            model[k] = d
+        st = v.status()
+        assert st["index_entries"] == 0, f"logged copies not dropped: {st}"
+        assert st["segments_written"] == segs0, \
+            f"{st['segments_written'] - segs0} segments written before any flush: the " \
+            f"{n} lazy INVALs were not joined into one range (one per write, and a " \
+            f"commit at the {n}th)"
+        f.fsync()
+        assert v.status()["segments_written"] == segs0 + 1, "the flush logged no INVAL segment"
+        for k, d in model.items():
+            assert f.pread(k * MiB, MiB) == d, f"region {k} live"
+    v.remove()
+    invals = [(b, c) for s in _log_segments(ssd) for t, b, c, _ in s["recs"] if t == 2]
+    assert invals == [(0, n * per)], f"INVAL records {invals}, expected one of {n} MiB"
+    v.recreate()
+    with rawio.Fd(v.dev, write=False) as f:
+        for k, d in model.items():
+            assert f.pread(k * MiB, MiB) == d, f"region {k} after a clean reload"
 
 
 def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
