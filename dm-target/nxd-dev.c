@@ -78,16 +78,32 @@ int nxd_hdd_flush(struct nxd_c *nc)
 	return nxd_dev_flush(nc, nc->hdd->bdev);
 }
 
+/*
+ * Foreground HDD I/O begins and ends: the destager's idle rounds run only
+ * after 100 ms with none in flight, and yield to it (nxd_hdd_idle).
+ */
+void nxd_fg_start(struct nxd_c *nc)
+{
+	atomic_inc(&nc->hdd_fg_inflight);
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+}
+
+/* Any context. */
+void nxd_fg_end(struct nxd_c *nc)
+{
+	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+	if (atomic_dec_and_test(&nc->hdd_fg_inflight))
+		wake_up(&nc->dwq);
+}
+
 /* An HDD flush for foreground writes: the HDD is not idle meanwhile. */
 int nxd_hdd_flush_fg(struct nxd_c *nc)
 {
 	int r;
 
-	atomic_inc(&nc->hdd_fg_inflight);
+	nxd_fg_start(nc);
 	r = nxd_hdd_flush(nc);
-	WRITE_ONCE(nc->hdd_fg_last, jiffies);
-	if (atomic_dec_and_test(&nc->hdd_fg_inflight))
-		wake_up(&nc->dwq);
+	nxd_fg_end(nc);
 	return r;
 }
 
@@ -214,8 +230,7 @@ void nxd_epoch_sync(struct nxd_epoch *ep)
 void nxd_fg_hdd(struct nxd_c *nc, struct nxd_pb *pb)
 {
 	pb->fg_hdd = true;
-	atomic_inc(&nc->hdd_fg_inflight);
-	WRITE_ONCE(nc->hdd_fg_last, jiffies);
+	nxd_fg_start(nc);
 }
 
 /*

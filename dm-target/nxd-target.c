@@ -585,12 +585,8 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 		nxd_epoch_put(&nc->rd_ep, pb->epoch);
 	if (pb->hw_epoch >= 0)
 		nxd_epoch_put(&nc->hw_ep, pb->hw_epoch);
-	if (pb->fg_hdd) {
-		/* Idle means 100 ms with none in flight, not since one began. */
-		WRITE_ONCE(nc->hdd_fg_last, jiffies);
-		if (atomic_dec_and_test(&nc->hdd_fg_inflight))
-			wake_up(&nc->dwq);
-	}
+	if (pb->fg_hdd)
+		nxd_fg_end(nc);
 	if (*error)
 		nxd_count(nc, pb->route == NXD_H_SSD ? NXD_CTR(ssd_errors) :
 			  NXD_CTR(hdd_errors), 1);

@@ -312,6 +312,7 @@ static void nxd_inval_endio(struct bio *clone)
 	op->error = blk_status_to_errno(clone->bi_status);
 	WRITE_ONCE(op->hdd_state, op->error ? NXD_HDD_FAILED : NXD_HDD_OK);
 	bio_put(clone);
+	nxd_fg_end(nc);
 	nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 	spin_lock_irqsave(&nc->qlock, flags);
 	list_add_tail(&op->bnode, &nc->done_invals);
@@ -419,6 +420,8 @@ static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 		clone->bi_opf |= REQ_FUA;
 	clone->bi_end_io = nxd_inval_endio;
 	clone->bi_private = op;
+	/* Foreground: a stream over logged blocks keeps idle rounds off. */
+	nxd_fg_start(nc);
 	submit_bio_noacct(clone);
 }
 

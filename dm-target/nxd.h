@@ -348,6 +348,8 @@ int nxd_ssd_io(struct nxd_c *nc, blk_opf_t opf, u64 ssd_block, u32 nr_blocks,
 int nxd_hdd_io(struct nxd_c *nc, blk_opf_t opf, sector_t sector, void *buf);
 int nxd_hdd_flush(struct nxd_c *nc);
 int nxd_hdd_flush_fg(struct nxd_c *nc);
+void nxd_fg_start(struct nxd_c *nc);
+void nxd_fg_end(struct nxd_c *nc);
 int nxd_ssd_flush(struct nxd_c *nc);
 u64 nxd_ssd_flush_start(struct nxd_c *nc);
 void nxd_ssd_flush_done(struct nxd_c *nc, u64 seq, int err);

@@ -426,7 +426,7 @@ def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
         assert st["segments_written"] == segs0, \
             f"{st['segments_written'] - segs0} segments written before any flush: the " \
             f"{n} lazy INVALs were not joined into one range (one per write, and a " \
-            f"commit at the {n}th)"
+            f"commit at the 33rd)"
         f.fsync()
         assert v.status()["segments_written"] == segs0 + 1, "the flush logged no INVAL segment"
         for k, d in model.items():
