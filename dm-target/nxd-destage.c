@@ -71,10 +71,10 @@ module_param(destage_idle_yield, bool, 0644);
 MODULE_PARM_DESC(destage_idle_yield,
 		 "a round started while the HDD was idle stops at its next foreground I/O (default Y)");
 
-static bool destage_pressure_ahead;
+static bool destage_pressure_ahead = true;
 module_param(destage_pressure_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_pressure_ahead,
-		 "clean ahead under log pressure too, when stripe fill is on (default N)");
+		 "clean ahead under log pressure too, when stripe fill is on (default Y)");
 
 static bool nxd_hdd_idle(struct nxd_c *nc)
 {
