@@ -139,6 +139,7 @@ def test_unflushed_writes_lost_at_cut_keep0(env):
     expect_eio(lambda: d.write(5, 0, 4096))
     expect_eio(lambda: os.fsync(d.fd))
     d.close()
+    pc.wait_cut()       # the worker writes kept records after the cut
     st = pc.status()
     assert st["state"] == "cut" and st["dropped"] == 3 and st["kept"] == 0, st
     assert read_backing(bdev) == bytes(durable)

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 
-from nxdt import rawio
+from nxdt import host, rawio
 from nxdt.facts import SECTOR
 from nxdt.host import KVER, REPO
 
@@ -98,6 +98,12 @@ class Pcut:
 
     def cut(self):
         self.message("cut")
+
+    def wait_cut(self, timeout=60):
+        """Wait until the worker has written the kept records out: the cut
+        decides every record at once, the state turns "cut" after that."""
+        return host.wait_for(lambda: self.status()["state"] == "cut",
+                             timeout=timeout, interval=0.05, what=f"{self.name} cut")
 
     def cut_after(self, n, gap=None):
         """Cut this device when the group's op counter has advanced by @n
