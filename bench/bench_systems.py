@@ -122,6 +122,22 @@ class RawSsd(System):
         return self.dev
 
 
+class DmLinear(System):
+    name = "linear"
+    desc = ("dm-linear over the raw SSD: what one device-mapper remap per bio costs, "
+            "the ceiling of any dm target (opt-in: name it in BENCH_SYSTEMS)")
+
+    def up(self):
+        sh("dmsetup create bench_lin --table '0 %d linear %s 0'" % (sectors(self.ssd), self.ssd))
+        settle()
+        self.dev = "/dev/mapper/bench_lin"
+        return self.dev
+
+    def down(self):
+        sh("dmsetup remove --retry bench_lin", check=False, timeout=900)
+        settle()
+
+
 def bcache_bucket(ssd_bytes):
     """bcache needs more than 512 buckets (register_cache_set fails with
     "ca->sb.nbuckets is too small" otherwise); aim at 2048, 512 KiB at most."""
@@ -471,7 +487,7 @@ class NxdAlt(NxdParams):
     params = dict(kv.split("=", 1) for kv in NXD_ALT_PARAMS.split())
 
 
-SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, Bcache, WriteCache, DmCache, Nxd, NxdFill,
+SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, DmLinear, Bcache, WriteCache, DmCache, Nxd, NxdFill,
                                          NxdAlt)}
 
 
@@ -484,7 +500,8 @@ def teardown_all():
         for c in os.listdir("/sys/fs/bcache"):
             if "-" in c:
                 sh("echo 1 > /sys/fs/bcache/%s/stop" % c, check=False, quiet=True)
-    for d in ("bench_nxd", "bench_wc", "bench_cache", "bench_cdata", "bench_cmeta", "cal_hdd"):
+    for d in ("bench_nxd", "bench_wc", "bench_lin", "bench_cache", "bench_cdata", "bench_cmeta",
+              "cal_hdd"):
         if os.path.exists("/dev/mapper/" + d):
             sh("dmsetup remove --retry %s" % d, check=False, timeout=900)
     time.sleep(1)

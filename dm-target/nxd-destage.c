@@ -110,7 +110,13 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 	pct = nxd_log_used_pct(nc);
 	if (pct >= READ_ONCE(t->low_wm))
 		return true;
-	return nxd_hdd_idle(nc);
+	/*
+	 * Below low_watermark nothing presses: wait until the whole volume
+	 * is idle, not only the HDD, so that a burst of small writes does not
+	 * share the CPU and the SSD with a round (issue 16).
+	 */
+	return nxd_hdd_idle(nc) &&
+	       time_after(jiffies, READ_ONCE(nc->fg_last) + msecs_to_jiffies(NXD_IDLE_MS));
 }
 
 static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)

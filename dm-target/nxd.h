@@ -311,6 +311,7 @@ struct nxd_c {
 	atomic_t destage_paused;
 	atomic_t hdd_fg_inflight;
 	unsigned long hdd_fg_last;	/* jiffies: last foreground HDD start or end */
+	unsigned long fg_last;		/* jiffies: last bio mapped (nxd_fg_touch) */
 	bool fg_fenced;		/* a foreground HDD write waits for the round */
 	void *dbuf;			/* destage read buffer */
 	u32 dbuf_blocks;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Where the CPU goes on the small-write path, in ONE guest: 4 KiB random
-# writes at QD 8 on the raw SSD, dm-writecache and dm-nxd (log empty,
+# writes at QD 8 on the raw SSD, dm-writecache, dm-linear and dm-nxd (log empty,
 # destage paused; 128 MiB written over a 64 MiB region), each under `perf record -a -g` (cpu-clock: TCG has no
 # PMU).  Both "SSD" and "HDD" are brd ramdisks, so that the HDD is never
 # the bottleneck and only the write path is measured.
@@ -63,6 +63,10 @@ dd if=/dev/zero of=/dev/ram0 bs=1M count=4 status=none
 dmsetup create pw-wc --table "0 $sz writecache s /dev/ram1 /dev/ram0 4096 0"
 run writecache /dev/mapper/pw-wc
 dmsetup remove --retry pw-wc
+# dm-linear: what any device-mapper target pays for one remap per bio.
+dmsetup create pw-lin --table "0 $(blockdev --getsz /dev/ram0) linear /dev/ram0 0"
+run linear /dev/mapper/pw-lin
+dmsetup remove --retry pw-lin
 for m in $mods; do
 	label=${m%%=*}
 	ko=${m#*=}

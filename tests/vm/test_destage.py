@@ -303,6 +303,78 @@ def test_idle_round_yields_to_hdd_io(dm, yld):
         hdd.close()
 
 
+def test_no_idle_round_beside_small_writes(dm):
+    """Below low_watermark the destager waits until the whole volume is
+    idle, not only the HDD: 4 KiB writes every 5 ms for 3 s, all logged
+    (the HDD sees none), start no round; once they stop, idle rounds empty
+    the log and the HDD holds every block.  The status is read while the
+    writes still go on (reading it takes long enough under TCG for an idle
+    round to begin after them).  A window with a gap of 80 ms or more
+    between two writes (a stalled guest: the volume was idle) is not
+    judged; the log is emptied and another window tried, 4 at most."""
+    hdd, ssd = Loop(64, "hddi"), NullBlk(32)
+    rng = random.Random(27)
+    model = {}
+    fd = None
+    judged = None
+    try:
+        v = Volume(dm, "nxds", hdd.dev, ssd.dev)
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        for _ in range(4):
+            stop = threading.Event()
+            times = []
+
+            def writer():
+                while not stop.is_set():
+                    b = rng.randrange(4096)
+                    d = rng.randbytes(4096)
+                    times.append(time.monotonic())
+                    pwrite_direct(fd, b * 4096, d)
+                    model[b] = d
+                    time.sleep(0.005)
+
+            s0 = v.status()
+            th = threading.Thread(target=writer)
+            th.start()
+            try:
+                time.sleep(3.0)
+                st = v.status()
+                used = int(v.sget("log_used_pct"))
+            finally:
+                stop.set()
+                th.join()
+            gap = max(y - x for x, y in zip(times, times[1:]))
+            if gap < 0.08:
+                judged = {k: st[k] - s0[k] for k in ("destage_bios", "writes_logged",
+                                                      "writes_direct")}
+                judged.update(gap_ms=round(gap * 1000), used_pct=used)
+                break
+            wait_until(lambda: v.status()["index_entries"] == 0,
+                       what="idle rounds to empty the log after a stalled window")
+        assert judged, "every window had a gap of 80 ms or more between two writes"
+        assert judged["writes_logged"] > 100 and judged["writes_direct"] == 0, judged
+        assert judged["used_pct"] < 25, f"the log passed low_watermark: {judged}"
+        assert judged["destage_bios"] == 0, \
+            f"a round destaged beside writes every 5 ms, below low_watermark: {judged}"
+        wait_until(lambda: v.status()["index_entries"] == 0,
+                   what="idle rounds to empty the log once the writes stop")
+        assert v.status()["destage_bios"] > 0
+        for b, d in model.items():
+            assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
+        os.close(fd)
+        fd = None
+        v.remove()
+        for b, d in model.items():
+            assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        summary("destage-summary.txt", f"no idle round beside small writes: {judged}")
+    finally:
+        if fd is not None:
+            os.close(fd)
+        dm.remove("nxds", missing_ok=True)
+        ssd.close()
+        hdd.close()
+
+
 def test_drain_on_suspend_and_pause(devs, dm):
     hdd, ssd = devs
     v = Volume(dm, "nxds", hdd.dev, ssd.dev, "drain_on_suspend 1")
