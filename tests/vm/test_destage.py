@@ -40,6 +40,12 @@ def wait_until(pred, timeout=120, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def check_blocks(model, read, what):
+    """Every 4 KiB block of @model ({block: data}) reads back as @read gives it."""
+    for b, d in model.items():
+        assert read(b) == d, f"{what} {b}"
+
+
 def test_many_log_capacities_of_small_writes(devs, dm):
     """Writes several times the log capacity in small random writes with
     reads and overwrites mixed in: no error, data verifies, the log wraps
@@ -282,13 +288,11 @@ def test_idle_round_yields_to_hdd_io(dm, yld):
                        "idle rounds to empty the log")
         dm.reload("nxdslow", delay_line(hdd.dev, 0, 0))
         model.update(fg)
-        for b, d in model.items():
-            assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
+        check_blocks(model, lambda b: pread_direct(fd, b * 4096, 4096), "block")
         os.close(fd)
         fd = None
         v.remove()
-        for b, d in model.items():
-            assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
         summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
                 f"bios in 3 s beside a foreground HDD writer")
     finally:
@@ -359,13 +363,11 @@ def test_no_idle_round_beside_small_writes(dm):
         wait_until(lambda: v.status()["index_entries"] == 0,
                    what="idle rounds to empty the log once the writes stop")
         assert v.status()["destage_bios"] > 0
-        for b, d in model.items():
-            assert pread_direct(fd, b * 4096, 4096) == d, f"block {b}"
+        check_blocks(model, lambda b: pread_direct(fd, b * 4096, 4096), "block")
         os.close(fd)
         fd = None
         v.remove()
-        for b, d in model.items():
-            assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
         summary("destage-summary.txt", f"no idle round beside small writes: {judged}")
     finally:
         if fd is not None:
