@@ -8,7 +8,7 @@
  * racing with it.
  */
 #include <linux/slab.h>
-#include <linux/sched/clock.h>
+#include <linux/ktime.h>
 #include <linux/percpu.h>
 
 #include "nxd.h"
@@ -36,8 +36,7 @@ void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v)
 
 void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb)
 {
-	s64 d = (s64)(local_clock() - pb->start_ns);	/* CPUs may differ a little */
-	u64 ns = d > 0 ? d : 0;
+	u64 ns = ktime_get_ns() - pb->start_ns;
 	struct nxd_pcpu *p = get_cpu_ptr(vol->pcpu);
 	atomic64_t *c = p->hist[pb->dir][nxd_hist_bucket(pb->bytes)][pb->route][pb->align];
 

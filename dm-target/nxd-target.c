@@ -11,7 +11,7 @@
 #include <linux/init.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
-#include <linux/sched/clock.h>
+#include <linux/ktime.h>
 #include <linux/blk_types.h>
 #include <linux/sched/mm.h>
 
@@ -303,12 +303,7 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 {
 	sector_t s = bio->bi_iter.bi_sector;
 
-	/*
-	 * Not ktime_get_ns(): that reads the clocksource (an emulated HPET
-	 * under TCG) twice a bio; the histogram's latency sums do not need
-	 * a global clock.
-	 */
-	pb->start_ns = local_clock();
+	pb->start_ns = ktime_get_ns();
 	pb->bytes = bio->bi_iter.bi_size;
 	pb->dir = dir;
 	pb->route = NXD_H_HDD;
