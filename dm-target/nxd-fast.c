@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-nxd direct log writes: a logged write of whole blocks is remapped by
- * map straight to free slots of the open log segment and acknowledged
- * when its data lands, so the submitter pays what a plain remap costs (no
- * copy, no checksum, no thread hop).  The writer thread writes each
+ * dm-nxd direct log writes: a logged write is remapped by map straight to
+ * free slots of the open log segment and acknowledged when its data
+ * lands, so the submitter pays what a plain remap costs (no copy, no
+ * checksum, no thread hop).  Its blocks are whole, but for partial ones at
+ * its ends that have no copy logged or on its way (nxd_fast_partial_ok):
+ * those keep their other sectors on the HDD, as the writer's own partial
+ * records of unlogged blocks do.  The writer thread writes each
  * segment's header once all of its data landed, with PREFLUSH so that the
  * data is durable before the header can be (NXD_SEG_ORDERED: no data
  * checksums), then moves its blocks into the index.
@@ -33,6 +36,16 @@
 #include "nxd.h"
 
 #define DM_MSG_PREFIX "nxd fast"
+
+/*
+ * N: a write with a partial block at either end goes to the writer, which
+ * copies it into a checksummed batch, as every such write once did (for
+ * comparisons, and for tests that need such batches).
+ */
+static bool direct_partial = true;
+module_param(direct_partial, bool, 0644);
+MODULE_PARM_DESC(direct_partial,
+		 "partial blocks at a logged write's ends go direct to the log, no copy (default Y)");
 
 int nxd_fast_alloc(struct nxd_c *nc)
 {
@@ -109,22 +122,72 @@ static struct nxd_fseg *nxd_fast_open_locked(struct nxd_c *nc)
 	return f;
 }
 
+/* Does an uncommitted direct segment hold any copy of @block, landed or not? */
+static bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
+{
+	u32 i;
+
+	if (!nc->fs_count || !*nxd_region_ctr(nc->fast_blocks, block))
+		return false;
+	for (i = 0; i < nc->fs_count; i++)
+		if (nxd_blk_hash_lookup(nxd_fseg_at(nc, i)->hkeys,
+					nxd_fseg_at(nc, i)->hvals, block) >= 0)
+			return true;
+	return false;
+}
+
+/*
+ * May a partial block go to a direct segment, its other sectors left to
+ * the HDD as the writer does for a block with no logged copy?  Only if no
+ * copy of it is logged, on its way into the log or in the writer's hands:
+ * its record would replace that copy, whose other sectors the write did
+ * not rewrite.
+ */
+static bool nxd_fast_partial_ok(struct nxd_c *nc, u64 block)
+{
+	return !nxd_index_find(&nc->ix, block) &&
+	       !nxd_fast_holds_locked(nc, block) &&
+	       !nxd_queued_busy(nc, block);
+}
+
+/* The sectors of block @b that [s, e) covers. */
+static u8 nxd_block_mask(u64 b, sector_t s, sector_t e)
+{
+	sector_t lo = max_t(sector_t, s, b << 3), hi = min_t(sector_t, e, (b + 1) << 3);
+
+	return GENMASK(hi - 1 - (b << 3), lo - (b << 3));
+}
+
+/*
+ * Remap a logged write to the open direct segment.  Whole blocks, and
+ * partial ones at the ends with no copy anywhere (nxd_fast_partial_ok):
+ * the bio lands at its sectors' offsets in contiguous slots, and the
+ * header's masks say which sectors count.
+ */
 bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
-	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
-	u64 first = s >> 3, k = nr >> 3, i;
+	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio), e = s + nr;
+	u64 first = s >> 3, last = (e - 1) >> 3, k = last - first + 1, i;
+	bool partial = (s | nr) & 7;
 	struct nxd_fseg *f;
 	bool opened = false;
 	u32 slot;
 
-	if (((s | nr) & 7) || k > NXD_SEG_MAX_DATA || READ_ONCE(nc->log_full))
+	if (k > NXD_SEG_MAX_DATA || READ_ONCE(nc->log_full))
+		return false;
+	/* Sectors of a slot written alone: the SSD must take 512 B writes. */
+	if (partial && (!READ_ONCE(direct_partial) ||
+			bdev_logical_block_size(nc->ssd->bdev) > SECTOR_SIZE))
 		return false;
 	spin_lock(&nc->lock);
 	/* nxd_fast_fail() relies on this check under the lock. */
 	if (atomic_read(&nc->degraded) || nc->frozen_end ||
-	    nxd_inval_overlap_locked(nc, first, first + k - 1) ||
-	    nxd_lazy_overlap_locked(nc, first, first + k - 1) ||
-	    nxd_merging_locked(nc, first, first + k - 1))
+	    nxd_inval_overlap_locked(nc, first, last) ||
+	    nxd_lazy_overlap_locked(nc, first, last) ||
+	    nxd_merging_locked(nc, first, last))
+		goto slow;
+	if (partial && (((s & 7) && !nxd_fast_partial_ok(nc, first)) ||
+			((e & 7) && !nxd_fast_partial_ok(nc, last))))
 		goto slow;
 	f = nc->fopen;
 	if (!f || f->nr + k > NXD_SEG_MAX_DATA) {
@@ -136,10 +199,11 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	pb->fidx = f->nr;
 	pb->fnr = k;
 	slot = f->pos + 1 + f->nr;
-	for (i = 0; i < k; i++) {
-		nxd_blk_hash_set(f->hkeys, f->hvals, first + i, f->nr);
-		f->blocks[f->nr++] = first + i;
-		(*nxd_region_ctr(nc->fast_blocks, first + i))++;
+	for (i = first; i <= last; i++) {
+		nxd_blk_hash_set(f->hkeys, f->hvals, i, f->nr);
+		f->masks[f->nr] = nxd_block_mask(i, s, e);
+		f->blocks[f->nr++] = i;
+		(*nxd_region_ctr(nc->fast_blocks, i))++;
 	}
 	atomic_inc(&f->pending);
 	if (bio->bi_opf & REQ_FUA)
@@ -157,7 +221,7 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	/* The header's PREFLUSH (and FUA) covers the data. */
 	bio->bi_opf &= ~REQ_FUA;
 	bio_set_dev(bio, nc->ssd->bdev);
-	bio->bi_iter.bi_sector = nxd_slot_sector(nc, slot);
+	bio->bi_iter.bi_sector = nxd_slot_sector(nc, slot) + (s & 7);
 	nxd_count(nc, NXD_CTR(writes_logged), 1);
 	return true;
 slow:
@@ -206,7 +270,7 @@ int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
  * The newest acknowledged copy of @block in an uncommitted direct segment:
  * newer than anything in the index.  Under nc->lock.
  */
-bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot)
+bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot, u8 *mask)
 {
 	u32 i;
 
@@ -220,6 +284,7 @@ bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot)
 		for (; j >= 0; j--) {
 			if (f->blocks[j] == block && test_bit(j, f->acked)) {
 				*slot = f->pos + 1 + j;
+				*mask = f->masks[j];
 				return true;
 			}
 		}
@@ -312,7 +377,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 		sd->live = bitmap_weight(f->acked, NXD_SEG_MAX_DATA);
 		for_each_set_bit(j, f->acked, NXD_SEG_MAX_DATA) {
 			r = nxd_index_set(&nc->ix, f->blocks[j], f->pos + 1 + j,
-					  0xff, &old);
+					  f->masks[j], &old);
 			if (r == 1)
 				nxd_seg_supersede_locked(nc, &old, f->seq);
 			if (!WARN_ON_ONCE(r < 0))
@@ -369,7 +434,7 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 	nxd_seg_init(hdr, nc->sb.vol_uuid, f->seq, nc->sb.gen, f->pos);
 	nxd_seg_set_flags(hdr, NXD_SEG_ORDERED);
 	for (i = 0; i < f->nr; i++)
-		nxd_seg_add_data(hdr, f->blocks[i], 0xff, 0);
+		nxd_seg_add_data(hdr, f->blocks[i], f->masks[i], 0);
 	nxd_seg_seal(hdr);
 	if (f->fua)
 		opf |= REQ_FUA;
@@ -391,7 +456,7 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 	for (i = 0; i < f->nr; i++) {
 		u64 b = f->blocks[i];
 
-		r = nxd_index_set(&nc->ix, b, f->pos + 1 + i, 0xff, &old);
+		r = nxd_index_set(&nc->ix, b, f->pos + 1 + i, f->masks[i], &old);
 		if (r == 1)
 			nxd_seg_supersede_locked(nc, &old, f->seq);
 		if (!WARN_ON_ONCE(r < 0))

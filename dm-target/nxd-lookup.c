@@ -13,9 +13,14 @@
 
 /* ---- hashes ---- */
 
+static u32 nxd_region_slot(u64 block)
+{
+	return hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS));
+}
+
 u32 *nxd_region_ctr(u32 *ctrs, u64 block)
 {
-	return &ctrs[hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS))];
+	return &ctrs[nxd_region_slot(block)];
 }
 
 /* A 256-slot open-addressing map of logical block -> data index. */
@@ -164,6 +169,46 @@ bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
 bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last)
 {
 	return nc->fs_count && nxd_regions_busy(nc->fast_blocks, first, last);
+}
+
+/*
+ * Count a bio map sends to the writer in its regions, until it ends.  No
+ * lock: the writer takes it from its queue (qlock) before it reserves its
+ * segment (nc->lock), so a direct write that opens a later segment sees
+ * the count.
+ */
+static void nxd_queued_add(struct nxd_c *nc, u64 first, u64 last, int d)
+{
+	u64 r, rl = last >> NXD_REGION_SHIFT;
+
+	if (rl - (first >> NXD_REGION_SHIFT) >= NXD_MERGE_SLOTS) {
+		atomic_add(d, &nc->queued_wide);
+		return;
+	}
+	for (r = first >> NXD_REGION_SHIFT; r <= rl; r++)
+		atomic_add(d, &nc->queued[nxd_region_slot(r << NXD_REGION_SHIFT)]);
+}
+
+void nxd_queued_get(struct nxd_c *nc, struct nxd_pb *pb, u64 first, u64 last)
+{
+	pb->qfirst = first;
+	pb->qlast = last;
+	pb->queued = true;
+	nxd_queued_add(nc, first, last, 1);
+}
+
+/* end_io, after the writer indexed the bio's blocks or gave up on them. */
+void nxd_queued_put(struct nxd_c *nc, struct nxd_pb *pb)
+{
+	nxd_queued_add(nc, pb->qfirst, pb->qlast, -1);
+	pb->queued = false;
+}
+
+/* May a bio the writer has not finished write to @block's region? */
+bool nxd_queued_busy(struct nxd_c *nc, u64 block)
+{
+	return atomic_read(&nc->queued_wide) ||
+	       atomic_read(&nc->queued[nxd_region_slot(block)]);
 }
 
 /* Is an HDD write or discard over logged blocks in flight in the range? */

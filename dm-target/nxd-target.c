@@ -316,6 +316,7 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	pb->inval = NULL;
 	pb->fast = NXD_FAST_NONE;
 	pb->fseg = NULL;
+	pb->queued = false;
 	atomic_set(&pb->pending, 0);
 }
 
@@ -336,10 +337,8 @@ static void nxd_block_src(struct nxd_c *nc, u64 blk, struct nxd_src *src)
 	struct nxd_ient *e;
 
 	src->mask = 0;
-	if (nxd_fast_lookup_locked(nc, blk, &src->slot)) {
-		src->mask = 0xff;
+	if (nxd_fast_lookup_locked(nc, blk, &src->slot, &src->mask))
 		return;
-	}
 	e = nxd_index_find(&nc->ix, blk);
 	if (e) {
 		src->slot = e->slot;
@@ -485,6 +484,7 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	if (to_log && nxd_fast_map(nc, bio, pb))
 		return DM_MAPIO_REMAPPED;
 	pb->route = to_log ? NXD_H_SSD : NXD_H_HDD;
+	nxd_queued_get(nc, pb, s >> 3, (s + nr - 1) >> 3);
 	nxd_writer_queue(nc, bio);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -514,6 +514,7 @@ static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		return nxd_remap_hdd(nc, bio);
 	}
 	nxd_epoch_put(&nc->hw_ep, ep);
+	nxd_queued_get(nc, pb, s >> 3, (s + nr - 1) >> 3);
 	nxd_writer_queue(nc, bio);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -592,6 +593,8 @@ static int nxd_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error
 		nxd_epoch_put(&nc->hw_ep, pb->hw_epoch);
 	if (pb->fg_hdd)
 		nxd_fg_end(nc);
+	if (pb->queued)
+		nxd_queued_put(nc, pb);
 	if (*error)
 		nxd_count(nc, pb->route == NXD_H_SSD ? NXD_CTR(ssd_errors) :
 			  NXD_CTR(hdd_errors), 1);

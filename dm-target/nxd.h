@@ -122,6 +122,8 @@ struct nxd_pb {
 	u8 fidx, fnr;		/* its slots in the segment: data index, count */
 	struct nxd_fseg *fseg;	/* NXD_FAST_INFLIGHT: its segment */
 	struct bvec_iter iter;	/* as mapped: redone from here if it fails */
+	bool queued;		/* counted in nxd_c.queued from map to end_io */
+	u64 qfirst, qlast;	/* its blocks */
 };
 
 #define NXD_MERGE_SLOTS	64
@@ -152,6 +154,7 @@ struct nxd_fseg {
 	struct bio_list bios;		/* FUA or failed, landed; under nc->qlock */
 	DECLARE_BITMAP(acked, NXD_SEG_MAX_DATA);	/* landed, acknowledged */
 	u64 blocks[NXD_SEG_MAX_DATA];
+	u8 masks[NXD_SEG_MAX_DATA];	/* sectors written; partial only at a bio's ends */
 	u64 hkeys[256];			/* block -> newest data index */
 	u8 hvals[256];
 };
@@ -269,6 +272,14 @@ struct nxd_c {
 	struct nxd_fseg *fopen;		/* taking blocks, or NULL */
 	/* uncommitted direct blocks per hashed 1 MiB region (as @merging) */
 	u32 fast_blocks[NXD_MERGE_SLOTS];
+	/*
+	 * Writes and discards map sent to the writer, per hashed region (a
+	 * bio over more regions than slots counts in @queued_wide), until
+	 * they end: a direct partial block keeps off them (nxd_fast_map).
+	 * Atomic, since end_io may run in interrupt context.
+	 */
+	atomic_t queued[NXD_MERGE_SLOTS];
+	atomic_t queued_wide;
 	struct nxd_round *dround;	/* destage copies in flight */
 
 	/* SSD reads of log slots hold an epoch so reclaim can wait for them. */
@@ -383,6 +394,9 @@ void nxd_drop_entry_locked(struct nxd_c *nc, u64 block);
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_fast_range_busy(struct nxd_c *nc, u64 first, u64 last);
+void nxd_queued_get(struct nxd_c *nc, struct nxd_pb *pb, u64 first, u64 last);
+void nxd_queued_put(struct nxd_c *nc, struct nxd_pb *pb);
+bool nxd_queued_busy(struct nxd_c *nc, u64 block);
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 u32 nxd_log_used_pct(struct nxd_c *nc);
@@ -419,7 +433,7 @@ bool nxd_fast_has_work(struct nxd_c *nc);
 void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
 void nxd_fast_fail(struct nxd_c *nc, int err);
-bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot);
+bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot, u8 *mask);
 bool nxd_fast_void_left(struct nxd_c *nc);
 void nxd_fast_wait_committed(struct nxd_c *nc);
 

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The write path: direct log writes (whole blocks remapped by map to
-their log slots, header written by the writer after the data, PREFLUSH
-first: ORDERED segments) next to the writer's own batches (partial
-blocks, merges).  Data is checked against a model of what the test
-wrote, never against the volume.
+"""The write path: direct log writes (whole blocks, and partial end blocks
+with no logged copy, remapped by map to their log slots, header written
+by the writer after the data, PREFLUSH first: ORDERED segments) next to
+the writer's own batches (partial blocks with a logged copy, merges).
+Data is checked against a model of what the test wrote, never against
+the volume.
 
  - test_aligned_writes_take_the_direct_path: whole-block writes land in
    ORDERED segments (flag set, no data checksum, one header per group of
@@ -39,6 +40,14 @@ wrote, never against the volume.
    which logs one INVAL record of 40 MiB (a stream at queue depth > 1
    lands out of order; one range per write meant an HDD flush and an
    INVAL segment every 33 writes).
+ - test_partial_ends_take_the_direct_path: a write's partial end blocks
+   with no logged copy go to the direct segment with their sector masks
+   (the HDD keeps the other sectors: they read as its pattern, live, after
+   a replay and after a drain); a partial write of a block the direct
+   segment holds merges in the writer's batch instead.
+ - test_partial_direct_write_keeps_off_a_writer_held_block: a partial
+   write of a block that a big write in the writer covers does not go
+   direct, or its later segment would replace the big write's copy.
  - test_failed_direct_write_split_below_is_redone_once: a direct log
    write that a dm device under the SSD split (it crossed a 1 MiB
    boundary of dm-pcut) fails there and is redone on the HDD, where it is
@@ -441,6 +450,13 @@ def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
 
 
 def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
+    # A partial write of a block with no logged copy goes to the batch only
+    # with direct_partial off (or when the fast path refuses it).
+    with module_param("direct_partial", "N"):
+        _direct_write_after_partial_in_open_batch(dm, loopdev, nullb)
+
+
+def _direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpb")
     # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
     X_, Y_, B = 3000, 3008, 100
@@ -526,3 +542,98 @@ def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
         "the HDD does not hold the redone write"
     assert v.status()["hdd_errors"] == 0
     v.remove()
+
+
+def _hdd_pattern(hdd, nblocks):
+    """The HDD's first @nblocks blocks hold a pattern, so that a partial
+    block's other sectors read as it (and not as zeros or an old slot)."""
+    base = b"".join(pattern("hdd", b, BLOCK) for b in range(nblocks))
+    rawio.pwrite_dev(hdd, 0, base)
+    return bytearray(base)
+
+
+def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
+    hdd, ssd = loopdev(64), nullb(16)
+    model = _hdd_pattern(hdd, 32)
+    v = Volume(dm, "nxpe", hdd, ssd)
+    v.pause()
+    # (offset, length): whole block 0 and sectors 0-1 of 1; sectors 3-4 of
+    # 8; sectors 4-7 of 16 and whole 17-18; then sector 5 of block 1,
+    # which w1 holds: that one merges in the writer's batch.
+    writes = [(0, 5120), (8 * BLOCK + 1536, 1024), (16 * BLOCK + 2048, 10240),
+              (BLOCK + 5 * 512, 512)]
+    want_direct = [(0, 0xFF), (1, 0x03), (8, 0x18), (16, 0xF0), (17, 0xFF), (18, 0xFF)]
+    with rawio.Fd(v.dev) as f:
+        for i, (off, n) in enumerate(writes):
+            d = pattern("pe", i, n)
+            f.pwrite(off, d)
+            model[off:off + n] = d
+        f.fsync()
+
+        def check(where, dev=None):
+            got = rawio.pread_dev(dev, 0, len(model)) if dev else f.pread(0, len(model))
+            for b in range(32):
+                assert got[b * BLOCK:(b + 1) * BLOCK] == model[b * BLOCK:(b + 1) * BLOCK], \
+                    f"{where}: block {b}"
+        check("live")
+    st = v.status()
+    assert st["rmw_reads"] == 1, st
+    v.remove()
+    segs = _log_segments(ssd)
+    direct = [r for s in segs if s["flags"] == SEG_ORDERED for r in ondisk.data_recs(s)]
+    batch = [r for s in segs if s["flags"] != SEG_ORDERED for r in ondisk.data_recs(s)]
+    assert direct == want_direct, f"direct records {direct}"
+    assert batch == [(1, 0x23)], f"the writer's records {batch}"
+    ondisk.clear_sb_clean(ssd)
+    v.recreate()
+    v.pause()
+    with rawio.Fd(v.dev, write=False) as f:
+        check("after a replay")
+    v.drain()
+    assert v.status()["index_entries"] == 0
+    check("on the HDD after a drain", hdd)
+
+
+def test_partial_direct_write_keeps_off_a_writer_held_block(dm, loopdev, nullb):
+    """A 600 KiB write (log_all: too big for a direct segment) is in the
+    writer, its first segment on a slow SSD, when a 512 B write of one of
+    its blocks comes: that one must not go direct.  Its segment would be
+    committed after the writer's and replace the big write's copy of the
+    block, whose other sectors would then read as the HDD's old data."""
+    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpq",
+                                     opts=["mode", "log_all"])
+    model = _hdd_pattern(v.hdd, 200)
+    B = 40
+    big = pattern("big", 0, 150 * BLOCK)
+    part = pattern("part", 0, 512)
+    dm.reload(slow, delay_line(ssd_base, 0, 700))
+    bg = BgWrites(v.dev)
+    t1 = bg.start(0, big)
+    time.sleep(0.3)                     # its first segment is on its way
+    assert t1.is_alive(), "the big write completed before the delay"
+    t2 = bg.start(B * BLOCK + 3 * 512, part)
+    for t in (t1, t2):
+        t.join(120)
+        assert not t.is_alive(), "a write hung"
+    assert not bg.errors, bg.errors
+    dm.reload(slow, delay_line(ssd_base, 0, 0))
+    model[:len(big)] = big
+
+    def check(where):
+        with rawio.Fd(v.dev, write=False) as f:
+            got = f.pread(B * BLOCK, BLOCK)
+        want = model[B * BLOCK:(B + 1) * BLOCK]
+        # Sector 3: the two writes overlapped in time, either wins.
+        assert got[:3 * 512] + got[4 * 512:] == want[:3 * 512] + want[4 * 512:], \
+            f"{where}: sectors of block {B} besides 3 are not the big write's"
+        assert got[3 * 512:4 * 512] in (part, want[3 * 512:4 * 512]), where
+
+    check("live")
+    v.remove()
+    direct = [r for s in _log_segments(v.ssd) if s["flags"] == SEG_ORDERED
+              for r in ondisk.data_recs(s)]
+    # None: the big write went to the writer whole, and so did the small one.
+    assert not direct, f"direct records {direct}"
+    ondisk.clear_sb_clean(v.ssd)
+    v.recreate()
+    check("after a replay")

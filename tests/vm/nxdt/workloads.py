@@ -13,7 +13,7 @@ from nxdt import rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.host import run
 from nxdt.models import first_diff, Model, op_is_write
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all, zeroout
 
 
@@ -371,16 +371,16 @@ SEG_WRITES = [0, 2, 4, 0, 6, 2, 8, 4, 10, 0, 12, 6]   # first block of each
 def seg_setup(dm, hdd, ssd, name, seed):
     """Volume with a 1 MiB HDD base pattern and the twelve logged writes.
     Returns (vol, base, writes) with writes[i] = (off, data).  Each write
-    ends 512 bytes short of its second block: partial, it goes through the
-    writer's checksummed batches, one segment each (whole blocks would
-    take the direct path: ORDERED segments, no data checksum, several
-    writes a segment)."""
+    ends 512 bytes short of its second block, and direct_partial is off:
+    it goes through the writer's checksummed batches, one segment each (on
+    the direct path: ORDERED segments, no data checksum, several writes a
+    segment)."""
     rng = random.Random(seed)
     v = Volume(dm, name, hdd, ssd)
     v.pause()
     base = rng.randbytes(MiB)
     writes = []
-    with rawio.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f, module_param("direct_partial", "N"):
         f.pwrite(0, base)                       # 1 MiB aligned: HDD, not logged
         f.fsync()
         assert v.status()["index_entries"] == 0
