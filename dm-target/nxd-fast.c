@@ -150,14 +150,6 @@ static bool nxd_fast_partial_ok(struct nxd_c *nc, u64 block)
 	       !nxd_queued_busy(nc, block);
 }
 
-/* The sectors of block @b that [s, e) covers. */
-static u8 nxd_block_mask(u64 b, sector_t s, sector_t e)
-{
-	sector_t lo = max_t(sector_t, s, b << 3), hi = min_t(sector_t, e, (b + 1) << 3);
-
-	return GENMASK(hi - 1 - (b << 3), lo - (b << 3));
-}
-
 /*
  * Remap a logged write to the open direct segment.  Whole blocks, and
  * partial ones at the ends with no copy anywhere (nxd_fast_partial_ok):

@@ -167,11 +167,6 @@ static void nxd_copy_from_bio(struct bio *bio, struct bvec_iter *iter,
 	}
 }
 
-static u8 nxd_sector_mask(sector_t lo, sector_t hi)
-{
-	return ((1U << (hi - lo)) - 1) << (lo & 7);
-}
-
 static void nxd_inval_start(struct nxd_c *nc, struct bio *bio);
 static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op);
 
@@ -276,7 +271,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	for (b = first; b <= last; b++) {
 		sector_t lo = max_t(sector_t, s, b << 3);
 		sector_t hi = min_t(sector_t, e, (b + 1) << 3);
-		void *data = nxd_batch_block(nc, bio, b, nxd_sector_mask(lo, hi));
+		void *data = nxd_batch_block(nc, bio, b, nxd_block_mask(b, s, e));
 
 		if (!data) {
 			pb->error = -EIO;
@@ -294,7 +289,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 /* Zero sectors [lo, hi) of a logged block (edges of a discard). */
 static void nxd_log_zero(struct nxd_c *nc, sector_t lo, sector_t hi)
 {
-	void *data = nxd_batch_block(nc, NULL, lo >> 3, nxd_sector_mask(lo, hi));
+	void *data = nxd_batch_block(nc, NULL, lo >> 3, nxd_block_mask(lo >> 3, lo, hi));
 
 	/* Unreadable: the sectors keep their logged data, as discard allows. */
 	if (data)

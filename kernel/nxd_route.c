@@ -35,6 +35,19 @@ bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 	return false;
 }
 
+u8 nxd_block_mask(u64 block, u64 start, u64 end)
+{
+	u64 lo = block * NXD_SECTORS_PER_BLOCK, hi = lo + NXD_SECTORS_PER_BLOCK;
+
+	if (start > lo)
+		lo = start;
+	if (end < hi)
+		hi = end;
+	if (lo >= hi)
+		return 0;
+	return (u8)(((1U << (hi - lo)) - 1) << (lo % NXD_SECTORS_PER_BLOCK));
+}
+
 static const char *const nxd_mode_names[NXD_MODE_MAX] = {
 	[NXD_MODE_AUTO] = "auto",
 	[NXD_MODE_PASSTHROUGH] = "passthrough",

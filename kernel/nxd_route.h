@@ -21,6 +21,13 @@ enum nxd_mode {
 bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 			    u32 io_min, enum nxd_mode mode);
 const char *nxd_mode_name(enum nxd_mode m);
+
+/*
+ * The sectors of 4 KiB block @block that a write of sectors [@start,
+ * @end) covers, as a record's mask (bit i: sector i of the block); 0 if
+ * it covers none.
+ */
+u8 nxd_block_mask(u64 block, u64 start, u64 end);
 int nxd_mode_parse(const char *s, enum nxd_mode *m);
 
 /* ---- histogram ---- */

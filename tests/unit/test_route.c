@@ -2,7 +2,7 @@
 /*
  * Unit tests for routing and the histogram (nxd_route.c): the routing
  * decision against a reference, mode names, histogram buckets at every
- * boundary, the size parser.
+ * boundary, the size parser, a write's sector mask in one block.
  *
  * Usage: test_route [seed]   (or NXD_SEED=...)
  */
@@ -233,8 +233,44 @@ static void test_parse_size(void)
 	PS("99999999999999999999999x", -EINVAL, 0);
 }
 
+/* ---- a write's sectors in one block ---- */
+
+static void test_block_mask(void)
+{
+	int n, bad = 0;
+
+	CHECK_EQ(nxd_block_mask(0, 0, 8), 0xff);
+	CHECK_EQ(nxd_block_mask(1, 0, 10), 0x03);
+	CHECK_EQ(nxd_block_mask(0, 0, 10), 0xff);
+	CHECK_EQ(nxd_block_mask(1, 11, 13), 0x18);
+	CHECK_EQ(nxd_block_mask(2, 20, 40), 0xf0);
+	CHECK_EQ(nxd_block_mask(3, 20, 40), 0xff);
+	CHECK_EQ(nxd_block_mask(5, 20, 40), 0);
+	CHECK_EQ(nxd_block_mask(2, 16, 16), 0);
+	CHECK_EQ(nxd_block_mask(7, 63, 64), 0x80);
+	CHECK_EQ(nxd_block_mask(1ULL << 50, (1ULL << 53) + 1, 1ULL << 60), 0xfe);
+
+	/* Against a sector-by-sector reference. */
+	for (n = 0; n < 100000; n++) {
+		u64 s = nt_below(4) ? nt_below(64) : nt_rand() >> 4;
+		u64 e = s + nt_below(40);
+		u64 b = (s >> 3) + nt_below(3);
+		unsigned int i, want = 0;
+
+		if (b)
+			b--;
+
+		for (i = 0; i < 8; i++)
+			if (b * 8 + i >= s && b * 8 + i < e)
+				want |= 1U << i;
+		if (nxd_block_mask(b, s, e) != want)
+			bad++;
+	}
+	CHECK_EQ(bad, 0);
+}
+
 static void (*const tests[])(void) = {
-	test_route, test_modes, test_hist, test_parse_size,
+	test_route, test_modes, test_hist, test_parse_size, test_block_mask,
 };
 
 int main(int argc, char **argv)
