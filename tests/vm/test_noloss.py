@@ -75,7 +75,7 @@ from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import pattern
 
 NREC = 252          # NXD_SEG_MAX_RECS
@@ -331,7 +331,8 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
         if kind == "whole":
             f.pwrite(B * BLOCK, pattern("new", B, BLOCK))
         else:
-            f.pwrite(B * BLOCK + 512, pattern("new", B, BLOCK - 512))
+            with module_param("direct_partial", "N"):
+                f.pwrite(B * BLOCK + 512, pattern("new", B, BLOCK - 512))
         f.fsync()
     assert v.status()["index_entries"] == 1
     ring = 8 * BLOCK                            # NXD_RING_START: ring slot 0
@@ -394,10 +395,11 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     with rawio.Fd(v.dev) as f:
         f.pwrite(B * BLOCK, old)
         f.fsync()
-        # One segment each (QD 1): 7 sectors, so the writer's batches (a
-        # whole block would join a direct segment with its neighbours).
-        for i in range(NFILL):
-            f.pwrite((FILL0 + i) * BLOCK + 512, pattern("fill", i, BLOCK - 512))
+        # One segment each (QD 1): 7 sectors in the writer's batches (a
+        # direct write would join a segment with its neighbours).
+        with module_param("direct_partial", "N"):
+            for i in range(NFILL):
+                f.pwrite((FILL0 + i) * BLOCK + 512, pattern("fill", i, BLOCK - 512))
         before = v.status()["segments_written"]
         f.pwrite(B * BLOCK, new)
         # N supersedes O once its direct segment is committed (a tick or
@@ -464,7 +466,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     st = v.status()
     assert st["log_blocks"] == 4088, st
     seg = 64 * 1024
-    with rawio.Fd(v.dev) as f:
+    with rawio.Fd(v.dev) as f, module_param("direct_partial", "N"):
         # One segment each: 217 x 17 + 2 + 3 x 3 = 3700 blocks, 388 free.
         # Each write leaves the first sector of its first block out, so
         # that the writer logs it in a segment of its own (whole blocks
@@ -599,8 +601,9 @@ def _lose_acked_log_writes(v, ssd, f, first, n, trigger):
     # 7 sectors from sector 1 of each block: partial blocks, logged by the
     # writer with a checksum per block, acknowledged without a flush.
     new = [pattern("lost", i, 7 * 512) for i in range(n)]
-    for i in range(n):
-        f.pwrite((first + i) * BLOCK + 512, new[i])
+    with module_param("direct_partial", "N"):
+        for i in range(n):
+            f.pwrite((first + i) * BLOCK + 512, new[i])
     st = v.status()
     assert st["index_entries"] >= n and st["state"] != "degraded", st
     # The SSD loses power with those writes in its cache and comes back

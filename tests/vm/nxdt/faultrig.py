@@ -7,7 +7,7 @@ degrades it (SSD writes fail).
 from nxdt import dmlib, host
 from nxdt.facts import BLOCK, MiB
 from nxdt.models import LoggedModel
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, module_param
 
 HDD_MB = 64
 SSD_MB = 16
@@ -44,7 +44,10 @@ def setup_vol(rig, name, size=4 * MiB, seed=1, nfull=32, npart=8, opts=None):
     rig.models.append(m)
     m.base()
     m.log_blocks(m.free_blocks(nfull))
-    m.log_sectors(m.free_blocks(npart))
+    # Partial writes in the writer's checksummed batches, as the fault
+    # tests assume (on the direct path they would join ORDERED segments).
+    with module_param("direct_partial", "N"):
+        m.log_sectors(m.free_blocks(npart))
     m.f.fsync()
     st = v.status()
     assert st["index_entries"] == len(m.logged), (st, len(m.logged))
