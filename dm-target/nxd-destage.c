@@ -39,7 +39,16 @@ module_param(destage_pressure_blocks, uint, 0644);
 MODULE_PARM_DESC(destage_pressure_blocks,
 		 "log blocks a destage round takes at most under log pressure (default 1024)");
 #define NXD_IDLE_MS		100
-#define NXD_YIELD_MS		20
+
+/*
+ * The destager's share of the HDD's time at low_watermark while
+ * foreground I/O uses the HDD (nxd_destage_pace()).
+ */
+static unsigned int destage_min_duty = 10;
+module_param(destage_min_duty, uint, 0644);
+MODULE_PARM_DESC(destage_min_duty,
+		 "percent of the HDD's time the destager takes at low_watermark under foreground load, rising to 100 at high_watermark (default 10)");
+#define NXD_PACE_STEP_MS	50
 
 /*
  * Clean ahead: a round also copies the logged blocks that share a stripe
@@ -450,6 +459,37 @@ static void nxd_destage_sleep(struct nxd_c *nc, unsigned int ms)
 					 msecs_to_jiffies(ms));
 }
 
+/*
+ * Pacing between the watermarks, while foreground I/O uses the HDD: a
+ * pause after each round gives the destager the share of the HDD's time
+ * that nxd_pace_duty() gives the log's occupancy, from destage_min_duty
+ * at low_watermark to all of it at high_watermark.  A light load keeps
+ * most of the HDD while the log has room, and a sustained load the HDDs
+ * can absorb settles the log below high_watermark.  The share is taken
+ * again every NXD_PACE_STEP_MS, so the pause ends early when the log
+ * fills or the HDD goes idle.
+ */
+static void nxd_destage_pace(struct nxd_c *nc, u32 busy_ms)
+{
+	struct nxd_tun *t = &nc->vol->tun;
+	u32 slept = 0;
+
+	while (!kthread_should_stop() && !atomic_read(&nc->drain_req) &&
+	       !READ_ONCE(nc->log_full) && !atomic_read(&nc->degraded) &&
+	       !nxd_hdd_idle(nc)) {
+		u32 duty = nxd_pace_duty(nxd_log_used_pct(nc), READ_ONCE(t->low_wm),
+					 READ_ONCE(t->high_wm),
+					 min(READ_ONCE(destage_min_duty), 100U) * 10);
+		u32 pause = nxd_pace_pause_ms(busy_ms, duty);
+
+		if (slept >= pause)
+			break;
+		pause = min_t(u32, pause - slept, NXD_PACE_STEP_MS);
+		nxd_destage_sleep(nc, pause);
+		slept += pause;
+	}
+}
+
 /* After a failed round: a drain or a full log must not turn it into a busy loop. */
 static void nxd_destage_backoff(struct nxd_c *nc, unsigned int ms)
 {
@@ -567,9 +607,7 @@ static int nxd_destager_fn(void *data)
 			if (ms > spent)
 				nxd_destage_sleep(nc, ms - spent);
 		}
-		/* Between the watermarks, foreground HDD I/O goes first. */
-		if (nxd_log_used_pct(nc) < READ_ONCE(t->high_wm) && !nxd_hdd_idle(nc))
-			nxd_destage_sleep(nc, NXD_YIELD_MS);
+		nxd_destage_pace(nc, jiffies_to_msecs(jiffies - t0));
 	}
 	return 0;
 }

@@ -35,6 +35,32 @@ bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 	return false;
 }
 
+u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty)
+{
+	if (min_duty > 1000)
+		min_duty = 1000;
+	if (!min_duty)
+		min_duty = 1;	/* the log must still drain */
+	if (pct >= high)
+		return 1000;
+	if (pct <= low)
+		return min_duty;
+	/* low < pct < high: no division by zero, and pct - low < high - low. */
+	return min_duty + (1000 - min_duty) * (pct - low) / (high - low);
+}
+
+u32 nxd_pace_pause_ms(u32 busy_ms, u32 duty)
+{
+	if (duty >= 1000)
+		return 0;
+	if (!duty)
+		duty = 1;
+	/* Bounded so that the product fits in 32 bits (no 64-bit division). */
+	if (busy_ms > 1000000)
+		busy_ms = 1000000;
+	return busy_ms * (1000 - duty) / duty;
+}
+
 u8 nxd_block_mask(u64 block, u64 start, u64 end)
 {
 	u64 lo = block * NXD_SECTORS_PER_BLOCK, hi = lo + NXD_SECTORS_PER_BLOCK;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dm-nxd write routing (log or HDD) and modes, size histogram buckets,
- * the size parser.  Part of the kernel-neutral core (nxd_core.h).
+ * dm-nxd write routing (log or HDD) and modes, destage pacing, size
+ * histogram buckets, the size parser.  Part of the kernel-neutral core (nxd_core.h).
  */
 #ifndef NXD_ROUTE_H
 #define NXD_ROUTE_H
@@ -29,6 +29,20 @@ const char *nxd_mode_name(enum nxd_mode m);
  */
 u8 nxd_block_mask(u64 block, u64 start, u64 end);
 int nxd_mode_parse(const char *s, enum nxd_mode *m);
+
+/* ---- destage pacing ---- */
+
+/*
+ * The destager's share of the HDD's time, in per mille, at log
+ * occupancy @pct: @min_duty up to @low, rising linearly to 1000 at
+ * @high and above.
+ */
+u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty);
+/*
+ * The pause after @busy_ms of destaging that gives it @duty of the time;
+ * @busy_ms counts up to 1000 s.
+ */
+u32 nxd_pace_pause_ms(u32 busy_ms, u32 duty);
 
 /* ---- histogram ---- */
 

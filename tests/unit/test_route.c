@@ -2,7 +2,8 @@
 /*
  * Unit tests for routing and the histogram (nxd_route.c): the routing
  * decision against a reference, mode names, histogram buckets at every
- * boundary, the size parser, a write's sector mask in one block.
+ * boundary, the size parser, a write's sector mask in one block, destage
+ * pacing.
  *
  * Usage: test_route [seed]   (or NXD_SEED=...)
  */
@@ -269,8 +270,54 @@ static void test_block_mask(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* ---- destage pacing ---- */
+
+static void test_pace(void)
+{
+	u32 pct, prev = 0;
+	int n, bad = 0;
+
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 100), 100);
+	CHECK_EQ(nxd_pace_duty(25, 25, 75, 100), 100);
+	CHECK_EQ(nxd_pace_duty(50, 25, 75, 100), 550);
+	CHECK_EQ(nxd_pace_duty(75, 25, 75, 100), 1000);
+	CHECK_EQ(nxd_pace_duty(100, 25, 75, 100), 1000);
+	/* Equal watermarks: a step, no division by zero. */
+	CHECK_EQ(nxd_pace_duty(40, 50, 50, 100), 100);
+	CHECK_EQ(nxd_pace_duty(50, 50, 50, 100), 1000);
+	/* A share of 0 would never drain; over 1000 is all of it. */
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 0), 1);
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 5000), 1000);
+
+	CHECK_EQ(nxd_pace_pause_ms(100, 1000), 0);
+	CHECK_EQ(nxd_pace_pause_ms(100, 500), 100);
+	CHECK_EQ(nxd_pace_pause_ms(100, 100), 900);
+	CHECK_EQ(nxd_pace_pause_ms(0, 100), 0);
+	CHECK_EQ(nxd_pace_pause_ms(1, 0), 999);
+	CHECK_EQ(nxd_pace_pause_ms(NXD_U32_MAX, 1), 999000000U);
+
+	/* Rising with occupancy, and busy / (busy + pause) within 1 % of the share. */
+	for (pct = 0; pct <= 100; pct++) {
+		u32 d = nxd_pace_duty(pct, 25, 75, 100);
+
+		CHECK(d >= prev);
+		prev = d;
+	}
+	for (n = 0; n < 100000; n++) {
+		u32 busy = 100 + nt_below(100000);
+		u32 d = 1 + nt_below(1000);
+		u32 pause = nxd_pace_pause_ms(busy, d);
+		double got = (double)busy / ((double)busy + pause) * 1000;
+
+		if (got < (double)d - 10 || got > (double)d + 10)
+			bad++;
+	}
+	CHECK_EQ(bad, 0);
+}
+
 static void (*const tests[])(void) = {
 	test_route, test_modes, test_hist, test_parse_size, test_block_mask,
+	test_pace,
 };
 
 int main(int argc, char **argv)

@@ -2,7 +2,7 @@
 """dm-nxd background destaging: several log capacities of small writes,
 races between destage and overwrites/discards, merged destage bios, clean
 ahead (stripe neighbours copied with the oldest blocks), idle rounds
-that yield to foreground HDD I/O, drain and drain-on-suspend.  Data is always checked against the model of
+that yield to foreground HDD I/O, pacing between the watermarks, drain and drain-on-suspend.  Data is always checked against the model of
 nxdt.workloads.DiffTester."""
 import os
 import random
@@ -303,6 +303,105 @@ def test_idle_round_yields_to_hdd_io(dm, yld):
             os.close(fd)
         dm.remove("nxds", missing_ok=True)
         dm.remove("nxdslow", missing_ok=True)
+        ssd.close()
+        hdd.close()
+
+
+@pytest.mark.parametrize("min_duty", [10, 100])
+def test_pacing_gives_the_destager_its_share(dm, min_duty):
+    """Between the watermarks, while foreground I/O keeps the HDD busy,
+    the destager pauses after each round so that it takes the share of
+    the HDD's time that nxd_pace_duty() gives the log's occupancy.  With
+    low_watermark 1, high_watermark 100 and the log about 30 % full, a
+    destage_min_duty of 10 gives it at most 38 %: its pauses
+    (destage_throttled_ms) are 1.6 times its rounds (destage_busy_us) or
+    more, and at least 0.6 times over the few rounds measured; 20 ms
+    yields, as before, were a tenth of that.  A destage_min_duty of 100
+    means no pause.  Every block reaches the HDD."""
+    hdd, ssd = Loop(128, "hddp"), NullBlk(128)
+    stop = threading.Event()
+    th = fd = None
+    try:
+        base = dm.create("nxdpslow", delay_line(hdd.dev, 0, 0))
+        v = Volume(dm, "nxdp", base, ssd.dev, "low_watermark 1 high_watermark 100")
+        v.message("pause_destage")
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        cap = v.status()["log_blocks"]
+        runs = int(cap * 0.3) // 17          # 16 blocks and a header or so each
+        model = {}
+        for i in range(runs):
+            d = os.urandom(64 << 10)
+            pwrite_direct(fd, i * (128 << 10), d)
+            for j in range(16):
+                model[i * 32 + j] = d[j * 4096:(j + 1) * 4096]
+        os.fsync(fd)
+        st = v.status()
+        assert st["index_entries"] == 16 * runs, st
+        used0 = st["log_used_blocks"]
+        assert 20 <= int(v.sget("log_used_pct")) <= 40, st
+        assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
+        dm.reload("nxdpslow", delay_line(hdd.dev, 0, 10))
+        fg = {}
+        fg0 = (runs * 32 + 1024) // 16 * 16
+
+        def writer():
+            wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+            try:
+                b = fg0
+                while not stop.is_set():
+                    d = os.urandom(64 << 10)
+                    pwrite_direct(wfd, b * 4096, d)
+                    for j in range(16):
+                        fg[b + j] = d[j * 4096:(j + 1) * 4096]
+                    b = fg0 + (b - fg0 + 16) % 4096
+            finally:
+                os.close(wfd)
+
+        with module_param("destage_min_duty", min_duty):
+            th = threading.Thread(target=writer)
+            th.start()
+            wait_until(lambda: v.status()["writes_direct"] >= 8, 60, "foreground HDD writes")
+            s0 = v.status()
+            v.message("resume_destage")
+            wait_until(lambda: v.status()["log_used_blocks"] <= used0 * 0.4, 300,
+                       "rounds to destage 60 % of the log")
+            st = v.status()
+            stop.set()
+            th.join()
+            th = None
+            moved = {k: st[k] - s0[k] for k in ("destage_busy_us", "destage_throttled_ms",
+                                                  "segments_reclaimed", "destage_bios",
+                                                  "writes_direct")}
+            busy_ms = moved["destage_busy_us"] / 1000
+            paused = moved["destage_throttled_ms"]
+            assert moved["writes_direct"] > 0, moved
+            if min_duty == 10:
+                assert paused >= 0.6 * busy_ms, \
+                    f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+                    f"beside foreground HDD writes: {moved}"
+            else:
+                assert paused <= 0.15 * busy_ms + 60, \
+                    f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+                    f"with all of the HDD's time its share: {moved}"
+            wait_until(lambda: v.status()["index_entries"] == 0, 120,
+                       "idle rounds to empty the log")
+        dm.reload("nxdpslow", delay_line(hdd.dev, 0, 0))
+        model.update(fg)
+        check_blocks(model, lambda b: pread_direct(fd, b * 4096, 4096), "block")
+        os.close(fd)
+        fd = None
+        v.remove()
+        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
+        summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
+                f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
+    finally:
+        stop.set()
+        if th is not None:
+            th.join()
+        if fd is not None:
+            os.close(fd)
+        dm.remove("nxdp", missing_ok=True)
+        dm.remove("nxdpslow", missing_ok=True)
         ssd.close()
         hdd.close()
 
