@@ -27,6 +27,7 @@ from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
 from nxdt.blkdev import disk_link, settle
 from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.host import run
+from nxdt.admin import Saved, ext4_on_data_area, lsblk, real, remove_vol, udev_env
 
 REPO = host.REPO
 TOOLS = os.path.join(REPO, "tools")
@@ -64,38 +65,6 @@ def udev_nxd():
                 os.rename(saved, p)
         run(["udevadm", "control", "--reload"], check=False)
 
-
-def lsblk(dev):
-    """lsblk's view of @dev alone: FSTYPE, UUID, LABEL (udev's database)."""
-    out = json.loads(run(["lsblk", "-J", "-d", "-o", "PATH,FSTYPE,UUID,LABEL",
-                          dev]).stdout)
-    return out["blockdevices"][0]
-
-
-def real(dev):
-    return os.path.realpath(dev)
-
-
-def udev_env(dev):
-    out = run(["udevadm", "info", "--query=property", dev]).stdout
-    return dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
-
-
-def ext4_on_data_area(md, label):
-    """An ext4 that ends below the nxd label area; its UUID."""
-    kib = facts.data_sectors(blkdev.dev_sectors(md)) // 2
-    run(["mkfs.ext4", "-q", "-F", "-L", label, md, f"{kib}k"])
-    return run(["blkid", "-p", "-s", "UUID", "-o", "value", md]).stdout.strip()
-
-
-def remove_vol(dm, name):
-    if dm.exists(name):
-        if name not in dm.created:
-            dm.created.append(name)
-        dm.remove(name)
-
-
-# -------------------------------------------------------------- identity ---
 
 def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     """lsblk -f and /dev/disk/by-uuid, by-label before, during and after an
@@ -301,8 +270,6 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     assert sup["log"]["data_blocks"] == 0, sup["log"]
 
 
-# -------------------------------------------------------------- packages ---
-
 def test_install_uninstall_and_runtime_deps(tmp_path):
     """make install-module and install-tools into a staging root, then make
     uninstall: every file goes, nothing else is left; deps.sh --runtime on
@@ -324,22 +291,6 @@ def test_install_uninstall_and_runtime_deps(tmp_path):
 
     p = run([os.path.join(REPO, "scripts", "deps.sh"), "--runtime"])
     assert "runtime dependencies present" in p.stdout and "installing" not in p.stdout, p.stdout
-
-
-class Saved:
-    """Files of the host's root fs that a package replaces and dpkg -r would
-    take away; put back afterwards (the guest's overlay outlives the test)."""
-
-    def __init__(self, *paths):
-        self.saved = {f: (open(f, "rb").read(), os.stat(f).st_mode & 0o7777)
-                      for f in paths if os.path.exists(f)}
-
-    def restore(self):
-        for f, (b, mode) in self.saved.items():
-            if not os.path.exists(f):
-                with open(f, "wb") as fh:
-                    fh.write(b)
-                os.chmod(f, mode)
 
 
 @pytest.fixture(scope="module")

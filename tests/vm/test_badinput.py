@@ -21,12 +21,10 @@ from nxdt.host import run
 from nxdt.nxdvol import refuse, Volume
 from nxdt.ondisk import check_log_matches_writes
 from nxdt.workloads import check, fill, seg_expect, seg_setup
+from nxdt.badinput import RT_REMOVED, bad_lines, stats_req
 
 HDD_MB = 64
 SSD_MB = 8
-# ti->error for the removed option (kept verbatim: scripts may match it).
-RT_REMOVED = ("read_threshold was removed: small reads are served from the "
-              "log only when logged")
 
 
 @pytest.fixture
@@ -35,63 +33,10 @@ def pair(loopdev, nullb):
     return loopdev(HDD_MB), nullb(SSD_MB)
 
 
-# ---------------------------------------------------------- table line ---
-
-USAGE = r"(Usage: nxd <hdd_dev> <ssd_dev>|Not enough arguments)"
-
-
-def _bad_lines(hdd, ssd, L):
-    base = f"0 {L} nxd {hdd} {ssd}"
-    return [
-        (f"0 {L} nxd", USAGE),
-        (f"0 {L} nxd {hdd}", USAGE),
-        (f"{base} extra", "Invalid number of optional arguments"),
-        (f"{base} 2 write_threshold 4096 junk", "Too many arguments"),
-        (f"{base} 0 junk", "Too many arguments"),
-        (f"0 {L} nxd /dev/nxd-no-such-hdd {ssd}", "Cannot open HDD device"),
-        (f"0 {L} nxd {hdd} /dev/nxd-no-such-ssd", "Cannot open SSD device"),
-        (f"{base} 3 write_threshold 4096", "Invalid number of optional arguments"),
-        (f"{base} 33 " + " ".join(["mode auto"] * 16) + " format",
-         "Invalid number of optional arguments"),
-        (f"{base} -1 mode auto", "Invalid number of optional arguments"),
-        (f"{base} x mode auto", "Invalid number of optional arguments"),
-        (f"{base} 1 write_threshold", "Option is missing its value"),
-        (f"{base} 3 mode auto low_watermark", "Option is missing its value"),
-        (f"{base} 2 frobnicate 1", "Unknown option"),
-        (f"{base} 4 mode auto frobnicate 1", "Unknown option"),
-        (f"{base} 2 write_threshold -1", "Invalid option value"),
-        (f"{base} 2 write_threshold 12abc", "Invalid option value"),
-        (f"{base} 2 write_threshold 64KB", "Invalid option value"),
-        (f"{base} 2 write_threshold 0x10", "Invalid option value"),
-        (f"{base} 2 write_threshold 99999999999999999999", "Invalid option value"),
-        (f"{base} 2 write_threshold 18446744073709551615", "Invalid option value"),
-        (f"{base} 2 write_threshold 17179869184G", "Invalid option value"),
-        (f"{base} 2 write_threshold 1073741825", "Invalid option value"),
-        (f"{base} 2 write_threshold 2G", "Invalid option value"),
-        (f"{base} 2 read_threshold 0", RT_REMOVED),
-        (f"{base} 2 READ_THRESHOLD 4096", RT_REMOVED),
-        (f"{base} 4 write_threshold 4096 read_threshold 1M", RT_REMOVED),
-        (f"{base} 3 format read_threshold 0", RT_REMOVED),
-        (f"{base} 1 read_threshold", RT_REMOVED),
-        (f"{base} 2 mode bogus", "Invalid option value"),
-        (f"{base} 2 low_watermark 101", "Invalid option value"),
-        (f"{base} 2 high_watermark 101", "Invalid option value"),
-        (f"{base} 2 low_watermark -5", "Invalid option value"),
-        (f"{base} 4 low_watermark 80 high_watermark 20",
-         "low_watermark must not exceed high_watermark"),
-        (f"{base} 2 high_watermark 10",          # default low is 25
-         "low_watermark must not exceed high_watermark"),
-        (f"{base} 2 destage_rate 1000001", "Invalid option value"),
-        (f"{base} 2 ssd_discard 2", "Invalid option value"),
-        (f"{base} 2 drain_on_suspend 2", "Invalid option value"),
-        (f"{base} 2 drain_on_suspend yes", "Invalid option value"),
-    ]
-
-
 def test_table_lines_refused(dm, pair):
     hdd, ssd = pair
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
-    lines = _bad_lines(hdd, ssd, L)
+    lines = bad_lines(hdd, ssd, L)
     for line, msg in lines:
         refuse(dm, line, msg, devs=(hdd, ssd))
     # The devices are still usable: the same line without the error works.
@@ -330,8 +275,6 @@ def test_read_threshold_refused(dm, pair):
     check(a, model)
 
 
-# ------------------------------------------------------------ messages ---
-
 def test_messages_refused(dm, pair):
     hdd, ssd = pair
     v = Volume(dm, "nxdmsg", hdd, ssd)
@@ -358,8 +301,6 @@ def test_messages_refused(dm, pair):
     assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
     check(v, model)
 
-
-# --------------------------------------------------------------- sysfs ---
 
 SYSFS_BAD = [
     ("write_threshold", ["abc", "-1", "99999999999999999999", "1073741825", "2G",
@@ -400,15 +341,6 @@ def test_sysfs_bad_values(dm, pair):
     assert n >= 30
 
 
-# ----------------------------------------------------- control device ---
-
-def _stats_req(size, bufsize=None, **kw):
-    b = ctl.RawBuf(bufsize or max(size, ctl.HDR_SIZE))
-    b.put(b"\xa5" * b.n)
-    b.put(ctl.hdr(size, **kw))
-    return b
-
-
 def test_control_bad_requests(dm, pair):
     hdd, ssd = pair
     v = Volume(dm, "nxdio", hdd, ssd)
@@ -419,13 +351,13 @@ def test_control_bad_requests(dm, pair):
     G, L = ctl.GET_STATS, ctl.LIST
     try:
         # A good request, by name and by device number.
-        b = _stats_req(ctl.STATS_SIZE, name=v.name)
+        b = stats_req(ctl.STATS_SIZE, name=v.name)
         assert ctl.ioctl(fd, G, b) == 0
         st = ctl.parse_stats(b.get())
         assert st["size"] == ctl.STATS_SIZE and st["dev"] == vdev
         assert st["counters"]["writes_logged"] > 0
         assert all(r == 0 for r in st["reserved"])
-        b = _stats_req(ctl.STATS_SIZE, name="whatever-name", dev=vdev)
+        b = stats_req(ctl.STATS_SIZE, name="whatever-name", dev=vdev)
         assert ctl.ioctl(fd, G, b) == 0, "dev must select the volume when set"
 
         cases = [
@@ -444,23 +376,23 @@ def test_control_bad_requests(dm, pair):
             (dict(dev=ctl.encode_dev(ma, mi + 1000)), errno.ENODEV),
         ]
         for kw, want in cases:
-            b = _stats_req(ctl.STATS_SIZE, **kw)
+            b = stats_req(ctl.STATS_SIZE, **kw)
             got = ctl.ioctl(fd, G, b)
             assert got == want, f"GET_STATS {kw}: errno {got}, want {want}"
         for size in (0, 1, 8, ctl.HDR_SIZE - 1):
-            b = _stats_req(size, bufsize=ctl.STATS_SIZE, name=v.name)
+            b = stats_req(size, bufsize=ctl.STATS_SIZE, name=v.name)
             assert ctl.ioctl(fd, G, b) == errno.EINVAL, size
 
         # Short and long requests: the kernel fills min(size, its size) and
         # never writes past it.
         for size in (ctl.HDR_SIZE, 1000, ctl.STATS_SIZE - 8):
-            b = _stats_req(size, bufsize=ctl.STATS_SIZE + 512, name=v.name)
+            b = stats_req(size, bufsize=ctl.STATS_SIZE + 512, name=v.name)
             assert ctl.ioctl(fd, G, b) == 0, size
             out = b.get()
             assert struct.unpack_from("<I", out, 0)[0] == size
             assert out[size:] == b"\xa5" * (len(out) - size), f"wrote past size {size}"
         for size in (ctl.STATS_SIZE + 8, 8192, 0xFFFFFFFF):
-            b = _stats_req(size, bufsize=8192, name=v.name)
+            b = stats_req(size, bufsize=8192, name=v.name)
             assert ctl.ioctl(fd, G, b) == 0, size
             out = b.get()
             assert struct.unpack_from("<I", out, 0)[0] == ctl.STATS_SIZE
@@ -478,10 +410,10 @@ def test_control_bad_requests(dm, pair):
                     ctl.IOC(1, 0xDB, 1, ctl.STATS_SIZE), ctl.IOC(0, 0xDB, 1, 0),
                     ctl.IOC(3, 0xDB, 0, ctl.STATS_SIZE), ctl.IOC(3, 0xDB, 3, ctl.STATS_SIZE),
                     ctl.IOC(3, 0xDB, 255, ctl.STATS_SIZE), 0x80081272, 0x1261):
-            b = _stats_req(ctl.STATS_SIZE, name=v.name)
+            b = stats_req(ctl.STATS_SIZE, name=v.name)
             assert ctl.ioctl(fd, cmd, b) == errno.ENOTTY, hex(cmd)
         # The size in the number does not matter (hdr.size versions the ABI).
-        b = _stats_req(ctl.STATS_SIZE, name=v.name)
+        b = stats_req(ctl.STATS_SIZE, name=v.name)
         assert ctl.ioctl(fd, ctl.IOC(3, 0xDB, 1, 0), b) == 0
 
         # LIST

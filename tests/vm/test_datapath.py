@@ -10,11 +10,11 @@ import subprocess
 
 import pytest
 
-from nxdt.blkdev import Loop, NullBlk, disk_stat
-from nxdt.host import sh
+from nxdt.blkdev import Loop, NullBlk
 from nxdt.nxdvol import Volume
 from nxdt.rawio import discard, pread_direct, pwrite_direct, read_all
 from nxdt.workloads import DiffTester
+from nxdt.datapath import paused_vol, write_and_count, xfs_fio
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
 
@@ -139,55 +139,32 @@ def test_recovery_after_remove_and_reload(devs, dm):
     v.remove()
 
 
-def _paused_vol(dm, devs, opts=""):
-    hdd, ssd = devs
-    v = Volume(dm, "nxdroute", hdd.dev, ssd.dev, opts)
-    v.message("pause_destage")
-    return v
-
-
-def _write_and_count(v, hdd, ssd, off, n, direct=True):
-    h0, s0 = disk_stat(hdd)[1], disk_stat(ssd)[1]
-    if direct:
-        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        pwrite_direct(fd, off, os.urandom(n))
-        # A direct log write is acknowledged before its segment header is
-        # written: the flush writes it now, not into the next count.
-        os.fsync(fd)
-    else:
-        fd = os.open(v.dev, os.O_RDWR)
-        os.pwrite(fd, os.urandom(n), off)
-        os.fsync(fd)
-    os.close(fd)
-    return disk_stat(hdd)[1] - h0, disk_stat(ssd)[1] - s0
-
-
 def test_routing_by_device_counters(dm):
     """O_DIRECT 4 KiB writes land on the SSD, 1 MiB aligned on the HDD,
     4 KiB-unaligned and 5000-byte buffered writes on the SSD (loop devices
     count I/O in /sys/block/*/stat)."""
     hdd, ssd = Loop(128, "hddr"), Loop(16, "ssdr")
     try:
-        v = _paused_vol(dm, (hdd, ssd))
+        v = paused_vol(dm, (hdd, ssd))
         # 4 KiB aligned: SSD only.
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 1 << 20, 4096)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, 1 << 20, 4096)
         assert dh == 0 and ds >= 8, (dh, ds)
         # 1 MiB aligned: HDD only.
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 8 << 20, 1 << 20)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, 8 << 20, 1 << 20)
         assert dh >= 2048 and ds == 0, (dh, ds)
         # 4 KiB at a 512-byte offset: SSD.
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, (2 << 20) + 512, 4096)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, (2 << 20) + 512, 4096)
         assert dh == 0 and ds >= 8, (dh, ds)
         # 5000 bytes, buffered: the page cache writes two pages, to the SSD.
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 3 << 20, 5000, direct=False)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, 3 << 20, 5000, direct=False)
         assert dh == 0 and ds >= 16, (dh, ds)
         # Threshold 0 sends 4 KiB to the HDD.
         assert v.sset("write_threshold", 0) == 0
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 5 << 20, 4096)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, 5 << 20, 4096)
         assert dh >= 8 and ds == 0, (dh, ds)
         # log_all sends 1 MiB aligned to the SSD.
         assert v.sset("mode", "log_all") == 0
-        dh, ds = _write_and_count(v, hdd.dev, ssd.dev, 16 << 20, 1 << 20)
+        dh, ds = write_and_count(v, hdd.dev, ssd.dev, 16 << 20, 1 << 20)
         assert dh == 0 and ds >= 2048, (dh, ds)
         v.remove()
     finally:
@@ -257,28 +234,11 @@ def test_fio_verify_on_xfs(dm):
     hdd, ssd = Loop(512, "hddx"), NullBlk(16)
     vol = Volume(dm, "nxdx", hdd.dev, ssd.dev)
     try:
-        _xfs_fio(vol)
+        xfs_fio(vol)
     finally:
         vol.remove()
         ssd.close()
         hdd.close()
-
-
-def _xfs_fio(vol):
-    sh(f"mkfs.xfs -q -f {vol.dev}")
-    os.makedirs("/tmp/nxd-mnt", exist_ok=True)
-    sh(f"mount {vol.dev} /tmp/nxd-mnt")
-    try:
-        r = subprocess.run(
-            ["fio", "--name=x", "--directory=/tmp/nxd-mnt", "--direct=1",
-             "--rw=randwrite", "--bssplit=4k/40:16k/20:128k/20:1m/20",
-             "--size=24m", "--verify=crc32c", "--verify_fatal=1",
-             "--randseed=9", "--numjobs=2"],
-            capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
-    finally:
-        sh("umount /tmp/nxd-mnt")
-    sh(f"xfs_repair -n {vol.dev}")
 
 
 def test_concurrent_writers_and_readers(vol):

@@ -9,15 +9,19 @@ import random
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
+from nxdt import rawio
 from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_dev, pread_direct, pwrite_direct, read_all
-from nxdt.workloads import DiffTester
+from nxdt.workloads import BlockWriter, check_blocks_then_hdd, DiffTester
+from nxdt.destagerig import (STRIPE, check_blocks, clean_ahead, dense, stripe_fill, striped_hdd,
+                             striped_teardown, wait_until)
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
 
@@ -29,21 +33,6 @@ def devs():
     yield hdd, ssd
     ssd.close()
     hdd.close()
-
-
-def wait_until(pred, timeout=120, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def check_blocks(model, read, what):
-    """Every 4 KiB block of @model ({block: data}) reads back as @read gives it."""
-    for b, d in model.items():
-        assert read(b) == d, f"{what} {b}"
 
 
 def test_many_log_capacities_of_small_writes(devs, dm):
@@ -103,8 +92,8 @@ def test_destage_merges_dense_region(dm, geometry):
     parts = [Loop(32, f"hddm{i}") for i in range(2 if geometry == "striped" else 1)]
     ssd = NullBlk(32)
     try:
-        hdd = _striped_hdd(dm, parts) if geometry == "striped" else parts[0].dev
-        d = _dense(dm, hdd, ssd)
+        hdd = striped_hdd(dm, parts) if geometry == "striped" else parts[0].dev
+        d = dense(dm, hdd, ssd)
         if geometry == "striped":
             assert 0 < d["destage_stripe_bios"] <= d["destage_bios"], d
             assert d["destage_stripe_bios"] * STRIPE <= d["destaged_bytes"], d
@@ -112,60 +101,7 @@ def test_destage_merges_dense_region(dm, geometry):
             assert d["destage_stripe_bios"] == 0, d
         assert d["destage_busy_us"] > 0, d
     finally:
-        _striped_teardown(dm, ssd, parts)
-
-
-STRIPE = 128 << 10                     # dm-striped 2 x 64 KiB: io_opt
-
-
-def _striped_hdd(dm, parts):
-    """dm-striped over two 32 MiB loops, 64 KiB chunks: io_opt 128 KiB."""
-    sectors = 32 << 11
-    dm.create("nxdstripe", f"0 {2 * sectors} striped 2 128 "
-              f"{parts[0].dev} 0 {parts[1].dev} 0")
-    hdd = "/dev/mapper/nxdstripe"
-    with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
-              "/queue/optimal_io_size") as f:
-        assert int(f.read()) == STRIPE
-    return hdd
-
-
-def _striped_teardown(dm, ssd, parts):
-    dm.remove("nxds", missing_ok=True)
-    dm.remove("nxdslow", missing_ok=True)
-    dm.remove("nxdstripe", missing_ok=True)
-    ssd.close()
-    for p in parts:
-        p.close()
-
-
-def _dense(dm, hdd, ssd):
-    v = Volume(dm, "nxds", hdd, ssd.dev)
-    v.message("pause_destage")
-    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-    blocks = list(range(1024))            # 4 MiB, every block written
-    random.Random(13).shuffle(blocks)
-    model = bytearray(4 << 20)
-    for b in blocks:
-        d = os.urandom(4096)
-        pwrite_direct(fd, b * 4096, d)
-        model[b * 4096:(b + 1) * 4096] = d
-    os.close(fd)
-    before = v.status()
-    assert before["index_entries"] == 1024, before
-    v.message("drain")
-    st = v.status()
-    delta = {k: st[k] - before[k] for k in
-             ("destage_bios", "destaged_bytes", "destage_stripe_bios", "destage_busy_us")}
-    bios, nbytes = delta["destage_bios"], delta["destaged_bytes"]
-    assert nbytes == 4 << 20, st
-    mean = nbytes / bios
-    print(f"destage: {bios} bios, mean {mean / 1024:.0f} KiB, "
-          f"{delta['destage_stripe_bios']} whole stripes")
-    assert mean >= 64 << 10, (bios, nbytes)
-    v.remove()
-    assert read_all(hdd, 4 << 20) == bytes(model)
-    return delta
+        striped_teardown(dm, ssd, parts)
 
 
 @pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "oldest-only"])
@@ -183,43 +119,30 @@ def test_clean_ahead_copies_stripe_neighbours(dm, ahead):
     hdd, ssd = Loop((n + 2) * stride * 4096 // (1 << 20) + 8, "hddca"), NullBlk(128)
     try:
         with module_param("destage_clean_ahead", "Y" if ahead else "N"):
-            _clean_ahead(dm, hdd, ssd, ahead, n, stride)
+            clean_ahead(dm, hdd, ssd, ahead, n, stride)
     finally:
         dm.remove("nxds", missing_ok=True)
         ssd.close()
         hdd.close()
 
 
-def _clean_ahead(dm, hdd, ssd, ahead, n, stride):
-    v = Volume(dm, "nxds", hdd.dev, ssd.dev)
-    v.message("pause_destage")
-    model = {}
-    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-    order = [0] + [stride * (i + 1) for i in range(n)] + [1]
-    for b in order:
-        d = os.urandom(4096)
-        pwrite_direct(fd, b * 4096, d)
-        model[b] = d
-    os.close(fd)
-    before = v.status()
-    assert before["index_entries"] == n + 2, before
-    v.message("drain")
-    st = v.status()
-    bios = st["destage_bios"] - before["destage_bios"]
-    nblocks = st["destaged_blocks"] - before["destaged_blocks"]
-    assert nblocks == n + 2, (nblocks, st)
-    want = n + 1 if ahead else n + 2
-    assert bios == want, \
-        f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
-        (" (block 1 not copied with block 0)" if ahead else "")
-    v.remove()
-    for b, d in model.items():
-        assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+@pytest.fixture
+def slow(dm):
+    """A 128 MiB loop HDD under dm-delay ("nxdslow", no delay until
+    set_delay()) and a 128 MiB null_blk SSD, for a volume "nxds"."""
+    hdd, ssd = Loop(128, "hddy"), NullBlk(128)
+    base = dm.create("nxdslow", delay_line(hdd.dev, 0, 0))
+    yield SimpleNamespace(hdd=hdd, ssd=ssd, base=base,
+                          set_delay=lambda ms: dm.reload("nxdslow", delay_line(hdd.dev, 0, ms)))
+    dm.remove("nxds", missing_ok=True)
+    dm.remove("nxdslow", missing_ok=True)
+    ssd.close()
+    hdd.close()
 
 
 @pytest.mark.parametrize("yld", [True, False], ids=["yield", "no-yield"])
-def test_idle_round_yields_to_hdd_io(dm, yld):
-    """256 scattered 4 KiB blocks logged (3 % of the log: below
+def test_idle_round_yields_to_hdd_io(dm, slow, yld):
+    """256 scattered 4 KiB blocks logged (under 1 % of the log: below
     low_watermark, so the destager runs only while the HDD is idle), then
     an HDD whose writes take 200 ms (dm-delay over a loop) and 4 destage
     writes in flight at most: the round takes about 13 s.  Once it has
@@ -228,87 +151,50 @@ def test_idle_round_yields_to_hdd_io(dm, yld):
     every block stays logged); without it, it goes on.  Once the writer
     stops, idle rounds empty the log, and the HDD holds every block."""
     n, depth = 256, 4
-    hdd, ssd = Loop(64, "hddy"), NullBlk(32)
-    stop = threading.Event()
-    th = fd = None
-    try:
-        base = dm.create("nxdslow", delay_line(hdd.dev, 0, 0))
-        v = Volume(dm, "nxds", base, ssd.dev)
-        v.message("pause_destage")
-        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        model = {}
+    v = Volume(dm, "nxds", slow.base, slow.ssd.dev)
+    v.message("pause_destage")
+    model = {}
+    with rawio.Fd(v.dev) as f:
         for i in range(n):
-            b = 2 * i
-            model[b] = os.urandom(4096)
-            pwrite_direct(fd, b * 4096, model[b])
-        os.fsync(fd)
-        assert v.status()["index_entries"] == n
-        assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
-        dm.reload("nxdslow", delay_line(hdd.dev, 0, 200))
-        fg = {}
-
-        def writer():
-            wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-            try:
-                b = 4 * n
-                while not stop.is_set():
-                    d = os.urandom(4096)
-                    pwrite_direct(wfd, b * 4096, d)
-                    fg[b] = d
-                    b += 1
-            finally:
-                os.close(wfd)
-
-        with module_param("destage_idle_yield", "Y" if yld else "N"), \
-                module_param("destage_depth", depth), module_param("destage_fill_min", 0):
-            v.message("resume_destage")
-            wait_until(lambda: v.status()["destage_bios"] >= 2 * depth, 60,
-                       "the idle round's first writes")
-            s0 = v.status()
-            th = threading.Thread(target=writer)
-            th.start()
+            model[2 * i] = os.urandom(4096)
+            f.pwrite(2 * i * 4096, model[2 * i])
+        f.fsync()
+    assert v.status()["index_entries"] == n
+    assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
+    slow.set_delay(200)
+    fg = BlockWriter(v.dev, 4 * n, 8192)
+    with module_param("destage_idle_yield", "Y" if yld else "N"), \
+            module_param("destage_depth", depth), module_param("destage_fill_min", 0):
+        v.message("resume_destage")
+        wait_until(lambda: v.status()["destage_bios"] >= 2 * depth, 60,
+                   "the idle round's first writes")
+        s0 = v.status()
+        with fg:
             time.sleep(1.0)
             b0 = v.status()["destage_bios"]
             time.sleep(3.0)
             st = v.status()
-            more = st["destage_bios"] - b0
-            moved = {k: st[k] - s0[k] for k in ("writes_direct", "writes_logged",
-                                                  "destage_bios", "destage_throttled_ms")}
-            if yld:
-                assert more == 0 and st["index_entries"] == n, \
-                    f"the idle round wrote {more} more bios beside foreground HDD " \
-                    f"writes ({st['index_entries']} of {n} blocks logged; {moved}, " \
-                    f"{len(fg)} foreground writes)"
-            else:
-                assert more > 2 * depth, f"only {more} destage bios in 3 s without the yield"
-            stop.set()
-            th.join()
-            th = None
-            wait_until(lambda: v.status()["index_entries"] == 0, 120,
-                       "idle rounds to empty the log")
-        dm.reload("nxdslow", delay_line(hdd.dev, 0, 0))
-        model.update(fg)
-        check_blocks(model, lambda b: pread_direct(fd, b * 4096, 4096), "block")
-        os.close(fd)
-        fd = None
-        v.remove()
-        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
-        summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
-                f"bios in 3 s beside a foreground HDD writer")
-    finally:
-        stop.set()
-        if th is not None:
-            th.join()
-        if fd is not None:
-            os.close(fd)
-        dm.remove("nxds", missing_ok=True)
-        dm.remove("nxdslow", missing_ok=True)
-        ssd.close()
-        hdd.close()
+        more = st["destage_bios"] - b0
+        moved = {k: st[k] - s0[k] for k in ("writes_direct", "writes_logged",
+                                              "destage_bios", "destage_throttled_ms")}
+        if yld:
+            assert more == 0 and st["index_entries"] == n, \
+                f"the idle round wrote {more} more bios beside foreground HDD " \
+                f"writes ({st['index_entries']} of {n} blocks logged; {moved}, " \
+                f"{fg.writes} foreground writes)"
+        else:
+            assert more > 2 * depth, f"only {more} destage bios in 3 s without the yield"
+        wait_until(lambda: v.status()["index_entries"] == 0, 120,
+                   "idle rounds to empty the log")
+    slow.set_delay(0)
+    model.update(fg.model)
+    check_blocks_then_hdd(v, slow.hdd.dev, model)
+    summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
+            f"bios in 3 s beside a foreground HDD writer")
 
 
 @pytest.mark.parametrize("min_duty", [10, 100])
-def test_pacing_gives_the_destager_its_share(dm, min_duty):
+def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
     """Between the watermarks, while foreground I/O keeps the HDD busy,
     the destager pauses after each round so that it takes the share of
     the HDD's time that nxd_pace_duty() gives the log's occupancy.  With
@@ -318,92 +204,53 @@ def test_pacing_gives_the_destager_its_share(dm, min_duty):
     more, and at least 0.6 times over the few rounds measured; 20 ms
     yields, as before, were a tenth of that.  A destage_min_duty of 100
     means no pause.  Every block reaches the HDD."""
-    hdd, ssd = Loop(128, "hddp"), NullBlk(128)
-    stop = threading.Event()
-    th = fd = None
-    try:
-        base = dm.create("nxdpslow", delay_line(hdd.dev, 0, 0))
-        v = Volume(dm, "nxdp", base, ssd.dev, "low_watermark 1 high_watermark 100")
-        v.message("pause_destage")
-        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        cap = v.status()["log_blocks"]
-        runs = int(cap * 0.3) // 17          # 16 blocks and a header or so each
-        model = {}
+    v = Volume(dm, "nxds", slow.base, slow.ssd.dev, "low_watermark 1 high_watermark 100")
+    v.message("pause_destage")
+    runs = int(v.status()["log_blocks"] * 0.3) // 17     # 16 blocks and a header or so each
+    model = {}
+    with rawio.Fd(v.dev) as f:
         for i in range(runs):
             d = os.urandom(64 << 10)
-            pwrite_direct(fd, i * (128 << 10), d)
+            f.pwrite(i * (128 << 10), d)
             for j in range(16):
                 model[i * 32 + j] = d[j * 4096:(j + 1) * 4096]
-        os.fsync(fd)
-        st = v.status()
-        assert st["index_entries"] == 16 * runs, st
-        used0 = st["log_used_blocks"]
-        assert 20 <= int(v.sget("log_used_pct")) <= 40, st
-        assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
-        dm.reload("nxdpslow", delay_line(hdd.dev, 0, 10))
-        fg = {}
-        fg0 = (runs * 32 + 1024) // 16 * 16
-
-        def writer():
-            wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-            try:
-                b = fg0
-                while not stop.is_set():
-                    d = os.urandom(64 << 10)
-                    pwrite_direct(wfd, b * 4096, d)
-                    for j in range(16):
-                        fg[b + j] = d[j * 4096:(j + 1) * 4096]
-                    b = fg0 + (b - fg0 + 16) % 4096
-            finally:
-                os.close(wfd)
-
-        with module_param("destage_min_duty", min_duty):
-            th = threading.Thread(target=writer)
-            th.start()
+        f.fsync()
+    st = v.status()
+    assert st["index_entries"] == 16 * runs, st
+    used0 = st["log_used_blocks"]
+    assert 20 <= int(v.sget("log_used_pct")) <= 40, st
+    assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
+    slow.set_delay(10)
+    fg = BlockWriter(v.dev, (runs * 32 + 1024) // 16 * 16, 4096, nblk=16)
+    with module_param("destage_min_duty", min_duty):
+        with fg:
             wait_until(lambda: v.status()["writes_direct"] >= 8, 60, "foreground HDD writes")
             s0 = v.status()
             v.message("resume_destage")
             wait_until(lambda: v.status()["log_used_blocks"] <= used0 * 0.4, 300,
                        "rounds to destage 60 % of the log")
             st = v.status()
-            stop.set()
-            th.join()
-            th = None
-            moved = {k: st[k] - s0[k] for k in ("destage_busy_us", "destage_throttled_ms",
-                                                  "segments_reclaimed", "destage_bios",
-                                                  "writes_direct")}
-            busy_ms = moved["destage_busy_us"] / 1000
-            paused = moved["destage_throttled_ms"]
-            assert moved["writes_direct"] > 0, moved
-            if min_duty == 10:
-                assert paused >= 0.6 * busy_ms, \
-                    f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
-                    f"beside foreground HDD writes: {moved}"
-            else:
-                assert paused <= 0.15 * busy_ms + 60, \
-                    f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
-                    f"with all of the HDD's time its share: {moved}"
-            wait_until(lambda: v.status()["index_entries"] == 0, 120,
-                       "idle rounds to empty the log")
-        dm.reload("nxdpslow", delay_line(hdd.dev, 0, 0))
-        model.update(fg)
-        check_blocks(model, lambda b: pread_direct(fd, b * 4096, 4096), "block")
-        os.close(fd)
-        fd = None
-        v.remove()
-        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
-        summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
-                f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
-    finally:
-        stop.set()
-        if th is not None:
-            th.join()
-        if fd is not None:
-            os.close(fd)
-        dm.remove("nxdp", missing_ok=True)
-        dm.remove("nxdpslow", missing_ok=True)
-        ssd.close()
-        hdd.close()
+        moved = {k: st[k] - s0[k] for k in ("destage_busy_us", "destage_throttled_ms",
+                                              "segments_reclaimed", "destage_bios",
+                                              "writes_direct")}
+        busy_ms = moved["destage_busy_us"] / 1000
+        paused = moved["destage_throttled_ms"]
+        assert moved["writes_direct"] > 0, moved
+        if min_duty == 10:
+            assert paused >= 0.6 * busy_ms, \
+                f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+                f"beside foreground HDD writes: {moved}"
+        else:
+            assert paused <= 0.15 * busy_ms + 60, \
+                f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+                f"with all of the HDD's time its share: {moved}"
+        wait_until(lambda: v.status()["index_entries"] == 0, 120,
+                   "idle rounds to empty the log")
+    slow.set_delay(0)
+    model.update(fg.model)
+    check_blocks_then_hdd(v, slow.hdd.dev, model)
+    summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
+            f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 
 
 def test_no_idle_round_beside_small_writes(dm):
@@ -540,8 +387,6 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     v.remove()
 
 
-
-
 @pytest.mark.parametrize("writer", [False, True], ids=["alone", "with-hdd-writes"])
 def test_stripe_fill(dm, writer):
     """destage_fill_min 2: a round with two or more copies in one stripe of
@@ -559,11 +404,11 @@ def test_stripe_fill(dm, writer):
     ssd = NullBlk(32)
     region = 8 << 20
     try:
-        hdd = _striped_hdd(dm, parts)
+        hdd = striped_hdd(dm, parts)
         with module_param("destage_fill_min", 2):
-            _stripe_fill(dm, hdd, ssd, region, writer)
+            stripe_fill(dm, hdd, ssd, region, writer)
     finally:
-        _striped_teardown(dm, ssd, parts)
+        striped_teardown(dm, ssd, parts)
 
 
 def test_stripe_fill_hdd_writes_complete_late(dm):
@@ -579,16 +424,16 @@ def test_stripe_fill_hdd_writes_complete_late(dm):
     parts = [Loop(32, f"hddr{i}") for i in range(2)]
     ssd = NullBlk(32)
     try:
-        striped = _striped_hdd(dm, parts)
+        striped = striped_hdd(dm, parts)
         hdd = dm.create("nxdslow", delay_line(striped, 0, 0))
         with open("/sys/block/" + os.path.basename(os.path.realpath(hdd)) +
                   "/queue/optimal_io_size") as f:
             assert int(f.read()) == STRIPE
         with module_param("destage_fill_min", 2):
-            _stripe_fill(dm, hdd, ssd, 8 << 20, False,
+            stripe_fill(dm, hdd, ssd, 8 << 20, False,
                          slow=lambda: dm.reload("nxdslow", delay_line(striped, 0, 100)))
     finally:
-        _striped_teardown(dm, ssd, parts)
+        striped_teardown(dm, ssd, parts)
 
 
 def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
@@ -605,7 +450,7 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
     nst, per = 64, STRIPE // 4096
     fd = None
     try:
-        striped = _striped_hdd(dm, parts)
+        striped = striped_hdd(dm, parts)
         hdd = dm.create("nxdslow", delay_line(striped, 0, 0))
         v = Volume(dm, "nxds", hdd, ssd.dev)
         v.message("pause_destage")
@@ -656,83 +501,4 @@ def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
     finally:
         if fd is not None:
             os.close(fd)
-        _striped_teardown(dm, ssd, parts)
-
-
-def _stripe_fill(dm, hdd, ssd, region, writer, slow=None):
-    v = Volume(dm, "nxds", hdd, ssd.dev)
-    fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-    model = bytearray(os.urandom(region))
-    for off in range(0, region, STRIPE):           # past the log: to the HDD
-        pwrite_direct(fd, off, bytes(model[off:off + STRIPE]))
-    assert v.status()["index_entries"] == 0
-    rng = random.Random(21)
-    lock = threading.Lock()
-    stop = threading.Event()
-    nblocks, nstripes = region // 4096, region // STRIPE
-    gap_writes = [0]
-
-    def gap_writer(seed, logged):
-        wfd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        wr = random.Random(seed)
-        try:
-            while not stop.is_set():
-                b = wr.randrange(nblocks)
-                if b in logged:
-                    continue
-                d = os.urandom(4096)
-                with lock:             # one writer a block at a time: model order
-                    pwrite_direct(wfd, b * 4096, d)
-                    model[b * 4096:(b + 1) * 4096] = d
-                    gap_writes[0] += 1
-        finally:
-            os.close(wfd)
-
-    for rnd in range(4 if writer else 1):
-        v.message("pause_destage")
-        blocks = set()
-        while len(blocks) < 3 * nstripes:
-            blocks.add(rng.randrange(nblocks))
-        for b in sorted(blocks, key=lambda _: rng.random()):
-            d = os.urandom(4096)
-            pwrite_direct(fd, b * 4096, d)
-            model[b * 4096:(b + 1) * 4096] = d
-        before = v.status()
-        per = {}
-        for b in blocks:
-            per[b * 4096 // STRIPE] = per.get(b * 4096 // STRIPE, 0) + 1
-        threads = []
-        if writer:
-            assert v.sset("write_threshold", 0) == 0
-            stop.clear()
-            threads = [threading.Thread(target=gap_writer, args=(100 * rnd + i, blocks))
-                       for i in range(4)]
-            for t in threads:
-                t.start()
-        if slow:
-            slow()
-        try:
-            v.message("drain")
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-        st = v.status()
-        bios = st["destage_bios"] - before["destage_bios"]
-        stripes = st["destage_stripe_bios"] - before["destage_stripe_bios"]
-        filled = sum(1 for n in per.values() if n >= 2)
-        print(f"round {rnd}: {len(blocks)} blocks in {len(per)} stripes, "
-              f"{filled} with 2+: {bios} destage bios, {stripes} whole stripes, "
-              f"{gap_writes[0]} gap writes so far")
-        # One bio per stripe touched: whole for 2+ copies, else the block.
-        assert bios == len(per), (bios, len(per), st)
-        assert stripes == filled, (stripes, filled, st)
-        if writer:
-            assert v.sset("write_threshold", 4096) == 0
-    os.close(fd)
-    v.remove()
-    got = read_all(hdd, region)
-    bad = [i // 4096 for i in range(0, region, 4096) if got[i:i + 4096] != model[i:i + 4096]]
-    assert not bad, f"{len(bad)} blocks differ from the model: {bad[:10]}"
-    if writer:
-        assert gap_writes[0] > 0
+        striped_teardown(dm, ssd, parts)

@@ -22,6 +22,7 @@ from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
 from nxdt.host import run
 from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
+from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, timed
 
 
 # --------------------------------------------------------- SSD faults ---
@@ -58,37 +59,6 @@ def test_ssd_read_errors(rig, mode):
     m.close()
     v.remove()
     m.verify(rig.hdd)                        # the HDD alone has it all
-
-
-def _reassemble_ok(v, m, rig, logged_left=None):
-    """Take the volume down, heal the SSD and load the same table again:
-    no 'format', the frozen log is replayed, the label unfrozen, the
-    volume healthy, and every byte as the model says."""
-    m.verify()
-    # No fsync: degraded with destage paused, a flush waits for the log to
-    # empty (the SSD takes no flush); the O_DIRECT writes are acknowledged.
-    m.close()
-    v.remove()
-    rig.ssdi.set("ok")
-    marker = host.kmsg_mark("reassemble after degraded")
-    v.recreate()
-    m.reopen()
-    assert host.wait_kmsg(marker, r"SSD log unfrozen after an SSD failure"), "label not unfrozen"
-    st = v.status()
-    assert st["state"] == "ok" and st["degraded"] == 0, st
-    if logged_left is not None:
-        # At load: the destager may start at once (idle HDD, not paused).
-        n = nxdvol.recovered_entries(marker)
-        assert n == logged_left, (n, logged_left, st)
-    m.verify()
-    # Logging works again: a small write goes to the log.
-    b = m.free_blocks(1)[0]
-    m.write(b * BLOCK, BLOCK, True)
-    st2 = v.status()
-    assert st2["writes_logged"] == st["writes_logged"] + 1, (st, st2)
-    assert st2["segments_written"] > st["segments_written"], (st, st2)
-    m.verify()
-    return st
 
 
 def test_ssd_write_errors_degrade(rig):
@@ -151,7 +121,7 @@ def test_degraded_reassembly_replays_the_frozen_log(rig):
         m.write(b * BLOCK, BLOCK, False)
     st = v.status()
     assert st["index_entries"] == n_logged, st
-    _reassemble_ok(v, m, rig, logged_left=n_logged)
+    reassemble_ok(v, m, rig, logged_left=n_logged)
 
 
 def test_degraded_writes_over_logged_blocks_then_reassembly(rig):
@@ -169,7 +139,7 @@ def test_degraded_writes_over_logged_blocks_then_reassembly(rig):
             off = b * BLOCK + SECTOR * rng.randrange(8)
             m.write(off, SECTOR, False)                       # one sector
     m.verify()
-    _reassemble_ok(v, m, rig)
+    reassemble_ok(v, m, rig)
 
 
 def test_degraded_volume_suspends_and_resumes(rig):
@@ -186,7 +156,7 @@ def test_degraded_volume_suspends_and_resumes(rig):
     for b in m.free_blocks(8):
         m.write(b * BLOCK, BLOCK, False)
     m.verify()
-    _reassemble_ok(v, m, rig)
+    reassemble_ok(v, m, rig)
 
 
 def test_reload_sees_a_log_frozen_after_its_constructor(rig):
@@ -209,7 +179,7 @@ def test_reload_sees_a_log_frozen_after_its_constructor(rig):
     assert st["state"] == "degraded", st    # the SSD still fails writes
     assert host.wait_kmsg(marker, r"recovered \d+ segments"), "B did not recover"
     m.verify()
-    _reassemble_ok(v, m, rig)
+    reassemble_ok(v, m, rig)
 
 
 def test_degraded_drain_copies_the_log_to_the_hdd(rig):
@@ -223,7 +193,7 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     assert st["state"] == "degraded" and st["index_entries"] == 0, st
     assert st["destaged_blocks"] >= 48, st
     m.verify(dev=rig.hdd)                       # the HDD alone
-    _reassemble_ok(v, m, rig, logged_left=0)
+    reassemble_ok(v, m, rig, logged_left=0)
 
 
 def test_rmw_read_error_fails_only_that_write(rig):
@@ -337,23 +307,13 @@ def test_hdd_errors_reach_the_caller(rig, mode):
     m.verify(rig.hdd)
 
 
-# ----------------------------------------------------- destage faults ---
-
-def _failing_drain(v, rig, marker):
-    rig.hddi.set("error_writes")
-    p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert host.wait_kmsg(marker, r"destage failed", timeout=60), "no destage error logged"
-    return p
-
-
 def test_destage_errors_keep_the_log(rig):
     """The HDD refuses writes while a drain destages: the log keeps the only
     copy (nothing reclaimed, reads right), the drain waits, and completes
     once the HDD is back; then the HDD alone holds the data."""
     v, m = setup_vol(rig, "nxdde", seed=6, nfull=200, npart=16)
     st0 = v.status()
-    p = _failing_drain(v, rig, host.kmsg_mark("destage errors"))
+    p = failing_drain(v, rig, host.kmsg_mark("destage errors"))
     try:
         time.sleep(3)                       # a few more failed rounds
         assert p.poll() is None, f"drain returned while the HDD fails: {p.communicate()}"
@@ -383,7 +343,7 @@ def test_destage_error_backoff_while_draining(rig):
     in a loop, also while a drain is waiting."""
     v, m = setup_vol(rig, "nxdbo", seed=8, nfull=200, npart=0)
     used = v.status()["log_used_blocks"] * BLOCK
-    p = _failing_drain(v, rig, host.kmsg_mark("destage back-off"))
+    p = failing_drain(v, rig, host.kmsg_mark("destage back-off"))
     try:
         r0, t0 = blkdev.io_sectors(rig.ssd)[0], time.monotonic()
         time.sleep(4)
@@ -402,19 +362,6 @@ def test_destage_error_backoff_while_draining(rig):
             p.kill()
             p.wait()
     m.verify()
-
-
-def _repaired_and_drained(rig, v, m):
-    """The HDD repaired and the volume assembled again: the model reads
-    back live, and from the bare HDD once the log is drained."""
-    rig.hddi.set("ok")
-    v.recreate()
-    m.reopen()
-    m.verify()
-    v.drain()
-    m.close()
-    v.remove()
-    m.verify(rig.hdd)
 
 
 def test_drain_interrupted_then_reassembled(rig):
@@ -442,7 +389,7 @@ def test_drain_interrupted_then_reassembled(rig):
     t0 = time.monotonic()
     v.remove()                       # the HDD still refuses writes
     assert time.monotonic() - t0 < 120
-    _repaired_and_drained(rig, v, m)
+    repaired_and_drained(rig, v, m)
 
 
 def test_remove_during_stuck_drain(rig):
@@ -451,7 +398,7 @@ def test_remove_during_stuck_drain(rig):
     hangs; assembled again with the HDD repaired, nothing is lost."""
     v, m = setup_vol(rig, "nxdrd", seed=9, nfull=64, npart=8)
     m.close()
-    p = _failing_drain(v, rig, host.kmsg_mark("remove during drain"))
+    p = failing_drain(v, rig, host.kmsg_mark("remove during drain"))
     try:
         t0 = time.monotonic()
         r = run(["dmsetup", "remove", v.name], check=False, timeout=300)
@@ -464,15 +411,7 @@ def test_remove_during_stuck_drain(rig):
         if p.poll() is None:
             p.kill()
             p.wait()
-    _repaired_and_drained(rig, v, m)
-
-
-# ------------------------------------------------ live ops under load ---
-
-def _timed(cmd, timeout=180, **kw):
-    t0 = time.monotonic()
-    p = run(cmd, check=False, timeout=timeout, **kw)
-    return p, time.monotonic() - t0
+    repaired_and_drained(rig, v, m)
 
 
 def test_live_operations_under_fio(dm, loopdev, nullb):
@@ -513,20 +452,20 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
                 break
             op = i % 5
             if op == 0:
-                p, dt = _timed(["dmsetup", "suspend", v.name])
+                p, dt = timed(["dmsetup", "suspend", v.name])
                 assert p.returncode == 0, p.stderr
                 assert v.status()["state"] == "suspended"
-                p, dt2 = _timed(["dmsetup", "resume", v.name])
+                p, dt2 = timed(["dmsetup", "resume", v.name])
                 assert p.returncode == 0, p.stderr
                 counts["suspend"] += 1
             elif op == 1:
                 k = counts["reload"] % len(thresholds)
                 line = nxdvol.table_with(v.table(), write_threshold=thresholds[k], mode=modes[k])
-                p, dt = _timed(["dmsetup", "load", v.name], input=line + "\n")
+                p, dt = timed(["dmsetup", "load", v.name], input=line + "\n")
                 assert p.returncode == 0, p.stderr
-                p, dt = _timed(["dmsetup", "suspend", v.name])
+                p, dt = timed(["dmsetup", "suspend", v.name])
                 assert p.returncode == 0, p.stderr
-                p, dt = _timed(["dmsetup", "resume", v.name])
+                p, dt = timed(["dmsetup", "resume", v.name])
                 assert p.returncode == 0, p.stderr
                 opts = nxdvol.table_opts(v.table())
                 assert opts["write_threshold"] == str(thresholds[k]), opts
@@ -534,13 +473,13 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
                 assert v.status()["state"] == "ok"
                 counts["reload"] += 1
             elif op == 2:
-                p, dt = _timed(["dmsetup", "remove", v.name], timeout=120)
+                p, dt = timed(["dmsetup", "remove", v.name], timeout=120)
                 assert p.returncode != 0, "dmsetup remove of a busy volume succeeded"
                 assert "busy" in p.stderr.lower(), p.stderr
                 assert dm.exists(v.name)
                 counts["remove"] += 1
             elif op == 3:
-                p, dt = _timed(["rmmod", "dm_nxd"], timeout=120)
+                p, dt = timed(["rmmod", "dm_nxd"], timeout=120)
                 assert p.returncode != 0, "rmmod dm_nxd succeeded with a volume"
                 assert host.module_loaded("dm_nxd")
                 counts["rmmod"] += 1

@@ -39,9 +39,8 @@ from nxdt.fstack import (CrashWriters, Drainer, Fs, MNT, phase, sha, sha_file, S
                          to_linear, Tree)
 from nxdt.host import CmdError, Kmsg, run
 from nxdt.nxdvol import nxd_line, nxd_sysfs
+from nxdt.fstack import NFILES, crash_setup_fs, workload
 
-BIG_MB = int(os.environ.get("NXD_FS_BIG_MB", "100"))
-NFILES = int(os.environ.get("NXD_FS_FILES", "2000"))
 # 6 x 300 MiB members: a 1196 MiB RAID6 (4 data disks).  mkfs.xfs ignores
 # the device's stripe geometry below 1 GiB, so the volume must be above it.
 BIG_DISKS, BIG_DISK_MB = 6, 300
@@ -52,9 +51,6 @@ SMALL_DISKS, SMALL_DISK_MB = 4, 200
 @pytest.fixture(autouse=True)
 def _t0():
     T0[0] = time.monotonic()
-
-
-# ------------------------------------------------------- file systems ---
 
 
 @pytest.fixture
@@ -82,47 +78,9 @@ def fsmount(dm):
             raise AssertionError(f"cannot unmount {MNT}: {p.stderr.strip()}\n{holders}")
 
 
-# ----------------------------------------------------------- workload ---
-
-
-# ------------------------------------------------------------- stack ---
-
-
 @pytest.fixture
 def big_stack(dm, md_raid6, nullb):
     return Stack(dm, md_raid6, nullb, BIG_DISKS, BIG_DISK_MB)
-
-
-# ------------------------------------------------------------- tests ---
-
-def _workload(stack, fs, tree):
-    """The mixed workload; returns what it did."""
-    dev = stack.dev
-    settings = []
-
-    def threshold(v):
-        nxd_sysfs(dev, "write_threshold", v)
-        assert nxd_sysfs(dev, "write_threshold") == str(v)
-        assert f"write_threshold {v} " in stack.dm.table(stack.NAME)
-        settings.append(v)
-
-    with Drainer(stack.dm, stack.NAME) as dr:
-        tree.extract(NFILES)
-        threshold(4096)                 # only 4 KiB and unaligned writes logged
-        tree.appends(300)
-        tree.overwrites(300)
-        threshold(0)                    # everything aligned to the HDD
-        tree.renames(300)
-        tree.new_small(400)
-        threshold(1 * MiB)              # up to 1 MiB logged: fills the log
-        tree.db_file()
-        tree.big_file("big/seq.bin", BIG_MB)
-        tree.deletes(300)
-        threshold(65536)
-        tree.new_small(200, into="new2")
-        run(["sync", "-f", MNT])
-    assert not dr.errors, dr.errors
-    return dr, settings
 
 
 @pytest.mark.parametrize("kind", ["xfs", "ext4"])
@@ -149,7 +107,7 @@ def test_fs_workload_on_raid6(kind, big_stack, fsmount):
     assert fs.geometry() == (su, sw), f"{kind} geometry {fs.geometry()} != hints {(su, sw)}"
     fs.mount()
     tree = Tree(MNT, seed=11)
-    dr, settings = _workload(st, fs, tree)
+    dr, settings = workload(st, fs, tree)
     s = st.status()
     assert s["state"] == "ok" and s["degraded"] == 0 and s["ssd_errors"] == 0, s
     assert s["writes_logged"] > 0 and s["writes_direct"] > 0, s
@@ -300,13 +258,6 @@ def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     assert not problems, "; ".join(problems)
 
 
-def _crash_setup_fs(kind, st, fsmount):
-    fs = fsmount(kind, st.dev)
-    fs.mkfs(ext4_ratio=65536, discard=False)
-    fs.mount()
-    return fs
-
-
 @pytest.mark.parametrize("kind", ["xfs", "ext4"])
 def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
     """Writes to the HDD and the SSD are dropped from one instant on (both
@@ -317,7 +268,7 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
     fsynced before the cut has its content."""
     host.modprobe("dm-flakey")
     st = Stack(dm, md_raid6, nullb, SMALL_DISKS, SMALL_DISK_MB, ssd_mb=32, views=True)
-    fs = _crash_setup_fs(kind, st, fsmount)
+    fs = crash_setup_fs(kind, st, fsmount)
     tree = Tree(MNT, seed=41)
     tree.extract(300)
     tree.db_file(size=4 * MiB, writes=300)

@@ -1,17 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Checks of the test harness itself: fixtures, helpers, dmesg checker."""
 
-import errno
 import hashlib
 import os
 import uuid
 
-import pytest
 
 from nxdt import blkdev, dmlib, host, workloads
 from nxdt.host import run
-
-MiB = 1 << 20
+from nxdt.harness import MiB, dm_client
 
 
 def test_module_loaded(nxd_module, dm):
@@ -98,49 +95,15 @@ def test_dmsetup_wrapper(dm, nullb):
     (the dm fixture) and ioctls (dmlib.DMIoctl, nodes in a private
     directory)."""
     dev = nullb(64)
-    _dm_client(dm, dev)
+    dm_client(dm, dev)
     d = dmlib.DMIoctl(nodedir="/tmp/nxd-harness/dev")
     try:
-        _dm_client(d, dev)
+        dm_client(d, dev)
         assert not d.created
     finally:
         errs = d.cleanup()
         d.close()
     assert not errs, errs
-
-
-def _dm_client(dm, dev):
-    sectors = blkdev.dev_sectors(dev)
-    name = f"nxdh-{uuid.uuid4().hex[:6]}"
-    path = dm.create(name, f"0 {sectors} linear {dev} 0")
-    assert path == dm.path(name) and name in dm.created
-    assert os.path.exists(path)
-    assert blkdev.dev_sectors(path) == sectors
-    assert "linear" in dm.table(name)
-    assert dm.status(name).startswith(f"0 {sectors} linear")
-    half = sectors // 2
-    dm.reload(name, [f"0 {half} linear {dev} 0",
-                     f"{half} {sectors - half} linear {dev} {half}"])
-    assert len(dm.table(name).splitlines()) == 2
-    dm.suspend(name)
-    assert dm.is_suspended(name)
-    dm.resume(name)
-    assert not dm.is_suspended(name)
-    with pytest.raises(host.CmdError):
-        dm.message(name, "no-such-message")
-    # I/O through dm is accounted on both layers
-    w_dm, w_dev = blkdev.io_sectors(path)[1], blkdev.io_sectors(dev)[1]
-    blkdev.wipe(path, MiB)
-    assert blkdev.io_sectors(path)[1] - w_dm == MiB // 512
-    assert blkdev.io_sectors(dev)[1] - w_dev == MiB // 512
-    with pytest.raises(dmlib.DMError) as e:
-        dm.create(name, f"0 {sectors} linear {dev} 0")     # exists
-    assert e.value.errno in (None, errno.EBUSY), e.value
-    dm.remove(name)
-    assert not dm.exists(name) and name not in dm.created
-    with pytest.raises(dmlib.DMError):
-        dm.remove(name)
-    dm.remove(name, missing_ok=True)
 
 
 def test_fio_helper(nullb):

@@ -24,74 +24,11 @@ from nxdt.ctl import NXDCTL, nxdctl
 from nxdt.facts import BLOCK, KiB, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Volume
+from nxdt.mgmt import LABELS, UdevPaused, cells, delta, hist_json, io_pattern, writer
 
 REPO = host.REPO
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
-LABELS = ["< 4K", "4K", "4K+1 - 8K", "8K+1 - 16K", "16K+1 - 32K", "32K+1 - 64K",
-          "64K+1 - 128K", "128K+1 - 256K", "256K+1 - 512K", "512K+1 - 1M",
-          "1M+1 - 2M", "2M+1 - 4M", "4M+1 - 8M", "8M+1 - 16M", "16M+1 - 32M", "> 32M"]
 
-
-def hist_json(vol):
-    """`nxdctl histogram VOL --json` as {(dir, bucket, route, align): (count, bytes)}
-    plus a check of its bucket table against nxd_ioctl.h's definition."""
-    d = json.loads(nxdctl("histogram", vol, "--json").stdout)
-    assert len(d["buckets"]) == 16
-    out = {}
-    for i, b in enumerate(d["buckets"]):
-        assert b["label"] == LABELS[i]
-        lo = 0 if i == 0 else (4096 if i == 1 else (4096 << (i - 2)) + 1)
-        hi = None if i == 15 else (4095 if i == 0 else (4096 if i == 1 else 4096 << (i - 1)))
-        assert (b["min_bytes"], b["max_bytes"]) == (lo, hi), (i, b)
-        for dr in ctl.DIRS:
-            tot = [0, 0]
-            for r in ctl.ROUTES:
-                for a in ctl.ALIGNS:
-                    c = b[dr][r][a]
-                    out[(dr, i, r, a)] = (c["count"], c["bytes"])
-                    tot[0] += c["count"]
-                    tot[1] += c["bytes"]
-                    if c["count"]:
-                        assert c["time_ns"] > 0, (dr, i, r, a, c)
-            assert [b[dr]["count"], b[dr]["bytes"]] == tot, (dr, i, b[dr])
-    return out
-
-
-def delta(now, before):
-    return {k: (v[0] - before[k][0], v[1] - before[k][1])
-            for k, v in now.items() if v != before[k]}
-
-
-def cells(*spec):
-    """Expected non-zero cells: (dir, nbytes, route, align[, count])."""
-    out = {}
-    for s in spec:
-        d, n, r, a = s[:4]
-        c = s[4] if len(s) > 4 else 1
-        k = (d, ctl.bucket_of(n), r, a)
-        cnt, byt = out.get(k, (0, 0))
-        out[k] = (cnt + c, byt + c * n)
-    return out
-
-
-class UdevPaused:
-    """Keep udev from running rules (e.g. blkid probes after a close of a
-    written device) while a histogram is measured."""
-
-    def __enter__(self):
-        self.on = run(["udevadm", "control", "--ping"], check=False).returncode == 0
-        if self.on:
-            host.udev_settle()
-            run(["udevadm", "control", "--stop-exec-queue"])
-        return self
-
-    def __exit__(self, *a):
-        if self.on:
-            run(["udevadm", "control", "--start-exec-queue"])
-            host.udev_settle()
-
-
-# ----------------------------------------------------------- histogram ---
 
 def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
     hdd, ssd = loopdev(160), nullb(16)
@@ -210,24 +147,6 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
         rawio.release_hugepages()
 
 
-def _writer(dev, base, n, q):
-    """n write requests: even ones 4 KiB into the logged area, odd ones
-    128 KiB aligned into a disjoint area (to the HDD).  Reports counts."""
-    try:
-        f = rawio.Fd(dev)
-        small = os.urandom(4096)
-        large = os.urandom(128 * KiB)
-        for i in range(n):
-            if i % 2 == 0:
-                f.pwrite(base + (i // 2 % 512) * BLOCK, small)
-            else:
-                f.pwrite(base + 8 * MiB + (i // 2 % 32) * 128 * KiB, large)
-        f.close()
-        q.put(None)
-    except Exception as e:  # noqa: BLE001 - reported to the parent
-        q.put(repr(e))
-
-
 def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     """Writers issue an exact number of requests while the histogram is
     read-and-cleared over and over: the sum of the snapshots plus the last
@@ -236,7 +155,7 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     nproc, per = 2, 1200
     ctl.get_stats(v.name, reset=True)
     q = mp.Queue()
-    ps = [mp.Process(target=_writer, args=(v.dev, i * 32 * MiB, per, q)) for i in range(nproc)]
+    ps = [mp.Process(target=writer, args=(v.dev, i * 32 * MiB, per, q)) for i in range(nproc)]
     tot = {"count": 0, "bytes": 0, "ctr": 0}
     resets = nonempty = 0
 
@@ -273,27 +192,13 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     assert resets >= 20 and nonempty >= 5, (resets, nonempty)
 
 
-# -------------------------------------------------------------- nxdctl ---
-
-def _io_pattern(v):
-    with rawio.Fd(v.dev) as f:
-        for i in range(100):
-            f.pwrite(i * BLOCK, os.urandom(4096))
-        for i in range(50):
-            f.pwrite(MiB + i * 8192, os.urandom(8192))
-        for i in range(4):
-            f.pwrite((4 + i) * MiB, os.urandom(MiB))
-        for i in range(20):
-            f.pread(i * BLOCK, 4096)
-
-
 def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     hdd, ssd = loopdev(128), nullb(16)
     v = Volume(dm, "nxdctl0", hdd, ssd)
     v.pause()
     with UdevPaused():
         nxdctl("histogram", v.name, "--reset")
-        _io_pattern(v)
+        io_pattern(v)
         text = nxdctl("histogram", v.name).stdout
         routes = nxdctl("histogram", v.name, "--routes").stdout
         stats = nxdctl("stats", v.name).stdout
@@ -468,8 +373,6 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
                             "destage_rate": "0", "ssd_discard": "1", "drain_on_suspend": "0"}
 
 
-# ---------------------------------------------------------------- udev ---
-
 def test_udev_links(dm, loopdev, nullb):
     hdd, ssd = loopdev(64), nullb(8)
     udevd = run(["udevadm", "control", "--ping"], check=False).returncode == 0
@@ -527,8 +430,6 @@ def test_udev_links(dm, loopdev, nullb):
         os.chown(ctl.CONTROL, ctl0.st_uid, ctl0.st_gid)
         os.chmod(ctl.CONTROL, ctl0.st_mode & 0o7777)
 
-
-# --------------------------------------------------------------- growth ---
 
 def test_grow_online(dm, loopdev, nullb):
     """The HDD grows under a live volume: nxdctl assemble still finds the

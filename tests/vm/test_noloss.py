@@ -77,6 +77,7 @@ from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import pattern
+from nxdt.noloss import cached_pair, lose_acked_log_writes, pin, power_on_and_read, thread_pid
 
 NREC = 252          # NXD_SEG_MAX_RECS
 
@@ -416,37 +417,10 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     ssd.cut()
     # The setup: one round reclaimed O's segment and left N's in the log.
     assert st["segments_reclaimed"] < NFILL + 2 and st["index_entries"] > 0, st
-    got = _power_on_and_read(v, hdd, ssd, B)
+    got = power_on_and_read(v, hdd, ssd, B)
     assert got in (old, new), \
         f"block {B} after the cut holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, " \
         f"neither the flushed copy nor the newer one (status before the cut: {st})"
-
-
-def _power_on_and_read(v, hdd, ssd, block):
-    """Remove the volume after a cut, power both devices on, reassemble it
-    and read @block."""
-    v.remove()
-    hdd.power_on()
-    ssd.power_on()
-    v.recreate()
-    with rawio.Fd(v.dev, write=False) as f:
-        return f.pread(block * BLOCK, BLOCK)
-
-
-def _pin(pid, cpu):
-    os.sched_setaffinity(pid, {cpu})
-
-
-def _thread_pid(name):
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/comm") as f:
-                    if f.read().strip() == name:
-                        return int(p)
-            except OSError:
-                pass
-    raise AssertionError(f"no thread {name}")
 
 
 def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
@@ -483,10 +457,10 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     # the block layer splits it, span more than one block each).
     assert free == 1 + 1 + 1 + 1 + 384, st
     kn = "%d:%d" % v.devnum()
-    writer, destager = _thread_pid(f"nxd-w/{kn}"), _thread_pid(f"nxd-d/{kn}")
-    _pin(writer, 0)
-    _pin(destager, 1)
-    _pin(0, 0)
+    writer, destager = thread_pid(f"nxd-w/{kn}"), thread_pid(f"nxd-d/{kn}")
+    pin(writer, 0)
+    pin(destager, 1)
+    pin(0, 0)
     hog = None
     a_off, a = 512, os.urandom(127 * BLOCK)
     b_off, b = 30 * MiB, os.urandom(BLOCK)
@@ -540,15 +514,6 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
         assert f.pread(b_off, len(b)) == b
 
 
-def _cached_pair(dm, nullb, name, group, seed):
-    """dm-pcut HDD and SSD (one group) whose caches hold every write until
-    a flush, and a volume over them, destage paused, no TRIM."""
-    hdd, ssd = pcut.pair(dm, nullb, name, group, seed, volatile=True)
-    v = Volume(dm, name, hdd.path, ssd.path, opts=["ssd_discard", "0"])
-    v.pause()
-    return hdd, ssd, v
-
-
 def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     """Block B logged (O, flushed), then logged again (N, not flushed):
     O's segment is dead.  The SSD loses power (keep 0: N's segment was only
@@ -558,7 +523,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     flushing an SSD that was gone and writing the new tail to the label all
     the same.  After power comes back, the replay started past O, found
     N's segment torn, and B read the HDD's data from before O."""
-    hdd, ssd, v = _cached_pair(dm, nullb, "nxft", "gfrz", 61)
+    hdd, ssd, v = cached_pair(dm, nullb, "nxft", "gfrz", 61)
     B = 300
     old = pattern("old", B, BLOCK)
     new = pattern("new", B, BLOCK)
@@ -584,7 +549,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
                    interval=0.1, what="a degraded destage round")
     st = v.status()
     hdd.cut()
-    got = _power_on_and_read(v, hdd, ssd, B)
+    got = power_on_and_read(v, hdd, ssd, B)
     assert got != new, "the SSD kept a write it was cut with: the test proves nothing"
     assert got == old, \
         f"block {B} holds {'zeros' if got == bytes(BLOCK) else got[:16]!r}, not the " \
@@ -592,37 +557,11 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     v.remove()
 
 
-def _lose_acked_log_writes(v, ssd, f, first, n, trigger):
-    """@n partial writes from block @first, acknowledged while only in the
-    SSD's cache; the SSD loses power and comes back with its writes and
-    flushes failing; a write at block @trigger degrades the volume and the
-    destager, resumed, finds the logged copies gone.  Returns the list of
-    (written, read back) pairs."""
-    # 7 sectors from sector 1 of each block: partial blocks, logged by the
-    # writer with a checksum per block, acknowledged without a flush.
-    new = [pattern("lost", i, 7 * 512) for i in range(n)]
-    with module_param("direct_partial", "N"):
-        for i in range(n):
-            f.pwrite((first + i) * BLOCK + 512, new[i])
-    st = v.status()
-    assert st["index_entries"] >= n and st["state"] != "degraded", st
-    # The SSD loses power with those writes in its cache and comes back
-    # (same device); its writes and flushes then fail.
-    ssd.cut()
-    ssd.power_on()
-    ssd.message("fail_writes", 1)
-    ssd.message("fail_flush", 1)
-    f.pwrite(trigger * BLOCK, pattern("trigger", 0, 512))
-    assert v.status()["state"] == "degraded", v.status()
-    v.message("resume_destage")
-    return new
-
-
 def test_degraded_flush_reports_lost_log_writes(dm, nullb):
-    hdd, ssd, v = _cached_pair(dm, nullb, "nxll", "glost", 51)
+    hdd, ssd, v = cached_pair(dm, nullb, "nxll", "glost", 51)
     n, first = 16, 256
     with rawio.Fd(v.dev) as f:
-        new = _lose_acked_log_writes(v, ssd, f, first, n, 4096)
+        new = lose_acked_log_writes(v, ssd, f, first, n, 4096)
         try:
             f.fsync()
             synced = True
@@ -644,7 +583,7 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     FUA alone).  The flush failed, the FUA data landed on the HDD, and
     fsync of a new file returned 0 after acknowledged writes were lost:
     FUA writes must fail too."""
-    hdd, ssd, v = _cached_pair(dm, nullb, "nxlj", "gjrn", 53)
+    hdd, ssd, v = cached_pair(dm, nullb, "nxlj", "gjrn", 53)
     n, first = 16, 12000
     # ext4 in the first 32 MiB; the lost raw writes lie beyond it.  No
     # lazy init and no bitmap prefetch: ext4lazyinit read the block bitmap
@@ -668,7 +607,7 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
         run(["sync", "-f", str(mnt)])
         with rawio.Fd(v.dev) as f:
             f.fsync()           # the file system so far is durable
-            new = _lose_acked_log_writes(v, ssd, f, first, n, 13000)
+            new = lose_acked_log_writes(v, ssd, f, first, n, 13000)
             fd = os.open(mnt / "after", os.O_CREAT | os.O_WRONLY, 0o644)
             try:
                 os.write(fd, b"a" * BLOCK)

@@ -10,7 +10,6 @@ cut with keep 0, fails here.
 """
 import errno
 import os
-import struct
 import subprocess
 
 import pytest
@@ -18,10 +17,7 @@ import pytest
 from nxdt import dmlib, host, pcut, rawio
 from nxdt.blkdev import NullBlk
 from nxdt.dmlib import DMIoctl
-from nxdt.rawio import DirectIO
-
-MiB = 1 << 20
-SZ = 16 * MiB
+from nxdt.pcutcheck import Dev, MiB, SZ, diff_sectors, expect_eio, half_run, read_backing, sect
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,65 +48,6 @@ def env():
     for nb in reversed(made):
         nb.close()
     assert not errs, errs
-
-
-def sect(tag, s):
-    """The 512 B payload of sector @s written by write @tag."""
-    head = struct.pack("<8sQQ", b"PCUTTEST", tag, s)
-    return head + bytes((tag * 7 + s + i) & 0xFF for i in range(512 - len(head)))
-
-
-def payload(tag, off, n):
-    return b"".join(sect(tag, off // 512 + i) for i in range(n // 512))
-
-
-class Dev:
-    """O_DIRECT access to a device, with a model of its newest contents.
-    FUA writes go through Linux AIO with RWF_DSYNC (REQ_FUA, no flush)."""
-    opened = []
-
-    def __init__(self, path, size=SZ):
-        self.path, self.size = path, size
-        self.fd = os.open(path, os.O_RDWR | os.O_DIRECT)
-        self.fds = os.open(path, os.O_RDWR | os.O_DIRECT | os.O_DSYNC)
-        self.dio = DirectIO(1 << 20)
-        self.closed = False
-        Dev.opened.append(self)
-
-    def write(self, tag, off, n, model=None, fua=False):
-        data = payload(tag, off, n)
-        if fua:
-            rawio.fua_write(self.fd, off, data)
-        else:
-            self.dio.pwrite(self.fd, off, data)
-        if model is not None:
-            model[off:off + n] = data
-
-    def read(self, off, n):
-        return self.dio.pread(self.fd, off, n)
-
-    def read_all(self):
-        return bytes(self.dio.read_all(self.path, self.size))
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            os.close(self.fd)
-            os.close(self.fds)
-
-
-def read_backing(dev, size=SZ):
-    return bytes(DirectIO(1 << 20).read_all(dev, size))
-
-
-def diff_sectors(a, b):
-    return [i // 512 for i in range(0, min(len(a), len(b)), 512) if a[i:i + 512] != b[i:i + 512]]
-
-
-def expect_eio(fn):
-    with pytest.raises(OSError) as e:
-        fn()
-    assert e.value.errno == errno.EIO, e.value
 
 
 def test_unflushed_writes_lost_at_cut_keep0(env):
@@ -199,30 +136,13 @@ def test_keep_all(env):
     assert got == bytes(latest), f"sectors {diff_sectors(got, latest)[:10]} differ"
 
 
-def _half_run(dm, bdev, name, seed, nwrites=200):
-    """nwrites 4 KiB writes to distinct extents, keep 50 torn 50, cut.
-    Returns (image after power-on, status)."""
-    pc = pcut.Pcut(dm, name, bdev, f"g{name}", seed)
-    pc.set(keep=50, torn=50)
-    d = Dev(pc.path)
-    for t in range(nwrites):
-        d.write(t + 1, t * 8192, 4096)
-    pc.cut()
-    d.close()
-    st = pc.status()
-    pc.power_on()
-    img = read_backing(bdev)
-    pc.remove()
-    return img, st
-
-
 def test_keep_half_torn_and_seeded(env):
     dm, backing = env
     n = 200
     runs = []
     for seed, name in ((77, "pct3a"), (77, "pct3b"), (78, "pct3c")):
         bdev = backing()
-        runs.append(_half_run(dm, bdev, name, seed, n))
+        runs.append(half_run(dm, bdev, name, seed, n))
     img, st = runs[0]
     assert st["kept"] + st["torn"] + st["dropped"] == n, st
     assert st["kept"] > 0 and st["torn"] > 0 and st["dropped"] > 0, st
@@ -363,7 +283,7 @@ def test_cache_writeback_and_clean_stop(env):
 def test_bad_table_and_messages(env):
     dm, backing = env
     bdev = backing()
-    for t in (f"0 100 pcut {bdev}", f"0 100 pcut {bdev} g x", f"0 100 pcut /dev/nonexistent g 1",
+    for t in (f"0 100 pcut {bdev}", f"0 100 pcut {bdev} g x", "0 100 pcut /dev/nonexistent g 1",
               f"0 100 pcut {bdev} {'g' * 40} 1"):
         with pytest.raises(dmlib.DMError):
             dm.create("pct9", t)

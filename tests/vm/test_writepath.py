@@ -57,48 +57,15 @@ the volume.
    NULL bi_blkg oops in the writer)."""
 import time
 
-from nxdt import blkdev, host, ondisk, pcut, rawio
+from nxdt import host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import BgWrites, pattern
+from nxdt.writepath import (delayed_vol, direct_write_after_partial_in_open_batch, hdd_pattern,
+                            log_segments, slow_down)
 
 SEG_ORDERED = 1
-
-
-def _delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
-    """A paused volume with one device behind dm-delay (no delay yet).
-    Returns (vol, the delay device's name, its backing device)."""
-    host.modprobe("dm-delay")
-    hdd, ssd = loopdev(64), nullb(16)
-    base = ssd if slow == "ssd" else hdd
-    dev = dm.create(f"{name}-{slow}", delay_line(base, 0, 0))
-    if slow == "ssd":
-        ssd = dev
-    else:
-        hdd = dev
-    v = Volume(dm, name, hdd, ssd, opts=opts)
-    v.pause()
-    return v, f"{name}-{slow}", base
-
-
-def _slow_down(dm, slow, base, write_ms):
-    """Delay the writes of dm-delay device @slow by @write_ms; returns a
-    function giving the writes completed so far by its backing loop
-    device @base."""
-    dm.suspend(slow)
-    dm.load(slow, delay_line(base, 0, write_ms))
-    dm.resume(slow)
-    kname = blkdev.blk_name(base)
-
-    def writes_done():
-        with open(f"/sys/block/{kname}/stat") as f:
-            return int(f.read().split()[4])
-    return writes_done
-
-
-def _log_segments(ssd):
-    return ondisk.walk_log(ssd, ondisk.newest_sb(ssd)[1])
 
 
 def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
@@ -121,7 +88,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     assert st["index_entries"] == len(model), st
     # Suspended (table reloaded below), the log on the SSD is final.
     v.remove()
-    segs = _log_segments(ssd)
+    segs = log_segments(ssd)
     recs = [r for s in segs for r in ondisk.data_recs(s)]
     assert [b for b, _ in recs] == blocks, "records are not the writes, in order"
     assert all(s["flags"] == SEG_ORDERED for s in segs), [s["flags"] for s in segs]
@@ -150,7 +117,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
 
 
 def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
-    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxwm")
+    v, slow, ssd_base = delayed_vol(dm, loopdev, nullb, "nxwm")
     B = 512
     old = pattern("old", B, BLOCK)
     new = pattern("new", B, BLOCK)
@@ -199,7 +166,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     that HDD write is in flight is concurrent with it: block 5 may read
     either, never the old logged copy, and the replay must agree with the
     live volume."""
-    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwi", "hdd",
+    v, slow, hdd_base = delayed_vol(dm, loopdev, nullb, "nxwi", "hdd",
                                      opts=["write_threshold", "65536"])
     with rawio.Fd(v.dev) as f:
         for b in range(32):
@@ -249,12 +216,12 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     the writer thread logs, completes while the round's copies are still
     on their way (the loop device under the delay has completed none of
     them).  The writer once waited for the round itself."""
-    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxwf", "hdd")
+    v, slow, hdd_base = delayed_vol(dm, loopdev, nullb, "nxwf", "hdd")
     with rawio.Fd(v.dev) as f:
         for b in range(32):
             f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
-    loop_writes_done = _slow_down(dm, slow, hdd_base, 5000)
+    loop_writes_done = slow_down(dm, slow, hdd_base, 5000)
     w0 = loop_writes_done()
     v.message("resume_destage")
     host.wait_for(lambda: v.status()["destage_bios"] > 0, timeout=30, interval=0.02,
@@ -288,13 +255,13 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
     the rest of the round: it completes while most of the round's copies
     are still to land (it once waited for the whole round and its flush).
     The data reads back as the big write, live and after a replay."""
-    v, slow, hdd_base = _delayed_vol(dm, loopdev, nullb, "nxfb", "hdd")
+    v, slow, hdd_base = delayed_vol(dm, loopdev, nullb, "nxfb", "hdd")
     n = 256
     with rawio.Fd(v.dev) as f:
         for i in range(n):
             f.pwrite(2 * i * BLOCK, pattern("log", i, BLOCK))
         f.fsync()
-    loop_writes_done = _slow_down(dm, slow, hdd_base, 1000)
+    loop_writes_done = slow_down(dm, slow, hdd_base, 1000)
     w0 = loop_writes_done()
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
     with module_param("destage_depth", 16):
@@ -441,7 +408,7 @@ def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
         for k, d in model.items():
             assert f.pread(k * MiB, MiB) == d, f"region {k} live"
     v.remove()
-    invals = [(b, c) for s in _log_segments(ssd) for t, b, c, _ in s["recs"] if t == 2]
+    invals = [(b, c) for s in log_segments(ssd) for t, b, c, _ in s["recs"] if t == 2]
     assert invals == [(0, n * per)], f"INVAL records {invals}, expected one of {n} MiB"
     v.recreate()
     with rawio.Fd(v.dev, write=False) as f:
@@ -453,52 +420,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     # A partial write of a block with no logged copy goes to the batch only
     # with direct_partial off (or when the fast path refuses it).
     with module_param("direct_partial", "N"):
-        _direct_write_after_partial_in_open_batch(dm, loopdev, nullb)
-
-
-def _direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
-    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpb")
-    # Logged blocks X and Y (whole, committed), 4 MiB away from B's region.
-    X_, Y_, B = 3000, 3008, 100
-    with rawio.Fd(v.dev) as f:
-        f.pwrite(X_ * BLOCK, pattern("x", 0, BLOCK))
-        f.pwrite(Y_ * BLOCK, pattern("y", 0, BLOCK))
-        f.fsync()
-    st = v.status()
-    assert st["index_entries"] == 2, st
-    # Every SSD read now takes 2 s: an RMW read holds the writer up.
-    dm.reload(slow, delay_line(ssd_base, 2000, 0))
-    bg = BgWrites(v.dev)
-    a = pattern("a", 0, 512)
-    whole = pattern("w", 0, BLOCK)
-    # W0: RMW of X, the writer waits 2 s.  Meanwhile A (partial, B not
-    # logged: no RMW) and C (RMW of Y) queue up and are taken in one pass:
-    # A goes into the batch, then C's read holds the pass for 2 s, during
-    # which the whole-block write of B comes.
-    t = [bg.start(X_ * BLOCK, pattern("w0", 0, 512))]
-    time.sleep(0.7)
-    t.append(bg.start(B * BLOCK, a))
-    time.sleep(0.2)
-    t.append(bg.start(Y_ * BLOCK, pattern("c", 0, 512)))
-    time.sleep(2.0)
-    t.append(bg.start(B * BLOCK, whole))
-    for th in t:
-        th.join(timeout=120)
-        assert not th.is_alive(), "a write hung"
-    assert not bg.errors, bg.errors
-    dm.reload(slow, delay_line(ssd_base, 0, 0))
-
-    def check(where):
-        with rawio.Fd(v.dev, write=False) as g:
-            got = g.pread(B * BLOCK, BLOCK)
-        # Sector 0: A and the whole write overlapped in time, either wins.
-        assert got[:512] in (a, whole[:512]), f"{where}: sector 0"
-        assert got[512:] == whole[512:], \
-            f"{where}: sectors 1-7 of block {B} are not the whole-block write's"
-
-    check("live")
-    v.recreate()
-    check("after a reload")
+        direct_write_after_partial_in_open_batch(dm, loopdev, nullb)
 
 
 def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
@@ -544,17 +466,9 @@ def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
     v.remove()
 
 
-def _hdd_pattern(hdd, nblocks):
-    """The HDD's first @nblocks blocks hold a pattern, so that a partial
-    block's other sectors read as it (and not as zeros or an old slot)."""
-    base = b"".join(pattern("hdd", b, BLOCK) for b in range(nblocks))
-    rawio.pwrite_dev(hdd, 0, base)
-    return bytearray(base)
-
-
 def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
     hdd, ssd = loopdev(64), nullb(16)
-    model = _hdd_pattern(hdd, 32)
+    model = hdd_pattern(hdd, 32)
     v = Volume(dm, "nxpe", hdd, ssd)
     v.pause()
     # (offset, length): whole block 0 and sectors 0-1 of 1; sectors 3-4 of
@@ -579,7 +493,7 @@ def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
     st = v.status()
     assert st["rmw_reads"] == 1, st
     v.remove()
-    segs = _log_segments(ssd)
+    segs = log_segments(ssd)
     direct = [r for s in segs if s["flags"] == SEG_ORDERED for r in ondisk.data_recs(s)]
     batch = [r for s in segs if s["flags"] != SEG_ORDERED for r in ondisk.data_recs(s)]
     assert direct == want_direct, f"direct records {direct}"
@@ -600,9 +514,9 @@ def test_partial_direct_write_keeps_off_a_writer_held_block(dm, loopdev, nullb):
     its blocks comes: that one must not go direct.  Its segment would be
     committed after the writer's and replace the big write's copy of the
     block, whose other sectors would then read as the HDD's old data."""
-    v, slow, ssd_base = _delayed_vol(dm, loopdev, nullb, "nxpq",
+    v, slow, ssd_base = delayed_vol(dm, loopdev, nullb, "nxpq",
                                      opts=["mode", "log_all"])
-    model = _hdd_pattern(v.hdd, 200)
+    model = hdd_pattern(v.hdd, 200)
     B = 40
     big = pattern("big", 0, 150 * BLOCK)
     part = pattern("part", 0, 512)
@@ -630,7 +544,7 @@ def test_partial_direct_write_keeps_off_a_writer_held_block(dm, loopdev, nullb):
 
     check("live")
     v.remove()
-    direct = [r for s in _log_segments(v.ssd) if s["flags"] == SEG_ORDERED
+    direct = [r for s in log_segments(v.ssd) if s["flags"] == SEG_ORDERED
               for r in ondisk.data_recs(s)]
     # None: the big write went to the writer whole, and so did the small one.
     assert not direct, f"direct records {direct}"

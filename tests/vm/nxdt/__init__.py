@@ -25,4 +25,17 @@ and bench/bench_guest.py insert it themselves.  Standard library only.
   pcut       the dm-pcut fixture
   fstack     file-system stack helpers (checksums, fsync, caches)
   gluster    GlusterFS over dm-nxd
+
+The rigs of one test file each (the test files hold tests and fixtures
+only):
+
+  pcutchain    chains of power cuts over dm-pcut (test_crash_pcut.py)
+  crashreplay  dm-log-writes records replayed and checked (test_crash.py)
+  pfsstack     GlusterFS bricks, their writers, power cuts (test_pfs.py)
+  lifecycle    nxdctl and udev across the lifecycle (test_lifecycle.py)
+  bootenv      a volume across boots (test_boot.py)
+  destagerig   striped HDDs and destage layouts (test_destage.py)
+  pcutcheck    dm-pcut itself (test_pcut.py)
+  admin, mgmt, noloss, writepath, datapath, badinput, events, harness:
+               those of test_<name>.py
 """

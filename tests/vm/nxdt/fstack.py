@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """File-system stack helpers shared by the file-system tests and the
-GlusterFS stack: checksums of what was written, fsync, dropping caches.
+GlusterFS stack: checksums of what was written, fsync, dropping caches;
+test_fs.py's mixed workload and its crash set-up.
 """
 import hashlib
 import os
@@ -15,7 +16,7 @@ from nxdt import blkdev, host
 from nxdt.blkdev import queue_attr
 from nxdt.facts import MiB, parse_status
 from nxdt.host import CmdError, run
-from nxdt.nxdvol import Volume
+from nxdt.nxdvol import Volume, nxd_sysfs
 
 
 def sha(data):
@@ -590,3 +591,44 @@ class CrashWriters:
     def snapshot(self):
         with self.lock:
             return dict(self.committed), dict(self.seq)
+
+
+BIG_MB = int(os.environ.get("NXD_FS_BIG_MB", "100"))
+NFILES = int(os.environ.get("NXD_FS_FILES", "2000"))
+
+
+def workload(stack, fs, tree):
+    """The mixed workload; returns what it did."""
+    dev = stack.dev
+    settings = []
+
+    def threshold(v):
+        nxd_sysfs(dev, "write_threshold", v)
+        assert nxd_sysfs(dev, "write_threshold") == str(v)
+        assert f"write_threshold {v} " in stack.dm.table(stack.NAME)
+        settings.append(v)
+
+    with Drainer(stack.dm, stack.NAME) as dr:
+        tree.extract(NFILES)
+        threshold(4096)                 # only 4 KiB and unaligned writes logged
+        tree.appends(300)
+        tree.overwrites(300)
+        threshold(0)                    # everything aligned to the HDD
+        tree.renames(300)
+        tree.new_small(400)
+        threshold(1 * MiB)              # up to 1 MiB logged: fills the log
+        tree.db_file()
+        tree.big_file("big/seq.bin", BIG_MB)
+        tree.deletes(300)
+        threshold(65536)
+        tree.new_small(200, into="new2")
+        run(["sync", "-f", MNT])
+    assert not dr.errors, dr.errors
+    return dr, settings
+
+
+def crash_setup_fs(kind, st, fsmount):
+    fs = fsmount(kind, st.dev)
+    fs.mkfs(ext4_ratio=65536, discard=False)
+    fs.mount()
+    return fs

@@ -421,3 +421,55 @@ class BgWrites:
             self.done[tag] = self.after() if self.after else True
         except Exception as e:  # noqa: BLE001 - reported by the test
             self.errors.append(e)
+
+
+class BlockWriter:
+    """A thread that writes fresh random data, @nblk 4 KiB blocks a write,
+    to blocks [@first, @first + @span) of @dev in turn until stop(): a
+    foreground load that keeps a write in flight.  model holds what each
+    block it wrote was last written."""
+
+    def __init__(self, dev, first, span, nblk=1):
+        self.dev, self.first, self.span, self.nblk = dev, first, span, nblk
+        self.model, self.writes = {}, 0
+        self._stop = threading.Event()
+        self._th = None
+
+    def _run(self):
+        b = self.first
+        with rawio.Fd(self.dev) as f:
+            while not self._stop.is_set():
+                d = os.urandom(self.nblk * BLOCK)
+                f.pwrite(b * BLOCK, d)
+                for j in range(self.nblk):
+                    self.model[b + j] = d[j * BLOCK:(j + 1) * BLOCK]
+                self.writes += 1
+                b = self.first + (b - self.first + self.nblk) % self.span
+
+    def start(self):
+        self._th = threading.Thread(target=self._run, daemon=True)
+        self._th.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._th is not None:
+            self._th.join()
+            self._th = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *a):
+        self.stop()
+
+
+def check_blocks_then_hdd(vol, hdd_dev, model):
+    """Every 4 KiB block of @model ({block: data}) reads back from @vol, and
+    once @vol is removed, from the HDD @hdd_dev alone."""
+    with rawio.Fd(vol.dev, write=False) as f:
+        for b, d in model.items():
+            assert f.pread(b * BLOCK, BLOCK) == d, f"block {b}"
+    vol.remove()
+    for b, d in model.items():
+        assert rawio.pread_dev(hdd_dev, b * BLOCK, BLOCK) == d, f"HDD block {b}"
