@@ -80,6 +80,23 @@ module_param(destage_idle_yield, bool, 0644);
 MODULE_PARM_DESC(destage_idle_yield,
 		 "a round started while the HDD was idle stops at its next foreground I/O (default Y)");
 
+/*
+ * The sweep, while draining: a round takes few of the oldest blocks (at
+ * most destage_sweep_oldest not yet CLEAN, and their stripe neighbours),
+ * then fills its buffer with whole stripes in address order from where
+ * the last round stopped (nxd_destage_extend).  Adjacent stripes cost the
+ * HDDs one positioning per run, not one per stripe; the tail moves once
+ * the sweep has made the oldest segments CLEAN.
+ */
+static bool destage_sweep = true;
+module_param(destage_sweep, bool, 0644);
+MODULE_PARM_DESC(destage_sweep,
+		 "while draining, destage rounds sweep whole stripes by address (default Y)");
+static unsigned int destage_sweep_oldest = 128;
+module_param(destage_sweep_oldest, uint, 0644);
+MODULE_PARM_DESC(destage_sweep_oldest,
+		 "blocks not yet clean a sweeping round takes from the oldest segments (default 128)");
+
 static bool destage_pressure_ahead = true;
 module_param(destage_pressure_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_pressure_ahead,
@@ -277,8 +294,11 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 				   max(READ_ONCE(destage_pressure_blocks), NXD_SEG_MAX_BLOCKS));
 	else if (ahead)
 		max_blocks /= 2;	/* room for the neighbours */
+	rd->sweep = ahead && atomic_read(&nc->drain_req) && READ_ONCE(destage_sweep);
 	if (pahead && ahead && !atomic_read(&nc->drain_req))
 		max_dirty = max(READ_ONCE(destage_pressure_blocks) / 8, 1U);
+	else if (rd->sweep)
+		max_dirty = max(READ_ONCE(destage_sweep_oldest), 1U);
 
 	rd->nsegs = 0;
 	rd->nblk = 0;

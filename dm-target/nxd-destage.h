@@ -23,8 +23,11 @@
  * halves, one read into while the other's writes are in flight.
  */
 #define NXD_FILL_MAX		4096
-#define NXD_FILL_BUF		SZ_4M
+#define NXD_FILL_BUF		SZ_16M
 #define NXD_FILL_HALF		(NXD_FILL_BUF / 2)
+
+/* Stripes a sweeping round looks at, at most (index lookups under the lock). */
+#define NXD_SWEEP_STRIPES	1024
 
 struct nxd_dblk {
 	u64 block;
@@ -65,6 +68,9 @@ struct nxd_round {
 	/* Destaging only because the HDD was idle: stop for its next I/O. */
 	bool yield;
 	bool yielded;		/* it did: some copies were never written */
+	/* Clean ahead also sweeps stripes by address, from sweep_next on. */
+	bool sweep;
+	u64 sweep_next;		/* block: the destager's alone, kept across rounds */
 	struct nxd_dblk *blk;	/* at most dbuf_blocks */
 	/* Stripe fill: stripes being filled (sorted), their size in blocks */
 	u32 nfill;

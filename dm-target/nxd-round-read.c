@@ -312,8 +312,85 @@ static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
  * of the stripes its own blocks touch, read into dbuf from block @used on.
  * Blocks under an HDD write or a lazy INVAL are left alone.  An extra
  * whose data fails its checksum is not copied: the round that reaches its
- * segment deals with it.  Sorts the round's blocks first.
+ * segment deals with it.  Sorts the round's blocks first.  A sweeping
+ * round (rd->sweep) then adds whole stripes in address order
+ * (nxd_extend_sweep).
  */
+/* Take the logged, not yet CLEAN blocks of stripe [first, first + span). */
+static u32 nxd_extend_stripe(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
+			     u64 first, u64 span, void *base, u32 n, u32 room)
+{
+	u64 b;
+
+	for (b = first; b < first + span && n < room; b++) {
+		struct nxd_ient *e = nxd_index_find(&nc->ix, b);
+		struct nxd_dblk *d;
+
+		if (!e || (e->flags & NXD_IE_CLEAN) ||
+		    nxd_round_has(rd, norig, b) ||
+		    nxd_inval_overlap_locked(nc, b, b) ||
+		    nxd_lazy_overlap_locked(nc, b, b))
+			continue;
+		d = &rd->blk[rd->nblk++];
+		d->block = b;
+		d->slot = e->slot;
+		d->mask = e->mask;
+		d->copy = true;
+		d->extra = true;
+		d->nocrc = e->flags & NXD_IE_NOCRC;
+		d->crc = e->rsvd;
+		d->data = base + (size_t)n++ * NXD_BLOCK_SIZE;
+	}
+	return n;
+}
+
+/* Does any of the round's own blocks rd->blk[0..n), sorted, lie in [first, first + span)? */
+static bool nxd_round_has_range(struct nxd_round *rd, u32 n, u64 first, u64 span)
+{
+	u32 i = nxd_round_lower(rd, n, first);
+
+	return i < n && rd->blk[i].block < first + span;
+}
+
+/*
+ * The sweep: then, while there is room, the stripes from rd->sweep_next on
+ * in address order, wrapping at the volume's end, at most
+ * NXD_SWEEP_STRIPES of them a round.  Only whole stripes, so that each is
+ * filled once; the HDDs see runs of adjacent stripes, which cost one
+ * positioning per run rather than one per stripe.
+ */
+static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
+			    u64 span, void *base, u32 n, u32 room)
+{
+	u64 end = nc->max_block - nc->max_block % span, first = rd->sweep_next;
+	u32 k, most;
+
+	if (!end)
+		return n;
+	/* One pass at most: the extras are not looked up again. */
+	most = min_t(u64, NXD_SWEEP_STRIPES, div64_u64(end, span));
+	for (k = 0; k < most && n < room; k++, first += span) {
+		u32 want = 0;
+		u64 b;
+
+		if (first >= end)
+			first = 0;
+		if (!nxd_index_maybe(&nc->ix, first, span) ||
+		    nxd_round_has_range(rd, norig, first, span))
+			continue;
+		for (b = first; b < first + span; b++) {
+			struct nxd_ient *e = nxd_index_find(&nc->ix, b);
+
+			want += e && !(e->flags & NXD_IE_CLEAN);
+		}
+		if (n + want > room)
+			break;
+		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
+	}
+	rd->sweep_next = first >= end ? 0 : first;
+	return n;
+}
+
 void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 {
 	u64 span = nxd_clean_span(nc), last_stripe = U64_MAX;
@@ -323,33 +400,17 @@ void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 	spin_lock(&nc->lock);
 	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
 	for (i = 0; i < norig && n < room; i++) {
-		u64 first = rd->blk[i].block - rd->blk[i].block % span, b;
+		u64 first = rd->blk[i].block - rd->blk[i].block % span;
 
 		if (first == last_stripe)
 			continue;
 		last_stripe = first;
 		if (!nxd_index_maybe(&nc->ix, first, span))
 			continue;
-		for (b = first; b < first + span && n < room; b++) {
-			struct nxd_ient *e = nxd_index_find(&nc->ix, b);
-			struct nxd_dblk *d;
-
-			if (!e || (e->flags & NXD_IE_CLEAN) ||
-			    nxd_round_has(rd, norig, b) ||
-			    nxd_inval_overlap_locked(nc, b, b) ||
-			    nxd_lazy_overlap_locked(nc, b, b))
-				continue;
-			d = &rd->blk[rd->nblk++];
-			d->block = b;
-			d->slot = e->slot;
-			d->mask = e->mask;
-			d->copy = true;
-			d->extra = true;
-			d->nocrc = e->flags & NXD_IE_NOCRC;
-			d->crc = e->rsvd;
-			d->data = base + (size_t)n++ * NXD_BLOCK_SIZE;
-		}
+		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
 	}
+	if (rd->sweep)
+		n = nxd_extend_sweep(nc, rd, norig, span, base, n, room);
 	spin_unlock(&nc->lock);
 	if (!n)
 		return;

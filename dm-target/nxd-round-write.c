@@ -37,6 +37,11 @@ module_param(destage_fill_min, uint, 0644);
 MODULE_PARM_DESC(destage_fill_min,
 		 "copies in one HDD stripe for a round to write the whole stripe (default 2, 0: off)");
 
+/* Stripes a fill batch reads, then writes: one positioning per run of them. */
+static unsigned int destage_fill_stripes = 32;
+module_param(destage_fill_stripes, uint, 0644);
+MODULE_PARM_DESC(destage_fill_stripes, "stripes a fill batch reads at once, at most 8 MiB of them (default 32)");
+
 static unsigned int nxd_destage_depth(void)
 {
 	return max(READ_ONCE(destage_depth), 1U);
@@ -243,7 +248,8 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 {
 	size_t len = (size_t)rd->fill_blocks * NXD_BLOCK_SIZE;
-	u32 per = NXD_FILL_HALF / len, k0, k, i = 0, h = 0;
+	u32 per = min_t(u32, NXD_FILL_HALF / len, max(READ_ONCE(destage_fill_stripes), 1U));
+	u32 k0, k, i = 0, h = 0;
 
 	if (!rd->fbuf)
 		rd->fbuf = __vmalloc(NXD_FILL_BUF, GFP_NOIO);

@@ -2,7 +2,8 @@
 """dm-nxd background destaging: several log capacities of small writes,
 races between destage and overwrites/discards, merged destage bios, clean
 ahead (stripe neighbours copied with the oldest blocks), idle rounds
-that yield to foreground HDD I/O, pacing between the watermarks, drain and drain-on-suspend.  Data is always checked against the model of
+that yield to foreground HDD I/O, pacing between the watermarks, the
+drain's sweep by address, drain and drain-on-suspend.  Data is always checked against the model of
 nxdt.workloads.DiffTester."""
 import os
 import random
@@ -15,7 +16,7 @@ import pytest
 
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
-from nxdt import rawio
+from nxdt import blkdev, logwrites, rawio
 from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_dev, pread_direct, pwrite_direct, read_all
@@ -251,6 +252,63 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
     check_blocks_then_hdd(v, slow.hdd.dev, model)
     summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
             f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
+
+
+@pytest.mark.parametrize("sweep", [True, False], ids=["sweep", "no-sweep"])
+def test_drain_sweeps_by_address(dm, sweep):
+    """While draining, a round takes a few of the oldest blocks and then
+    sweeps whole stripes by address from the volume's start: 6000 4 KiB
+    blocks, every other one, written from the highest address down (so the
+    lowest is the newest), more than one round holds.  dm-log-writes under
+    the HDD records the order of its writes.  With destage_sweep the lowest
+    block reaches the HDD before the 1000th written (in neither the oldest
+    128 blocks nor the first sweep); without it, oldest first, after.
+    Every block is on the HDD after the drain."""
+    n, base_blk = 6000, 1024
+    hdd, ssd, lwlog = Loop(64, "hddw"), NullBlk(64), NullBlk(64)
+    try:
+        lw = dm.create("nxdlw", f"0 {blkdev.dev_sectors(hdd.dev)} log-writes {hdd.dev} {lwlog.dev}")
+        v = Volume(dm, "nxds", lw, ssd.dev)
+        v.message("pause_destage")
+        order = [base_blk + 2 * i for i in reversed(range(n))]    # oldest first
+        model = {}
+        with rawio.Fd(v.dev) as f:
+            for b in order:
+                model[b] = os.urandom(4096)
+                f.pwrite(b * 4096, model[b])
+            f.fsync()
+        assert v.status()["index_entries"] == n
+        with module_param("destage_sweep", "Y" if sweep else "N"):
+            v.drain()
+        st = v.status()
+        assert st["index_entries"] == 0, st
+        v.remove()
+        dm.remove("nxdlw")
+        first = {}
+        for e in logwrites.parse_log(lwlog.dev):
+            if not e.is_data:
+                continue
+            for b in range(e.sector // 8, (e.sector + e.nr + 7) // 8):
+                first.setdefault(b, e.idx)
+        low, t = base_blk, order[999]
+        assert low in first and t in first, "blocks missing from the HDD's write log"
+        if sweep:
+            assert first[low] < first[t], \
+                f"the lowest block went to the HDD at write {first[low]}, after the " \
+                f"1000th written one (write {first[t]}): no sweep by address"
+        else:
+            assert first[t] < first[low], \
+                f"oldest first: the 1000th written block (HDD write {first[t]}) must go " \
+                f"before the newest, lowest one (HDD write {first[low]})"
+        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
+        summary("destage-summary.txt", f"drain {'with' if sweep else 'without'} the sweep: "
+                f"lowest block at HDD write {first[low]}, the 1000th written at {first[t]}")
+    finally:
+        dm.remove("nxds", missing_ok=True)
+        dm.remove("nxdlw", missing_ok=True)
+        lwlog.close()
+        ssd.close()
+        hdd.close()
 
 
 def test_no_idle_round_beside_small_writes(dm):
