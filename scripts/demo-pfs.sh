@@ -26,11 +26,7 @@ cd "$here"
 t0=$(date +%s)
 say() { echo "demo-pfs: $*" >&2; }
 . scripts/lib.sh
-kver=${DEMO_KVER:-$(nxd_default_kver)} || exit 1
-[ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
-command -v glusterd >/dev/null || { say "glusterd missing: run 'make deps'"; exit 1; }
-say "building dm-nxd, nxdctl and dm-hddsim for $kver"
-nxd_build "$kver" tools
+nxd_demo_host demo-pfs glusterd || exit 1
 logs=${NXD_LOGS:-$here/build/logs}
 mkdir -p "$logs"
 export VM_TIMEOUT=${VM_TIMEOUT:-900}

@@ -214,11 +214,7 @@ fi
 t0=$(date +%s)
 say() { echo "demo: $*" >&2; }
 . scripts/lib.sh
-kver=${DEMO_KVER:-$(nxd_default_kver)} || exit 1
-[ -x .venv/bin/vng ] || { say "no .venv/bin/vng (virtme-ng): run 'make deps' first"; exit 1; }
-command -v fio >/dev/null || { say "fio missing: run 'make deps'"; exit 1; }
-say "building dm-nxd, nxdctl and dm-hddsim for $kver"
-nxd_build "$kver" tools || exit 1
+nxd_demo_host demo fio || exit 1
 mkdir -p build/logs
 export VM_TIMEOUT=${VM_TIMEOUT:-900}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}

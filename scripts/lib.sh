@@ -41,6 +41,23 @@ nxd_build() {
 
 	[ "${2:-}" = tools ] && what="$what tools"
 	[ -e "/boot/vmlinuz-$kv" ] || { echo "no /boot/vmlinuz-$kv" >&2; return 1; }
+
+# nxd_demo_host WHO TOOL...: a demo's host part.  Sets kver (DEMO_KVER or
+# the default), checks virtme-ng and each TOOL, builds dm-nxd, nxdctl and
+# dm-hddsim for kver.
+nxd_demo_host() {
+	local who=$1 c
+
+	shift
+	kver=${DEMO_KVER:-$(nxd_default_kver)} || return 1
+	[ -x "$nxd_here/.venv/bin/vng" ] ||
+		{ echo "$who: no .venv/bin/vng (virtme-ng): run 'make deps' first" >&2; return 1; }
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { echo "$who: $c missing: run 'make deps'" >&2; return 1; }
+	done
+	echo "$who: building dm-nxd, nxdctl and dm-hddsim for $kver" >&2
+	nxd_build "$kver" tools
+}
 	# shellcheck disable=SC2086
 	make -s --no-print-directory -C "$nxd_here" KVER="$kv" $what >/dev/null ||
 		{ echo "build for $kv FAILED" >&2; return 1; }

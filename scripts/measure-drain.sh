@@ -10,13 +10,10 @@
 # 0, timed.  Prints the drain rate, the mean destage bio and, once, random
 # 4 KiB direct writes of the same region on the array alone (reference).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-SSD_MB=${SSD_MB:-64}
+cd "$(dirname "$0")/.."
+. scripts/measure-lib.sh
 FILL_MB=${FILL_MB:-40}
 REGION_X=${REGION_X:-8}
-HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-. scripts/measure-lib.sh
 measure_setup scripts/measure-drain.sh "FILL_MB REGION_X" "$@"
 say() { echo "drain: $*"; }
 region=$((SSD_MB * REGION_X))

@@ -9,6 +9,10 @@
 #   raid456, a brd SSD of SSD_MB (/dev/ram0), an emulated RAID6 of 6 x
 #   HDD_SIZE_MB drives (bench/mkraid.sh); sets md, vol (the longest nxd
 #   volume on it, in sectors) and MODS.
+# Defaults: SSD_MB 64, HDD_SIZE_MB 256.
+
+SSD_MB=${SSD_MB:-64}
+HDD_SIZE_MB=${HDD_SIZE_MB:-256}
 
 measure_setup() {
 	local script=$1 vars=$2 kv env="" v m

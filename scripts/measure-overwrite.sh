@@ -9,13 +9,10 @@
 # region (logged), then 1 MiB O_DIRECT sequential writes (QD 4, 15 s) over
 # that region; then the same 1 MiB writes on the array alone (reference).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-SSD_MB=${SSD_MB:-64}
+cd "$(dirname "$0")/.."
+. scripts/measure-lib.sh
 FILL_MB=${FILL_MB:-32}
 REGION_MB=${REGION_MB:-256}
-HDD_SIZE_MB=${HDD_SIZE_MB:-256}
-. scripts/measure-lib.sh
 measure_setup scripts/measure-overwrite.sh "FILL_MB REGION_MB" "$@"
 say() { echo "overwrite: $*"; }
 say "array $md $((vol / 2048 + 1)) MiB, SSD ${SSD_MB} MiB, ${FILL_MB} MiB of 4 KiB logged over ${REGION_MB} MiB, then 1 MiB writes over it"

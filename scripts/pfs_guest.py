@@ -42,7 +42,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
 from nxdt import blkdev, dmlib, facts, fstack, gluster, host
-from nxdt.gluster import Brick, Files, Gluster, IorJob, phase
+from nxdt.gluster import Brick, Files, Gluster, IorJob, fill_volume, phase, start_volumes
+from nxdt.fstack import write_fsynced
 from nxdt.host import run
 
 NBRICKS, MEMBERS = 3, 4
@@ -59,17 +60,8 @@ def workload(g, nsmall, big_mb, ior_count, seed0=1):
     t = time.monotonic()
     nbytes = 0
     for seed, vol, n, nbig in ((seed0, DIST, nsmall, 2), (seed0 + 1, DISP, nsmall // 2, 1)):
-        mnt = g.mounts[vol]
-        f = files[vol] = Files(mnt, seed=seed)
-        f.small(n)
-        f.renames(n // 4)
-        f.rewrites(n // 4)
-        for k in range(nbig):
-            f.big(f"big/seq{k}.bin", big_mb)
-        f.small(n // 4, into="small2", fsync=False)
-        run(["sync"])
-        iors[vol] = IorJob(mnt, f"{gluster.ROOT}/fio-{vol}", count=ior_count)
-        iors[vol].write()
+        f, iors[vol] = fill_volume(g.mounts[vol], vol, seed, n, nbig, big_mb, ior_count)
+        files[vol] = f
         nbytes += f.bytes + iors[vol].total_bytes()
     return files, iors, time.monotonic() - t, nbytes
 
@@ -154,12 +146,8 @@ def demo(out):
         g = None
         try:
             st.build()
-            g = Gluster(workdir=f"{gluster.ROOT}/glusterd-{'nxd' if nxd else 'md'}")
-            g.start()
-            g.create(DIST, st.bricks)
-            g.create(DISP, st.bricks, disperse=True)
-            for vol in (DIST, DISP):
-                g.mount(vol)
+            g = start_volumes(st.bricks, DIST, DISP,
+                              workdir=f"{gluster.ROOT}/glusterd-{'nxd' if nxd else 'md'}")
             if nxd:
                 for b in st.bricks:
                     b.stats(reset=True)
@@ -205,13 +193,6 @@ def demo(out):
 # ----------------------------------------------------------- power cut ---
 
 MEMBER_MB, SSD_MB, STATE_MB = 170, 64, 64
-
-
-def _fsync_write(path, text, mode="w"):
-    with open(path, mode) as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 class CutStack:
@@ -290,12 +271,9 @@ class CutWriters:
         while not self.stop_ev.is_set():
             rel = f"cut/f{i:05d}"
             data = os.urandom((512, 3000, 4096, 9000, 65536)[i % 5])
-            with open(os.path.join(root, rel), "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            digest = fstack.write_fsynced(os.path.join(root, rel), data)
             fstack.fsync_path(d)
-            self._record(f"f {vol} {rel} {fstack.sha(data)}")
+            self._record(f"f {vol} {rel} {digest}")
             i += 1
 
     def _seq(self, vol):
@@ -330,35 +308,30 @@ def cut1(d, seed):
         b.mount()
     run(["mkfs.ext4", "-q", "-F", st.state])
     st.mount_state()
-    g = Gluster(workdir=f"{st.state_mnt}/glusterd")
-    g.start()
-    g.create(DIST, st.bricks)
-    g.create(DISP, st.bricks, disperse=True)
-    for vol in (DIST, DISP):
-        g.mount(vol)
+    g = start_volumes(st.bricks, DIST, DISP, workdir=f"{st.state_mnt}/glusterd")
     files, iors, secs, nbytes = workload(g, 40, 4, 4, seed0=seed)
     verify(g, files, iors)
     for vol in (DIST, DISP):
         files[vol].save(f"{d}/manifest-{vol}.json")
     run(["sync"])
-    _fsync_write(f"{d}/params.json", json.dumps({"seed": seed, "delay": delay,
-                                                 "ior_count": 4}))
-    _fsync_write(f"{d}/durable.log", "")
+    write_fsynced(f"{d}/params.json", json.dumps({"seed": seed, "delay": delay,
+                                                 "ior_count": 4}), mode="w")
+    write_fsynced(f"{d}/durable.log", "", mode="w")
     w = CutWriters(g, f"{d}/durable.log", seed)
     print(f"pfs-cut1: workload verified ({secs:.0f} s); writers on, sysrq-b in {delay} s",
           flush=True)
-    _fsync_write(f"{d}/armed", f"{time.time()}\n")
+    write_fsynced(f"{d}/armed", f"{time.time()}\n", mode="w")
     w.start()
     subprocess.Popen(["sh", "-c", f"sleep {delay}; echo b > /proc/sysrq-trigger"])
     t0 = time.monotonic()
     while time.monotonic() - t0 < delay + 120:
         time.sleep(1)
         if w.errors:
-            _fsync_write(f"{d}/boot1-failed", f"writer: {w.errors[0]}\n")
+            write_fsynced(f"{d}/boot1-failed", f"writer: {w.errors[0]}\n", mode="w")
             print(f"pfs-cut1: FAIL: writer: {w.errors}", flush=True)
             return 1
         print(f"pfs-cut1: {w.n} durability points", flush=True)
-    _fsync_write(f"{d}/no-crash", "the guest did not crash\n")
+    write_fsynced(f"{d}/no-crash", "the guest did not crash\n", mode="w")
     return 1
 
 

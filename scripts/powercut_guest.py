@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from nxdt.blkdev import discard_zeroes  # noqa: E402
 from nxdt.dmlib import DMError, DMIoctl  # noqa: E402
 from nxdt.facts import BLOCK, data_sectors, parse_status  # noqa: E402
+from nxdt.fstack import write_fsynced  # noqa: E402
 from nxdt.models import Checker, CrashFailure, op_is_write  # noqa: E402
 from nxdt.nxdvol import nxd_line  # noqa: E402
 from nxdt.rawio import DirectIO  # noqa: E402
@@ -56,13 +57,6 @@ def _pc_params(seed):
             "hdd_mib": PC_HDD_MIB, "ssd_mib": PC_SSD_MIB, "hot": PC_HOT}
 
 
-def _fsync_write(path, text, mode="w"):
-    with open(path, mode) as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def powercut1(d, seed):
     import json
     import subprocess
@@ -74,8 +68,8 @@ def powercut1(d, seed):
     dm = DMIoctl()
     vol = data_sectors(p["hdd_mib"] * 2048)
     dm.create("pcnxd", nxd_line(hdd, ssd, vol, p["opts"]))
-    _fsync_write(f"{d}/params.json", json.dumps(p))
-    _fsync_write(f"{d}/durable.log", "")
+    write_fsynced(f"{d}/params.json", json.dumps(p), mode="w")
+    write_fsynced(f"{d}/durable.log", "", mode="w")
     jf = open(f"{d}/durable.log", "a")
     wl = None
 
@@ -88,7 +82,7 @@ def powercut1(d, seed):
                   hot=p["hot"], on_durable=durable, zero_discards=zd)
     print(f"powercut1: seed {seed} opts '{p['opts']}': sysrq-b in {p['delay']}s"
           + (" (HDD takes no discards: discards sent as BLKZEROOUT)" if zd else ""), flush=True)
-    _fsync_write(f"{d}/armed", f"{time.time()}\n")
+    write_fsynced(f"{d}/armed", f"{time.time()}\n", mode="w")
     subprocess.Popen(["sh", "-c", f"sleep {p['delay']}; echo b > /proc/sysrq-trigger"])
     t0 = time.monotonic()
     try:
@@ -99,10 +93,10 @@ def powercut1(d, seed):
                       flush=True)
     except BaseException as e:  # noqa: BLE001 - a live check failed: say so, on disk too
         msg = f"op {wl.nop}: {type(e).__name__}: {e}"
-        _fsync_write(f"{d}/boot1-failed", msg + "\n")
+        write_fsynced(f"{d}/boot1-failed", msg + "\n", mode="w")
         print(f"powercut1: FAIL: {msg}", flush=True)
         return 1
-    _fsync_write(f"{d}/no-crash", "the guest did not crash\n")
+    write_fsynced(f"{d}/no-crash", "the guest did not crash\n", mode="w")
     return 1
 
 

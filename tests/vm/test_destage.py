@@ -133,8 +133,17 @@ def slow(dm):
     set_delay()) and a 128 MiB null_blk SSD, for a volume "nxds"."""
     hdd, ssd = Loop(128, "hddy"), NullBlk(128)
     base = dm.create("nxdslow", delay_line(hdd.dev, 0, 0))
-    yield SimpleNamespace(hdd=hdd, ssd=ssd, base=base,
-                          set_delay=lambda ms: dm.reload("nxdslow", delay_line(hdd.dev, 0, ms)))
+    def set_delay(ms):
+        dm.reload("nxdslow", delay_line(hdd.dev, 0, ms))
+
+    def finish(v, model, fg):
+        """Once idle rounds have emptied the log of @v: no delay, and every
+        block of @model and of the writer @fg on the volume and the HDD."""
+        wait_until(lambda: v.status()["index_entries"] == 0, 120, "idle rounds to empty the log")
+        set_delay(0)
+        check_blocks_then_hdd(v, hdd.dev, {**model, **fg.model})
+
+    yield SimpleNamespace(hdd=hdd, ssd=ssd, base=base, set_delay=set_delay, finish=finish)
     dm.remove("nxds", missing_ok=True)
     dm.remove("nxdslow", missing_ok=True)
     ssd.close()
@@ -185,11 +194,7 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
                 f"{fg.writes} foreground writes)"
         else:
             assert more > 2 * depth, f"only {more} destage bios in 3 s without the yield"
-        wait_until(lambda: v.status()["index_entries"] == 0, 120,
-                   "idle rounds to empty the log")
-    slow.set_delay(0)
-    model.update(fg.model)
-    check_blocks_then_hdd(v, slow.hdd.dev, model)
+    slow.finish(v, model, fg)
     summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
             f"bios in 3 s beside a foreground HDD writer")
 
@@ -245,11 +250,7 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
             assert paused <= 0.15 * busy_ms + 60, \
                 f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
                 f"with all of the HDD's time its share: {moved}"
-        wait_until(lambda: v.status()["index_entries"] == 0, 120,
-                   "idle rounds to empty the log")
-    slow.set_delay(0)
-    model.update(fg.model)
-    check_blocks_then_hdd(v, slow.hdd.dev, model)
+    slow.finish(v, model, fg)
     summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
             f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 

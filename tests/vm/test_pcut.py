@@ -17,7 +17,8 @@ import pytest
 from nxdt import dmlib, host, pcut, rawio
 from nxdt.blkdev import NullBlk
 from nxdt.dmlib import DMIoctl
-from nxdt.pcutcheck import Dev, MiB, SZ, diff_sectors, expect_eio, half_run, read_backing, sect
+from nxdt.pcutcheck import (Dev, MiB, SZ, diff_sectors, expect_eio, fresh_dev, half_run,
+                            read_backing, sect)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,12 +52,7 @@ def env():
 
 
 def test_unflushed_writes_lost_at_cut_keep0(env):
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct0", bdev, "gt0", 1)
-    pc.set(keep=0, torn=0)
-    d = Dev(pc.path)
-    durable = bytearray(SZ)
+    dm, bdev, pc, d, durable = fresh_dev(env, "pct0", "gt0", 1, keep=0, torn=0)
     latest = bytearray(SZ)
     d.write(1, 0, 65536, latest)
     os.fsync(d.fd)                          # PREFLUSH
@@ -88,12 +84,7 @@ def test_unflushed_writes_lost_at_cut_keep0(env):
 
 
 def test_flush_and_fua_writes_survive(env):
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct1", bdev, "gt1", 2)
-    pc.set(keep=0, torn=0)
-    d = Dev(pc.path)
-    durable = bytearray(SZ)
+    dm, bdev, pc, d, durable = fresh_dev(env, "pct1", "gt1", 2, keep=0, torn=0)
     d.write(1, 0, 8192, durable)
     os.fsync(d.fd)
     d.write(2, 8192, 8192)                  # plain: lost
@@ -118,12 +109,7 @@ def test_flush_and_fua_writes_survive(env):
 
 
 def test_keep_all(env):
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct2", bdev, "gt2", 3)
-    pc.set(keep=100, torn=0)
-    d = Dev(pc.path)
-    latest = bytearray(SZ)
+    dm, bdev, pc, d, latest = fresh_dev(env, "pct2", "gt2", 3, keep=100, torn=0)
     for t in range(1, 41):
         d.write(t, (t * 37 % 200) * 4096, 4096 * (1 + t % 3), latest)
     assert read_backing(bdev) == bytes(SZ), "nothing was flushed"
@@ -211,12 +197,7 @@ def test_out_of_order_completion(env):
 
 
 def test_discard_is_a_cached_write_of_zeros(env):
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct6", bdev, "gt6", 8)
-    pc.set(keep=0, torn=0)
-    d = Dev(pc.path)
-    durable = bytearray(SZ)
+    dm, bdev, pc, d, durable = fresh_dev(env, "pct6", "gt6", 8, keep=0, torn=0)
     d.write(1, 0, 65536, durable)
     os.fsync(d.fd)
     rawio.discard(d.fd, 8192, 16384)
@@ -237,11 +218,7 @@ def test_discard_is_a_cached_write_of_zeros(env):
 
 
 def test_fail_switches(env):
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct7", bdev, "gt7", 9)
-    d = Dev(pc.path)
-    latest = bytearray(SZ)
+    dm, bdev, pc, d, latest = fresh_dev(env, "pct7", "gt7", 9)
     pc.message("fail_flush", 1)
     d.write(1, 0, 4096, latest)
     expect_eio(lambda: os.fsync(d.fd))
@@ -263,12 +240,7 @@ def test_fail_switches(env):
 def test_cache_writeback_and_clean_stop(env):
     """A full cache writes its oldest records back; a clean stop (suspend or
     removal without a cut) writes everything back."""
-    dm, backing = env
-    bdev = backing()
-    pc = pcut.Pcut(dm, "pct8", bdev, "gt8", 10)
-    pc.set(max_cached=2048)
-    d = Dev(pc.path)
-    latest = bytearray(SZ)
+    dm, bdev, pc, d, latest = fresh_dev(env, "pct8", "gt8", 10, max_cached=2048)
     for t in range(16):
         d.write(t + 1, t * 262144, 262144, latest)   # 4 MiB through a 1 MiB cache
     d.close()

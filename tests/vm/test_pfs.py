@@ -49,7 +49,7 @@ import time
 import pytest
 
 from nxdt import blkdev, facts, fstack, gluster, host
-from nxdt.gluster import Files, IorJob, phase
+from nxdt.gluster import Files, fill_volume, phase
 from nxdt.pfsstack import (DISP, DIST, PC_DISP, PC_DIST, PcutStack, Stack, Writer, histograms,
                            mmp_seq, ost_mke2fs_args, pc_durable, pc_writer_main)
 
@@ -79,17 +79,7 @@ def test_pfs_workload(pfs):
     st = pfs
     t = time.monotonic()
     for seed, vol, nsmall, nbig in ((1, DIST, NSMALL, 2), (2, DISP, NSMALL // 2, 1)):
-        mnt = st.mnt(vol)
-        f = st.files[vol] = Files(mnt, seed=seed)
-        f.small(nsmall)
-        f.renames(nsmall // 4)
-        f.rewrites(nsmall // 4)
-        for k in range(nbig):
-            f.big(f"big/seq{k}.bin", BIG_MB)
-        f.small(nsmall // 4, into="small2", fsync=False)
-        host.run(["sync"])
-        st.ior[vol] = IorJob(mnt, f"{gluster.ROOT}/fio-{vol}")
-        st.ior[vol].write()
+        st.files[vol], st.ior[vol] = fill_volume(st.mnt(vol), vol, seed, nsmall, nbig, BIG_MB)
     secs = time.monotonic() - t
     st.verify_all()
     for b in st.bricks:

@@ -63,7 +63,7 @@ from nxdt.facts import BLOCK, MiB
 from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import BgWrites, pattern
 from nxdt.writepath import (delayed_vol, direct_write_after_partial_in_open_batch, hdd_pattern,
-                            log_segments, slow_down)
+                            log_segments, set_write_delay, slow_down)
 
 SEG_ORDERED = 1
 
@@ -127,20 +127,14 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
         f.fsync()
     # SSD writes take 700 ms from now: the direct write's data, its header
     # and the partial write's batch are each that slow.
-    dm.suspend(slow)
-    dm.load(slow, delay_line(ssd_base, 0, 700))
-    dm.resume(slow)
+    set_write_delay(dm, slow, ssd_base, 700)
     bg = BgWrites(v.dev)
     t1 = bg.start(B * BLOCK, new)
     time.sleep(0.2)                                # its data is in flight now
     assert t1.is_alive(), "the direct write completed before the delay"
     t2 = bg.start(B * BLOCK + 3 * 512, part)
-    t1.join(60)
-    t2.join(60)
-    assert not bg.errors, bg.errors
-    dm.suspend(slow)
-    dm.load(slow, delay_line(ssd_base, 0, 0))
-    dm.resume(slow)
+    bg.join(t1, t2)
+    set_write_delay(dm, slow, ssd_base, 0)
     # The partial write came after the whole one was submitted and before
     # it completed: sector 3 may hold either, every other sector is new's.
     want_other = new[:3 * 512] + new[4 * 512:]
@@ -173,9 +167,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
             f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
     assert v.status()["index_entries"] == 32
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 1000))
-    dm.resume(slow)
+    set_write_delay(dm, slow, hdd_base, 1000)
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
     small = pattern("small", 5, BLOCK)
     bg = BgWrites(v.dev)
@@ -183,12 +175,8 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     time.sleep(0.3)
     assert t1.is_alive(), "the HDD write completed before the delay"
     t2 = bg.start(5 * BLOCK, small)
-    t1.join(60)
-    t2.join(60)
-    assert not bg.errors, bg.errors
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 0))
-    dm.resume(slow)
+    bg.join(t1, t2)
+    set_write_delay(dm, slow, hdd_base, 0)
 
     def check(where):
         with rawio.Fd(v.dev, write=False) as f:
@@ -239,9 +227,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
         "the writer waited for the destage round"
     t1.join(60)
     assert not bg.errors, bg.errors
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 0))
-    dm.resume(slow)
+    set_write_delay(dm, slow, hdd_base, 0)
     with rawio.Fd(v.dev, write=False) as f:
         assert f.pread(0, 32 * BLOCK) == big
         assert f.pread(3000 * BLOCK + 512, 512) == small
@@ -276,9 +262,7 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
         f"landed: it waited for the whole round of {n} copies, not for its own blocks'"
     host.wait_for(lambda: v.status()["index_entries"] == 0, timeout=120, interval=0.2,
                    what="the round to end")
-    dm.suspend(slow)
-    dm.load(slow, delay_line(hdd_base, 0, 0))
-    dm.resume(slow)
+    set_write_delay(dm, slow, hdd_base, 0)
 
     def check(where):
         with rawio.Fd(v.dev, write=False) as f:

@@ -21,17 +21,21 @@ images() { # LETTER...: fresh images, a 64M SSD and a 300M HDD each
 		truncate -s 300M "$OUT/hdd-$v.img"
 	done
 }
+pair() { # LETTER MKMETA-ARGS...: fresh images, metadata, loop devices S<L>, H<L>
+	_p=$1
+	shift
+	images "$_p"
+	tests/mkmeta "$OUT/ssd-$_p.img" "$OUT/hdd-$_p.img" "$@"
+	_up=$(echo "$_p" | tr a-z A-Z)
+	loop "$OUT/ssd-$_p.img" && eval "S$_up=\$DEV"
+	loop "$OUT/hdd-$_p.img" && eval "H$_up=\$DEV"
+}
 if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	>/dev/null && loop "$OUT/hdd.img"; then
 	l=$DEV
 	trap cleanup_loops EXIT
-	images a b
-	tests/mkmeta "$OUT/ssd-a.img" "$OUT/hdd-a.img" 16
-	tests/mkmeta "$OUT/ssd-b.img" "$OUT/hdd-b.img" 48
-	loop "$OUT/ssd-a.img" && SA=$DEV
-	loop "$OUT/hdd-a.img" && HA=$DEV
-	loop "$OUT/ssd-b.img" && SB=$DEV
-	loop "$OUT/hdd-b.img" && HB=$DEV
+	pair a 16
+	pair b 48
 	UA=10111213-1415-1617-1819-1a1b1c1d1e1f
 	t "udev-info: SSD" 0 $NXDCTL udev-info "${SA#/dev/}"
 	has "udev-info: SSD role" "^NXD_ROLE=ssd$"
@@ -135,13 +139,8 @@ EOF
 	has "nxd-probe --links keeps the rest" "^NXD_LINKS=a$"
 
 	# ---- wipe: C's log holds 3 segments of writes, D's is empty ----
-	images c d
-	tests/mkmeta "$OUT/ssd-c.img" "$OUT/hdd-c.img" 64 3
-	tests/mkmeta "$OUT/ssd-d.img" "$OUT/hdd-d.img" 80
-	loop "$OUT/ssd-c.img" && SC=$DEV
-	loop "$OUT/hdd-c.img" && HC=$DEV
-	loop "$OUT/ssd-d.img" && SD=$DEV
-	loop "$OUT/hdd-d.img" && HD=$DEV
+	pair c 64 3
+	pair d 80
 	# ---- show-super, before C is wiped ----
 	t "show-super: SSD" 0 $NXDCTL show-super "$SC"
 	has "show-super: copy in use" "^  copy B  *block 1: valid, sb_seq 2 (in use)$"
@@ -195,14 +194,8 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 
 	# ---- the name and tunables the superblock stores ----
 	# G: named ost7, tunables stored; H: a name that is no dm name.
-	images g h
-	tests/mkmeta "$OUT/ssd-g.img" "$OUT/hdd-g.img" 128 0 ost7 \
-		12288,2,10,60,300,0,1
-	tests/mkmeta "$OUT/ssd-h.img" "$OUT/hdd-h.img" 144 0 "has space"
-	loop "$OUT/ssd-g.img" && SG=$DEV
-	loop "$OUT/hdd-g.img" && HG=$DEV
-	loop "$OUT/ssd-h.img" && SH=$DEV
-	loop "$OUT/hdd-h.img" && HH=$DEV
+	pair g 128 0 ost7  12288,2,10,60,300,0,1
+	pair h 144 0 "has space"
 	UG=80818283-8485-8687-8889-8a8b8c8d8e8f
 	GOPTS="14 write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1"
 	t "show-super: stored name" 0 $NXDCTL show-super "$SG"
@@ -267,13 +260,8 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 	losetup -d "$SG" "$HG" "$SH" "$HH"
 
 	# ---- create --format over a log (loop devices: the pair is found) ----
-	images e f
-	tests/mkmeta "$OUT/ssd-e.img" "$OUT/hdd-e.img" 96 2
-	tests/mkmeta "$OUT/ssd-f.img" "$OUT/hdd-f.img" 112
-	loop "$OUT/ssd-e.img" && SE=$DEV
-	loop "$OUT/hdd-e.img" && HE=$DEV
-	loop "$OUT/ssd-f.img" && SF=$DEV
-	loop "$OUT/hdd-f.img" && HF=$DEV
+	pair e 96 2
+	pair f 112
 	t "create: the pair again (replay)" 0 $NXDCTL create v0 "$HE" "$SE" \
 		--dry-run
 	has "create: the pair again: DM UUID from the superblock" \

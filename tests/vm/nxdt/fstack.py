@@ -41,6 +41,16 @@ def fsync_path(path):
         os.close(fd)
 
 
+def write_fsynced(path, data, mode="wb"):
+    """Write @data to file @path (@mode: "wb", "w" for text, "a" to append)
+    and fsync it; returns its sha."""
+    with open(path, mode) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return sha(data if isinstance(data, bytes) else data.encode())
+
+
 def drop_caches():
     run("sync")
     with open("/proc/sys/vm/drop_caches", "w") as f:

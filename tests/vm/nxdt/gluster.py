@@ -645,3 +645,33 @@ def ssd_share(stats):
 
 def nxdctl(*args):
     return run([ctl.NXDCTL, *args]).stdout
+
+
+def start_volumes(bricks, dist, disp, workdir=f"{ROOT}/glusterd"):
+    """glusterd in @workdir, a distributed volume @dist and a dispersed one
+    @disp over @bricks, both mounted through FUSE: the Gluster."""
+    g = Gluster(workdir=workdir)
+    g.start()
+    g.create(dist, bricks)
+    g.create(disp, bricks, disperse=True)
+    for vol in (dist, disp):
+        g.mount(vol)
+    return g
+
+
+def fill_volume(mnt, vol, seed, nsmall, nbig, big_mb, ior_count=8):
+    """The mixed workload on one mounted volume @vol (@mnt): @nsmall small
+    files, renames and rewrites of a quarter of them, @nbig files of
+    @big_mb MiB, a quarter more small files not fsync'd, sync, then the
+    IOR-like pattern.  Returns (Files, IorJob)."""
+    f = Files(mnt, seed=seed)
+    f.small(nsmall)
+    f.renames(nsmall // 4)
+    f.rewrites(nsmall // 4)
+    for k in range(nbig):
+        f.big(f"big/seq{k}.bin", big_mb)
+    f.small(nsmall // 4, into="small2", fsync=False)
+    run(["sync"])
+    ior = IorJob(mnt, f"{ROOT}/fio-{vol}", count=ior_count)
+    ior.write()
+    return f, ior

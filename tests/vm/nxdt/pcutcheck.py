@@ -88,3 +88,15 @@ def half_run(dm, bdev, name, seed, nwrites=200):
     img = read_backing(bdev)
     pc.remove()
     return img, st
+
+
+def fresh_dev(env, name, group, seed, **settings):
+    """A pcut device @name (cut group @group, seed @seed, then pc.set(**@settings))
+    over a fresh backing device of the fixture @env: (dm, the backing
+    device, the Pcut, a Dev on it, a zeroed model of its contents)."""
+    dm, backing = env
+    bdev = backing()
+    pc = pcut.Pcut(dm, name, bdev, group, seed)
+    if settings:
+        pc.set(**settings)
+    return dm, bdev, pc, Dev(pc.path), bytearray(SZ)

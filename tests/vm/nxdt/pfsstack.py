@@ -9,7 +9,7 @@ import re
 import time
 
 from nxdt import blkdev, dmlib, fstack, gluster, host, pcut
-from nxdt.gluster import Brick, Gluster, phase
+from nxdt.gluster import Brick, phase, start_volumes
 from nxdt.host import run
 
 
@@ -50,12 +50,7 @@ class Stack:
             b.mkfs()
             b.mount()
         phase("glusterd, volumes, FUSE mounts")
-        self.gluster = g = Gluster()
-        g.start()
-        g.create(DIST, self.bricks)
-        g.create(DISP, self.bricks, disperse=True)
-        for vol in (DIST, DISP):
-            g.mount(vol)
+        self.gluster = start_volumes(self.bricks, DIST, DISP)
         return self
 
     def mnt(self, vol):
@@ -117,11 +112,8 @@ def writer_main(root, into, log, stop_ev):
             while not stop_ev.is_set():
                 rel = os.path.join(into, f"w{n:05d}")
                 data = os.urandom((4096, 5000, 12000, 65536)[n % 4])
-                with open(os.path.join(root, rel), "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                lf.write(f"{rel} {fstack.sha(data)}\n")
+                digest = fstack.write_fsynced(os.path.join(root, rel), data)
+                lf.write(f"{rel} {digest}\n")
                 lf.flush()
                 n += 1
             fstack.fsync_path(d)
@@ -204,12 +196,9 @@ def pc_writer_main(root, into, log, kind, stop_ev):
                 if kind == "small":
                     rel = os.path.join(into, f"f{n:05d}")
                     data = os.urandom((512, 3000, 4096, 9000, 65536)[n % 5])
-                    with open(os.path.join(root, rel), "wb") as f:
-                        f.write(data)
-                        f.flush()
-                        os.fsync(f.fileno())
+                    digest = fstack.write_fsynced(os.path.join(root, rel), data)
                     fstack.fsync_path(d)
-                    lf.write(f"f {rel} {fstack.sha(data)}\n")
+                    lf.write(f"f {rel} {digest}\n")
                     lf.flush()
                 else:
                     rel = os.path.join(into, f"s{n:03d}")
@@ -263,12 +252,8 @@ class PcutStack:
             b.create_volume()
             b.mkfs()
             b.mount()
-        self.gluster = g = Gluster(workdir=f"{gluster.ROOT}/glusterd-pcut")
-        g.start()
-        g.create(PC_DIST, self.bricks)
-        g.create(PC_DISP, self.bricks, disperse=True)
-        for vol in (PC_DIST, PC_DISP):
-            g.mount(vol)
+        self.gluster = start_volumes(self.bricks, PC_DIST, PC_DISP,
+                                     workdir=f"{gluster.ROOT}/glusterd-pcut")
 
     def start_gluster(self):
         """glusterd again on its working directory: it starts the bricks of

@@ -414,6 +414,12 @@ class BgWrites:
         t.start()
         return t
 
+    def join(self, *threads, timeout=60):
+        """Wait for the writes of @threads; none may have failed."""
+        for t in threads:
+            t.join(timeout)
+        assert not self.errors, self.errors
+
     def _run(self, tag, off, data):
         try:
             with rawio.Fd(self.dev) as f:

@@ -27,13 +27,18 @@ def delayed_vol(dm, loopdev, nullb, name, slow="ssd", opts=None):
     return v, f"{name}-{slow}", base
 
 
+def set_write_delay(dm, slow, base, write_ms):
+    """Delay the writes of dm-delay device @slow over @base by @write_ms."""
+    dm.suspend(slow)
+    dm.load(slow, delay_line(base, 0, write_ms))
+    dm.resume(slow)
+
+
 def slow_down(dm, slow, base, write_ms):
     """Delay the writes of dm-delay device @slow by @write_ms; returns a
     function giving the writes completed so far by its backing loop
     device @base."""
-    dm.suspend(slow)
-    dm.load(slow, delay_line(base, 0, write_ms))
-    dm.resume(slow)
+    set_write_delay(dm, slow, base, write_ms)
     kname = blkdev.blk_name(base)
 
     def writes_done():
