@@ -63,15 +63,6 @@ MODULE_PARM_DESC(destage_clean_ahead,
 		 "destage rounds also copy the oldest blocks' stripe neighbours (default Y)");
 
 /*
- * Clean ahead under log pressure too, when stripe fill is on: a stripe's
- * neighbours then cost one full-stripe write, not one RAID6
- * read-modify-write each, and the rounds that reach their segments later
- * free them without writing.  The oldest part of such a round stops at an
- * eighth of destage_pressure_blocks blocks not yet CLEAN, so that the
- * neighbours of most of its stripes fit in the buffer; its CLEAN blocks
- * cost an SSD read only.
- */
-/*
  * A round started only because the HDD was idle (below low_watermark)
  * stops writing as soon as foreground HDD I/O is in flight again.
  */
@@ -81,8 +72,9 @@ MODULE_PARM_DESC(destage_idle_yield,
 		 "a round started while the HDD was idle stops at its next foreground I/O (default Y)");
 
 /*
- * The sweep, while draining: a round takes few of the oldest blocks (at
- * most destage_sweep_oldest not yet CLEAN, and their stripe neighbours),
+ * The sweep, while draining or while the volume is idle: a round takes
+ * few of the oldest blocks (at most destage_sweep_oldest not yet CLEAN,
+ * and their stripe neighbours),
  * then fills its buffer with whole stripes in address order from where
  * the last round stopped (nxd_destage_extend).  Adjacent stripes cost the
  * HDDs one positioning per run, not one per stripe; the tail moves once
@@ -91,22 +83,53 @@ MODULE_PARM_DESC(destage_idle_yield,
 static bool destage_sweep = true;
 module_param(destage_sweep, bool, 0644);
 MODULE_PARM_DESC(destage_sweep,
-		 "while draining, destage rounds sweep whole stripes by address (default Y)");
+		 "while draining or idle, destage rounds sweep whole stripes by address (default Y)");
 static unsigned int destage_sweep_oldest = 128;
 module_param(destage_sweep_oldest, uint, 0644);
 MODULE_PARM_DESC(destage_sweep_oldest,
 		 "blocks not yet clean a sweeping round takes from the oldest segments (default 128)");
 
+/*
+ * Clean ahead under log pressure too, when stripe fill is on: a stripe's
+ * neighbours then cost one full-stripe write, not one RAID6
+ * read-modify-write each, and the rounds that reach their segments later
+ * free them without writing.  The oldest part of such a round stops at an
+ * eighth of destage_pressure_blocks blocks not yet CLEAN, so that the
+ * neighbours of most of its stripes fit in the buffer; its CLEAN blocks
+ * cost an SSD read only.
+ */
 static bool destage_pressure_ahead = true;
 module_param(destage_pressure_ahead, bool, 0644);
 MODULE_PARM_DESC(destage_pressure_ahead,
 		 "clean ahead under log pressure too, when stripe fill is on (default Y)");
+
+/*
+ * A round that cleans ahead, neither under pressure nor sweeping, takes
+ * at most destage_ahead_oldest blocks not yet CLEAN from the oldest
+ * segments, so that the neighbours of its stripes fit in the buffer: a
+ * round that took half the buffer of oldest blocks (1,833) had room for
+ * the neighbours of some of their stripes only, and wrote 756 of them
+ * alone, each a RAID6 read-modify-write (docs/performance.md).  Smaller
+ * rounds between the watermarks also fill fewer stripes that the writes
+ * still arriving dirty again.  0: half the buffer.
+ */
+static unsigned int destage_ahead_oldest = 128;
+module_param(destage_ahead_oldest, uint, 0644);
+MODULE_PARM_DESC(destage_ahead_oldest,
+		 "blocks not yet clean a round that cleans ahead takes from the oldest segments (default 128, 0: half the buffer)");
 
 static bool nxd_hdd_idle(struct nxd_c *nc)
 {
 	return !atomic_read(&nc->hdd_fg_inflight) && !READ_ONCE(nc->fg_fenced) &&
 	       time_after(jiffies, READ_ONCE(nc->hdd_fg_last) +
 			  msecs_to_jiffies(NXD_IDLE_MS));
+}
+
+/* Neither the HDD nor the volume has seen foreground I/O for NXD_IDLE_MS. */
+static bool nxd_volume_idle(struct nxd_c *nc)
+{
+	return nxd_hdd_idle(nc) &&
+	       time_after(jiffies, READ_ONCE(nc->fg_last) + msecs_to_jiffies(NXD_IDLE_MS));
 }
 
 static bool nxd_destage_wanted(struct nxd_c *nc)
@@ -141,8 +164,7 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 	 * is idle, not only the HDD, so that a burst of small writes does not
 	 * share the CPU and the SSD with a round (issue 16).
 	 */
-	return nxd_hdd_idle(nc) &&
-	       time_after(jiffies, READ_ONCE(nc->fg_last) + msecs_to_jiffies(NXD_IDLE_MS));
+	return nxd_volume_idle(nc);
 }
 
 static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
@@ -294,11 +316,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 				   max(READ_ONCE(destage_pressure_blocks), NXD_SEG_MAX_BLOCKS));
 	else if (ahead)
 		max_blocks /= 2;	/* room for the neighbours */
-	rd->sweep = ahead && atomic_read(&nc->drain_req) && READ_ONCE(destage_sweep);
+	/* Idle, nothing arrives to dirty the swept stripes again. */
+	rd->sweep = ahead && READ_ONCE(destage_sweep) &&
+		    (atomic_read(&nc->drain_req) || (!pressure && nxd_volume_idle(nc)));
 	if (pahead && ahead && !atomic_read(&nc->drain_req))
 		max_dirty = max(READ_ONCE(destage_pressure_blocks) / 8, 1U);
 	else if (rd->sweep)
 		max_dirty = max(READ_ONCE(destage_sweep_oldest), 1U);
+	else if (ahead && READ_ONCE(destage_ahead_oldest))
+		max_dirty = READ_ONCE(destage_ahead_oldest);
 
 	rd->nsegs = 0;
 	rd->nblk = 0;
@@ -349,11 +375,15 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
-	/* Started only because the HDD was idle (nxd_destage_wanted). */
+	/*
+	 * Started only because the HDD was idle (nxd_destage_wanted), or
+	 * sweeping only because the volume was: once I/O comes back, neither
+	 * reason holds, and the round would keep the HDD from it.
+	 */
 	rd->yield = READ_ONCE(destage_idle_yield) && !pressure &&
 		    !atomic_read(&nc->drain_req) &&
 		    !atomic_read(&nc->degraded) && !nc->frozen_end &&
-		    nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.low_wm);
+		    (rd->sweep || nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.low_wm));
 	if (copied) {
 		r = nxd_round_copy(nc, rd, &bytes);
 		if (r) {

@@ -16,13 +16,13 @@ import pytest
 
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
-from nxdt import blkdev, logwrites, rawio
+from nxdt import logwrites, rawio
 from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_dev, pread_direct, pwrite_direct, read_all
 from nxdt.workloads import BlockWriter, check_blocks_then_hdd, DiffTester
-from nxdt.destagerig import (STRIPE, check_blocks, clean_ahead, dense, stripe_fill, striped_hdd,
-                             striped_teardown, wait_until)
+from nxdt.destagerig import (STRIPE, check_blocks, clean_ahead, dense, logged_volume, stripe_fill,
+                             striped_hdd, striped_teardown, wait_until)
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
 
@@ -255,32 +255,32 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
             f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 
 
-@pytest.mark.parametrize("sweep", [True, False], ids=["sweep", "no-sweep"])
-def test_drain_sweeps_by_address(dm, sweep):
-    """While draining, a round takes a few of the oldest blocks and then
-    sweeps whole stripes by address from the volume's start: 6000 4 KiB
-    blocks, every other one, written from the highest address down (so the
-    lowest is the newest), more than one round holds.  dm-log-writes under
-    the HDD records the order of its writes.  With destage_sweep the lowest
-    block reaches the HDD before the 1000th written (in neither the oldest
-    128 blocks nor the first sweep); without it, oldest first, after.
+@pytest.mark.parametrize("sweep,how", [(True, "drain"), (True, "idle"), (False, "drain")],
+                         ids=["sweep", "idle-sweep", "no-sweep"])
+def test_drain_sweeps_by_address(dm, sweep, how):
+    """While draining, or once the volume is idle, a round takes a few of
+    the oldest blocks and then sweeps whole stripes by address from the
+    volume's start: 6000 4 KiB blocks, every other one, written from the
+    highest address down (so the lowest is the newest), more than one
+    round holds.  dm-log-writes under the HDD records the order of its
+    writes.  With destage_sweep the lowest block reaches the HDD before the
+    1000th written (in neither the oldest 128 blocks nor the first sweep);
+    without it, oldest first, after.  idle: no drain command, the destage
+    resumes with the log between the watermarks and nothing written.
     Every block is on the HDD after the drain."""
     n, base_blk = 6000, 1024
     hdd, ssd, lwlog = Loop(64, "hddw"), NullBlk(64), NullBlk(64)
     try:
-        lw = dm.create("nxdlw", f"0 {blkdev.dev_sectors(hdd.dev)} log-writes {hdd.dev} {lwlog.dev}")
-        v = Volume(dm, "nxds", lw, ssd.dev)
-        v.message("pause_destage")
         order = [base_blk + 2 * i for i in reversed(range(n))]    # oldest first
-        model = {}
-        with rawio.Fd(v.dev) as f:
-            for b in order:
-                model[b] = os.urandom(4096)
-                f.pwrite(b * 4096, model[b])
-            f.fsync()
-        assert v.status()["index_entries"] == n
+        v, model = logged_volume(dm, hdd.dev, ssd, lwlog, order)
         with module_param("destage_sweep", "Y" if sweep else "N"):
-            v.drain()
+            if how == "drain":
+                v.drain()
+            else:
+                assert 25 <= int(v.sget("log_used_pct")) < 75, v.status()
+                v.message("resume_destage")
+                wait_until(lambda: v.status()["index_entries"] == 0, 300,
+                           "rounds to empty the log")
         st = v.status()
         assert st["index_entries"] == 0, st
         v.remove()
@@ -302,7 +302,7 @@ def test_drain_sweeps_by_address(dm, sweep):
                 f"oldest first: the 1000th written block (HDD write {first[t]}) must go " \
                 f"before the newest, lowest one (HDD write {first[low]})"
         check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
-        summary("destage-summary.txt", f"drain {'with' if sweep else 'without'} the sweep: "
+        summary("destage-summary.txt", f"{how} {'with' if sweep else 'without'} the sweep: "
                 f"lowest block at HDD write {first[low]}, the 1000th written at {first[t]}")
     finally:
         dm.remove("nxds", missing_ok=True)
@@ -310,6 +310,59 @@ def test_drain_sweeps_by_address(dm, sweep):
         lwlog.close()
         ssd.close()
         hdd.close()
+
+
+@pytest.mark.parametrize("oldest", [128, 0], ids=["oldest128", "half-buffer"])
+def test_round_leaves_room_for_neighbours(dm, oldest):
+    """A round that cleans ahead takes at most destage_ahead_oldest blocks
+    of the oldest segments, so that the stripe neighbours of all of them
+    fit in its buffer (4096 blocks).  300 stripes of a dm-striped HDD
+    (io_opt 128 KiB, 32 blocks) get one 4 KiB block each, then 20 more
+    each, stripe after stripe, each write its own segment; the log stays
+    below high_watermark and the sweep is off.  dm-log-writes under the
+    HDD records its writes.  With the default (128) every stripe goes to
+    the HDD whole, once; with 0 a round takes half its buffer of oldest
+    blocks, has room for the neighbours of only some of their stripes,
+    and writes the first block of the others alone.  Every block is on
+    the HDD after the drain."""
+    nstripes, first, per = 300, 100, 20
+    parts, ssd, lwlog = [Loop(32, "hddr0"), Loop(32, "hddr1")], NullBlk(96), NullBlk(96)
+    try:
+        hdd = striped_hdd(dm, parts)
+        sb = STRIPE // 4096
+        heads = [(first + k) * sb for k in range(nstripes)]
+        v, model = logged_volume(dm, hdd, ssd, lwlog,
+                                 heads + [h + 1 + j for h in heads for j in range(per)])
+        assert int(v.sget("log_used_pct")) < 75, v.status()
+        with module_param("destage_sweep", "N"), module_param("destage_ahead_oldest", oldest):
+            v.drain()
+        assert v.status()["index_entries"] == 0, v.status()
+        v.remove()
+        dm.remove("nxdlw")
+        whole, alone = {}, []
+        for e in logwrites.parse_log(lwlog.dev):
+            if not e.is_data or e.sector // 8 not in model:
+                continue
+            if e.nr * 512 == STRIPE and e.sector % (STRIPE // 512) == 0:
+                whole[e.sector // 8] = whole.get(e.sector // 8, 0) + 1
+            else:
+                alone.append(e)
+        if oldest:
+            assert not alone and sorted(whole) == heads and set(whole.values()) == {1}, \
+                f"{len(alone)} HDD writes of part of a stripe ({alone[:5]}), " \
+                f"{len(whole)} of {nstripes} stripes written whole"
+        else:
+            assert len(alone) >= 20, \
+                f"a round of half the buffer of oldest blocks wrote only {len(alone)} " \
+                f"alone: it had room for all their neighbours"
+        check_blocks(model, lambda b: pread_dev(hdd, b * 4096, 4096), "HDD block")
+        summary("destage-summary.txt", f"destage_ahead_oldest {oldest}: {len(whole)} stripes "
+                f"written whole, {len(alone)} writes of part of a stripe")
+    finally:
+        dm.remove("nxds", missing_ok=True)
+        dm.remove("nxdlw", missing_ok=True)
+        striped_teardown(dm, ssd, parts)
+        lwlog.close()
 
 
 def test_no_idle_round_beside_small_writes(dm):

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Destage test rigs for test_destage.py: waits, block checks, a striped
 HDD (md RAID over loop devices), dense and clean-ahead layouts, stripe
-fill runs."""
+fill runs, a volume over dm-log-writes that records the HDD's writes."""
 import os
 import random
 import threading
 import time
 
+from nxdt import blkdev, rawio
 from nxdt.nxdvol import Volume
 from nxdt.rawio import pread_dev, pwrite_direct, read_all
 
@@ -39,6 +40,23 @@ def striped_hdd(dm, parts):
               "/queue/optimal_io_size") as f:
         assert int(f.read()) == STRIPE
     return hdd
+
+
+def logged_volume(dm, hdd, ssd, lwlog, order):
+    """A volume "nxds" on @hdd under dm-log-writes ("nxdlw", its log on
+    @lwlog), destage paused, with the 4 KiB blocks of @order written in
+    that order, each random and on its own: returns (volume, model)."""
+    lw = dm.create("nxdlw", f"0 {blkdev.dev_sectors(hdd)} log-writes {hdd} {lwlog.dev}")
+    v = Volume(dm, "nxds", lw, ssd.dev)
+    v.message("pause_destage")
+    model = {}
+    with rawio.Fd(v.dev) as f:
+        for b in order:
+            model[b] = os.urandom(4096)
+            f.pwrite(b * 4096, model[b])
+        f.fsync()
+    assert v.status()["index_entries"] == len(model)
+    return v, model
 
 
 def striped_teardown(dm, ssd, parts):
