@@ -406,6 +406,8 @@ def cut2(d, seed):
             pending = g.heal(DISP)
             notes.append(f"heal {DISP}: {sum(pending.values())} entries pending")
         except AssertionError as e:
+            # The whole heal info and glustershd.log go to the console log.
+            print(f"pfs-powercut: {e}", file=sys.stderr, flush=True)
             problems.append(str(e)[:300])
         g.stop()
         g = None
