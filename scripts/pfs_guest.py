@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
-from nxdt import blkdev, dmlib, facts, fstack, gluster, host
+from nxdt import blkdev, dmlib, facts, fstack, gluster, host, twoboot
 from nxdt.gluster import Brick, Files, Gluster, IorJob, fill_volume, phase, start_volumes
 from nxdt.fstack import write_fsynced
 from nxdt.host import run
@@ -314,9 +314,7 @@ def cut1(d, seed):
     for vol in (DIST, DISP):
         files[vol].save(f"{d}/manifest-{vol}.json")
     run(["sync"])
-    write_fsynced(f"{d}/params.json", json.dumps({"seed": seed, "delay": delay,
-                                                 "ior_count": 4}), mode="w")
-    write_fsynced(f"{d}/durable.log", "", mode="w")
+    twoboot.save_params(d, {"seed": seed, "delay": delay, "ior_count": 4})
     w = CutWriters(g, f"{d}/durable.log", seed)
     print(f"pfs-cut1: workload verified ({secs:.0f} s); writers on, sysrq-b in {delay} s",
           flush=True)
@@ -327,18 +325,13 @@ def cut1(d, seed):
     while time.monotonic() - t0 < delay + 120:
         time.sleep(1)
         if w.errors:
-            write_fsynced(f"{d}/boot1-failed", f"writer: {w.errors[0]}\n", mode="w")
-            print(f"pfs-cut1: FAIL: writer: {w.errors}", flush=True)
-            return 1
+            return twoboot.boot1_failed(d, "pfs-cut1", f"writer: {w.errors}")
         print(f"pfs-cut1: {w.n} durability points", flush=True)
-    write_fsynced(f"{d}/no-crash", "the guest did not crash\n", mode="w")
-    return 1
+    return twoboot.no_crash(d)
 
 
 def cut2(d, seed):
-    with open(f"{d}/params.json") as f:
-        p = json.load(f)
-    assert p["seed"] == seed, (p, seed)
+    p = twoboot.load_params(d, seed)
     tag = f"pfs-powercut {KVER} seed {seed}"
     problems = []
     notes = []

@@ -22,6 +22,7 @@ from nxdt.dmlib import DMError, DMIoctl  # noqa: E402
 from nxdt.facts import BLOCK, data_sectors, parse_status  # noqa: E402
 from nxdt.fstack import write_fsynced  # noqa: E402
 from nxdt.models import Checker, CrashFailure, op_is_write  # noqa: E402
+from nxdt import twoboot  # noqa: E402
 from nxdt.nxdvol import nxd_line  # noqa: E402
 from nxdt.rawio import DirectIO  # noqa: E402
 from nxdt.workloads import Workload, gen_ops  # noqa: E402
@@ -58,7 +59,6 @@ def _pc_params(seed):
 
 
 def powercut1(d, seed):
-    import json
     import subprocess
     p = _pc_params(seed)
     for name, mib in (("hdd", p["hdd_mib"]), ("ssd", p["ssd_mib"])):
@@ -68,8 +68,7 @@ def powercut1(d, seed):
     dm = DMIoctl()
     vol = data_sectors(p["hdd_mib"] * 2048)
     dm.create("pcnxd", nxd_line(hdd, ssd, vol, p["opts"]))
-    write_fsynced(f"{d}/params.json", json.dumps(p), mode="w")
-    write_fsynced(f"{d}/durable.log", "", mode="w")
+    twoboot.save_params(d, p)
     jf = open(f"{d}/durable.log", "a")
     wl = None
 
@@ -92,19 +91,12 @@ def powercut1(d, seed):
                 print(f"powercut1: {wl.nop} ops, {len(wl.durable)} durability points",
                       flush=True)
     except BaseException as e:  # noqa: BLE001 - a live check failed: say so, on disk too
-        msg = f"op {wl.nop}: {type(e).__name__}: {e}"
-        write_fsynced(f"{d}/boot1-failed", msg + "\n", mode="w")
-        print(f"powercut1: FAIL: {msg}", flush=True)
-        return 1
-    write_fsynced(f"{d}/no-crash", "the guest did not crash\n", mode="w")
-    return 1
+        return twoboot.boot1_failed(d, "powercut1", f"op {wl.nop}: {type(e).__name__}: {e}")
+    return twoboot.no_crash(d)
 
 
 def powercut2(d, seed):
-    import json
-    with open(f"{d}/params.json") as f:
-        p = json.load(f)
-    assert p["seed"] == seed, (p, seed)
+    p = twoboot.load_params(d, seed)
     lines = [ln.split() for ln in open(f"{d}/durable.log").read().splitlines()]
     lines = [tuple(map(int, ln)) for ln in lines if len(ln) == 3]
     k = lines[-1][0] if lines else 0

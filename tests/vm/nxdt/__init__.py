@@ -25,6 +25,8 @@ and bench/bench_guest.py insert it themselves.  Standard library only.
   pcut       the dm-pcut fixture
   fstack     file-system stack helpers (checksums, fsync, caches)
   gluster    GlusterFS over dm-nxd
+  twoboot    a power cut across two boots: what boot 1 leaves for boot 2
+             (scripts/powercut_guest.py, scripts/pfs_guest.py)
 
 The rigs of one test file each (the test files hold tests and fixtures
 only):
@@ -34,7 +36,8 @@ only):
   pfsstack     GlusterFS bricks, their writers, power cuts (test_pfs.py)
   lifecycle    nxdctl and udev across the lifecycle (test_lifecycle.py)
   bootenv      a volume across boots (test_boot.py)
-  destagerig   striped HDDs and destage layouts (test_destage.py)
+  destagerig   striped HDDs, destage layouts, a volume over dm-log-writes
+               (test_destage.py)
   pcutcheck    dm-pcut itself (test_pcut.py)
   admin, mgmt, noloss, writepath, datapath, badinput, events, harness:
                those of test_<name>.py
