@@ -94,4 +94,13 @@ static inline int nt_main(const char *name, int argc, char **argv,
 	return 0;
 }
 
+/* The test table and main() of a test file named @name. */
+#define NT_MAIN(name, ...)						\
+	static void (*const nt_tests[])(void) = { __VA_ARGS__ };	\
+	int main(int argc, char **argv)					\
+	{								\
+		return nt_main(name, argc, argv, nt_tests,		\
+			       ARRAY_SIZE(nt_tests));			\
+	}
+
 #endif /* NXD_TEST_H */

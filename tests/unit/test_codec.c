@@ -563,12 +563,5 @@ static void test_replay_window(void)
 	CHECK_EQ(end, 60);
 }
 
-static void (*const tests[])(void) = {
-	test_crc, test_sb, test_sb_meta, test_sb_pick, test_label,
-	test_replay_window,
-};
-
-int main(int argc, char **argv)
-{
-	return nt_main("test_codec", argc, argv, tests, ARRAY_SIZE(tests));
-}
+NT_MAIN("test_codec", test_crc, test_sb, test_sb_meta, test_sb_pick,
+	test_label, test_replay_window)

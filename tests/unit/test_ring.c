@@ -472,12 +472,5 @@ static void test_ring_clean(void)
 	nxd_ring_free(&r);
 }
 
-static void (*const tests[])(void) = {
-	test_ring_fixed, test_ring_reset, test_ring_trim_unpush,
-	test_ring_random, test_ring_safe_prefix, test_ring_clean,
-};
-
-int main(int argc, char **argv)
-{
-	return nt_main("test_ring", argc, argv, tests, ARRAY_SIZE(tests));
-}
+NT_MAIN("test_ring", test_ring_fixed, test_ring_reset, test_ring_trim_unpush,
+	test_ring_random, test_ring_safe_prefix, test_ring_clean)

@@ -315,12 +315,5 @@ static void test_pace(void)
 	CHECK_EQ(bad, 0);
 }
 
-static void (*const tests[])(void) = {
-	test_route, test_modes, test_hist, test_parse_size, test_block_mask,
-	test_pace,
-};
-
-int main(int argc, char **argv)
-{
-	return nt_main("test_route", argc, argv, tests, ARRAY_SIZE(tests));
-}
+NT_MAIN("test_route", test_route, test_modes, test_hist, test_parse_size,
+	test_block_mask, test_pace)

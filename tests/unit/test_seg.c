@@ -305,11 +305,4 @@ static void test_seg_fits(void)
 	}
 }
 
-static void (*const tests[])(void) = {
-	test_seg, test_seg_fits,
-};
-
-int main(int argc, char **argv)
-{
-	return nt_main("test_seg", argc, argv, tests, ARRAY_SIZE(tests));
-}
+NT_MAIN("test_seg", test_seg, test_seg_fits)

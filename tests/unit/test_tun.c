@@ -163,11 +163,4 @@ static void test_valid(void)
 	CHECK(nxd_tun_valid(&t));
 }
 
-static void (*const tests[])(void) = {
-	test_table, test_bounds, test_str, test_valid,
-};
-
-int main(int argc, char **argv)
-{
-	return nt_main("test_tun", argc, argv, tests, ARRAY_SIZE(tests));
-}
+NT_MAIN("test_tun", test_table, test_bounds, test_str, test_valid)
