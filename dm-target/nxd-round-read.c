@@ -402,6 +402,15 @@ void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 	for (i = 0; i < norig && n < room; i++) {
 		u64 first = rd->blk[i].block - rd->blk[i].block % span;
 
+		/*
+		 * Only the stripes of blocks this round copies: what is dirty
+		 * beside a CLEAN block was written after it was copied, frees
+		 * no log space yet, and made the steady state's rounds, whose
+		 * oldest segments were all CLEAN, fill for seconds instead of
+		 * passing them (docs/performance.md).
+		 */
+		if (!rd->blk[i].copy)
+			continue;
 		if (first == last_stripe)
 			continue;
 		last_stripe = first;
