@@ -59,7 +59,6 @@ int remove_volume(const struct vol *v, bool retry, bool mark)
 {
 	struct nxd_ioc_stats st;
 	struct dm_task *dmt;
-	uint32_t cookie = 0;
 	uint8_t uuid[16];
 	bool marked = false;
 	int rc;
@@ -91,24 +90,12 @@ int remove_volume(const struct vol *v, bool retry, bool mark)
 	if (!dmt)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
 	errno = 0;
-	if (!dm_task_set_name(dmt, v->name) ||
-	    (retry && !dm_task_retry_remove(dmt)) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
-		if (errno == EBUSY)
-			rc = fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted "
-				  "or open)", v->name);
-		else
-			rc = dm_fail("removing", v->name);
-		if (cookie)
-			dm_udev_wait(cookie);
-		dm_task_destroy(dmt);
-		if (marked)
-			removed_clear(uuid);
-		return rc;
-	}
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return 0;
+	rc = dm_run(dmt, dm_task_set_name(dmt, v->name) &&
+		    (!retry || dm_task_retry_remove(dmt)), true, "removing",
+		    v->name);
+	if (rc && marked)
+		removed_clear(uuid);
+	return rc;
 }
 
 static int do_remove(const struct cmd *c, int argc, char **argv)

@@ -43,6 +43,9 @@ int dm_fail(const char *what, const char *name)
 	    access("/dev/mapper/control", R_OK | W_OK)))
 		return fail(NXDCTL_EXIT_PERM, "%s %s: permission denied "
 			    "(device-mapper needs root)", what, name);
+	if (e == EBUSY)
+		return fail(NXDCTL_EXIT_KERNEL, "%s %s failed: it is in use "
+			    "(mounted or open)", what, name);
 	return fail(NXDCTL_EXIT_KERNEL, "%s %s failed%s%s", what, name,
 		    e ? ": " : "", e ? strerror(e) : "");
 }
@@ -180,6 +183,21 @@ int dm_nxd_status(const char *name, struct dm_nxd_status *s)
 	return rc;
 }
 
+int dm_run(struct dm_task *dmt, bool ok, bool udev, const char *what,
+	   const char *name)
+{
+	uint32_t cookie = 0;
+	int rc = 0;
+
+	if (!ok || (udev && !dm_task_set_cookie(dmt, &cookie, 0)) ||
+	    !dm_task_run(dmt))
+		rc = dm_fail(what, name);
+	if (cookie)
+		dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return rc;
+}
+
 /*
  * One device-mapper operation on @name: RELOAD (with @t), SUSPEND
  * (@nolockfs), RESUME (waits for udev) or CLEAR.  Prints nothing.
@@ -193,27 +211,33 @@ int dm_op(int op, const char *name, const struct dm_line *t, bool nolockfs)
 		[DM_DEVICE_CLEAR] = "clearing the inactive table of",
 	};
 	struct dm_task *dmt = dm_task_create(op);
-	uint32_t cookie = 0;
-	int rc = 0;
+	bool ok;
+	int rc;
 
 	if (!dmt)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
 	errno = 0;
-	if (!dm_task_set_name(dmt, name) ||
-	    (t && !dm_task_add_target(dmt, t->start, t->len, t->type,
-				      t->params)) ||
-	    (nolockfs && !dm_task_skip_lockfs(dmt)) ||
-	    (op == DM_DEVICE_RESUME && !dm_task_set_cookie(dmt, &cookie, 0)) ||
-	    !dm_task_run(dmt)) {
-		rc = dm_fail(what[op], name);
-		if (op == DM_DEVICE_RELOAD && rc == NXDCTL_EXIT_KERNEL)
-			fprintf(stderr, "nxdctl: the kernel log (dmesg) says "
-				"why the table was refused\n");
-	}
-	if (cookie)
-		dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
+	ok = dm_task_set_name(dmt, name) &&
+	     (!t || dm_task_add_target(dmt, t->start, t->len, t->type,
+				       t->params)) &&
+	     (!nolockfs || dm_task_skip_lockfs(dmt));
+	rc = dm_run(dmt, ok, op == DM_DEVICE_RESUME, what[op], name);
+	if (op == DM_DEVICE_RELOAD && rc == NXDCTL_EXIT_KERNEL)
+		fprintf(stderr, "nxdctl: the kernel log (dmesg) says "
+			"why the table was refused\n");
 	return rc;
+}
+
+int dm_set_uuid(const char *name, const char *uuid)
+{
+	struct dm_task *dmt = dm_task_create(DM_DEVICE_RENAME);
+
+	if (!dmt)
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	errno = 0;
+	return dm_run(dmt, dm_task_set_name(dmt, name) &&
+		      dm_task_set_newuuid(dmt, uuid), true,
+		      "setting the device-mapper UUID of", name);
 }
 
 /*

@@ -185,6 +185,16 @@ int dm_nxd_status(const char *name, struct dm_nxd_status *s);
  * but errors.  0 or an exit code.
  */
 int dm_op(int op, const char *name, const struct dm_line *t, bool nolockfs);
+/* Give active dm device @name, created without one, the DM UUID @uuid. */
+int dm_set_uuid(const char *name, const char *uuid);
+struct dm_task;
+/*
+ * Run @dmt, set up for @name when @ok (errno cleared before the set-up),
+ * waiting for udev when @udev; destroys it.  0 or an exit code, the
+ * error said as "@what @name".
+ */
+int dm_run(struct dm_task *dmt, bool ok, bool udev, const char *what,
+	   const char *name);
 /*
  * VOL naming any device-mapper device, nxd or not: a dm name,
  * /dev/mapper/NAME, /dev/dm-N, dm-N or a device node.

@@ -218,25 +218,6 @@ bool valid_dm_name(const char *n)
 	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
 }
 
-/* Give active dm device @name, created without one, the DM UUID @uuid. */
-static int set_dm_uuid(const char *name, const char *uuid)
-{
-	struct dm_task *dmt = dm_task_create(DM_DEVICE_RENAME);
-	uint32_t cookie = 0;
-	int rc = 0;
-
-	if (!dmt)
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	errno = 0;
-	if (!dm_task_set_name(dmt, name) || !dm_task_set_newuuid(dmt, uuid) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt))
-		rc = dm_fail("setting the device-mapper UUID of", name);
-	if (cookie)
-		dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return rc;
-}
-
 int create_volume(const char *name, const char *hdd, const char *ssd,
 			 const struct create_opts *co)
 {
@@ -247,7 +228,6 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	char holder[NXD_NAME_LEN];
 	uint64_t hdd_bytes, ssd_bytes, len;
 	struct dm_task *dmt;
-	uint32_t cookie = 0;
 	dev_t hdev, sdev;
 	int rc, n;
 
@@ -328,28 +308,23 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	if (!dmt)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
 	errno = 0;
-	if (!dm_task_set_name(dmt, name) ||
-	    (!uuid_later && !dm_task_set_uuid(dmt, uuid)) ||
-	    !dm_task_add_target(dmt, 0, len, TARGET_NAME, params) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0) || !dm_task_run(dmt)) {
-		rc = dm_fail("creating", name);
+	rc = dm_run(dmt, dm_task_set_name(dmt, name) &&
+		    (uuid_later || dm_task_set_uuid(dmt, uuid)) &&
+		    dm_task_add_target(dmt, 0, len, TARGET_NAME, params),
+		    true, "creating", name);
+	if (rc) {
 		if (rc == NXDCTL_EXIT_KERNEL)
 			fprintf(stderr, "nxdctl: the kernel log (dmesg) says "
 				"why dm-nxd refused the table\n");
-		if (cookie)
-			dm_udev_wait(cookie);
-		dm_task_destroy(dmt);
 		return rc;
 	}
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
 	rc = vol_uuid_of(name, vol_uuid);
 	if (!rc && uuid_later) {
 		nxdctl_fmt_uuid(u, vol_uuid);
 		snprintf(uuid, sizeof(uuid), "NXD-%s", u);
 		printf("dmsetup rename %s --setuuid %s\n", name, uuid);
 		fflush(stdout);
-		rc = set_dm_uuid(name, uuid);
+		rc = dm_set_uuid(name, uuid);
 	}
 	if (rc && uuid_later)
 		fprintf(stderr, "nxdctl: %s is active without a device-mapper "
