@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "vm"))
-from nxdt import blkdev, dmlib, facts, fstack, gluster, host, twoboot
+from nxdt import blkdev, ctl, dmlib, facts, fstack, gluster, host, twoboot
 from nxdt.gluster import Brick, Files, Gluster, IorJob, fill_volume, phase, start_volumes
 from nxdt.fstack import write_fsynced
 from nxdt.host import run
@@ -163,7 +163,7 @@ def demo(out):
                     hists.append(f"brick {b.i} ({b.name} over {b.md}): {n} writes, {ns} "
                                  f"({100 * ns / max(n, 1):.0f} %) to the SSD, "
                                  f"{100 * nbs / max(nb, 1):.0f} % of the bytes\n"
-                                 + gluster.nxdctl("histogram", b.name, "--routes"))
+                                 + ctl.nxdctl("histogram", b.name, "--routes").stdout)
         finally:
             if g:
                 g.stop()

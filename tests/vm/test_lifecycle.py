@@ -24,8 +24,8 @@ import pytest
 from nxdt import blkdev, facts, host, nxdvol, rawio
 from nxdt.blkdev import grow_loop
 from nxdt.host import run
-from nxdt.lifecycle import (Files, MNT, NAME, Writer, majmin, nxdctl, phase, status, table,
-                            udev_role)
+from nxdt.ctl import nxdctl
+from nxdt.lifecycle import Files, MNT, NAME, Writer, majmin, phase, status, table, udev_role
 
 
 @pytest.fixture

@@ -643,10 +643,6 @@ def ssd_share(stats):
     return n, b, ns, bs
 
 
-def nxdctl(*args):
-    return run([ctl.NXDCTL, *args]).stdout
-
-
 def start_volumes(bricks, dist, disp, workdir=f"{ROOT}/glusterd"):
     """glusterd in @workdir, a distributed volume @dist and a dispersed one
     @disp over @bricks, both mounted through FUSE: the Gluster."""

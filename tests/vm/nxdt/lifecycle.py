@@ -9,22 +9,14 @@ import re
 import threading
 import time
 
-from nxdt import ctl, facts, host
+from nxdt import facts, host
+from nxdt.ctl import nxdctl
 from nxdt.facts import MiB
 from nxdt.host import run
 
 
 MNT = "/tmp/nxd-lc-mnt"
 NAME = "lc0"
-
-
-def nxdctl(*args, check=True):
-    """ctl.nxdctl, failing with an AssertionError that shows its output."""
-    p = ctl.nxdctl(*args, check=False)
-    if check and p.returncode:
-        raise AssertionError(f"nxdctl {' '.join(map(str, args))} exited "
-                             f"{p.returncode}:\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def table(dm, name=NAME):
