@@ -386,6 +386,7 @@ static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 		if (n + want > room)
 			break;
 		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
+		cond_resched_lock(&nc->lock);
 	}
 	rd->sweep_next = first >= end ? 0 : first;
 	return n;
@@ -417,6 +418,12 @@ void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 		if (!nxd_index_maybe(&nc->ix, first, span))
 			continue;
 		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
+		/*
+		 * Up to thousands of stripes of index look-ups: let foreground
+		 * I/O in between.  Each stripe's extras are whole when the lock
+		 * drops, which is all nxd_destage_busy_locked() needs.
+		 */
+		cond_resched_lock(&nc->lock);
 	}
 	if (rd->sweep)
 		n = nxd_extend_sweep(nc, rd, norig, span, base, n, room);
