@@ -2,6 +2,7 @@
 The chunks and their jobs, the volume's regions, fio's environment and
 its JSON output, the fill step, and run_job (fio, steady state, drain)."""
 
+import glob
 import json
 import os
 import subprocess
@@ -46,11 +47,21 @@ def chunks(smoke):
                       state="filled: the burst budget of random 4 KiB writes over the whole volume "
                             "first, so that logged blocks lie in the streamed region",
                       fill=dict(BS=4 * KiB, REGION="all", FILL="budget")))
+    # Sustained: the small writers outrun any log within the ramp, so what
+    # they get is what the array absorbs beside the stream.
     mixed.append(dict(id="interference", kind="fio", phase="burst", fio="interference.fio",
-                      state="clean", var=dict(IODEPTH=8)))
+                      state="clean; the small writers run the whole job",
+                      var=dict(IODEPTH=8, TIME_BASED=1, SMALL_DELAY=0)))
+    # Burst: the small writers together write the burst budget (a cache
+    # holds it), from 1 s into the stream; the stream is also measured
+    # over the small writers' time alone (latlog), which is when they meet.
+    mixed.append(dict(id="interference-burst", kind="fio", phase="burst", fio="interference.fio",
+                      state=burst + " (4 small writers, a quarter each, from 1 s on); the "
+                            "streamer runs the whole job", latlog=True,
+                      var=dict(IODEPTH=8, TIME_BASED=0, BUDGET=4, SMALL_DELAY=1)))
     mixed.append(dict(id="interference-solo", kind="fio", phase="burst", fio="interference.fio",
                       section="stream", state="clean: the 1 MiB writer of the interference job alone",
-                      var=dict(IODEPTH=8)))
+                      var=dict(IODEPTH=8, TIME_BASED=1, SMALL_DELAY=0)))
     mixed.append(dict(id="read-after-write-cache", kind="fio", phase="read", fio="rand.fio",
                       state="filled: every 4 KiB block of a region of 1/8 of the SSD written "
                             "once; the job reads that region (served by the cache)",
@@ -92,8 +103,8 @@ def chunks(smoke):
                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                                TIME_BASED=1, REGION="drain"), trace=True))
     if smoke:
-        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[2], mixed[4], mixed[5], steady[0],
-                           drain[0]])
+        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[3], mixed[5], mixed[6],
+                           steady[0], drain[0]])
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 
@@ -127,7 +138,10 @@ def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True):
     reg = var.get("REGION", "all")
     off, size = region(reg, vol_bytes, ssd_bytes)
     mis = int(var.get("MISALIGN", 0))
-    budget = args.burst_pct * ssd_bytes // 100 // 4096 * 4096
+    # BUDGET n: n jobs share the burst budget.
+    n = max(int(var.get("BUDGET") or 1), 1)
+    al = 4096 if n == 1 else 65536
+    budget = args.burst_pct * ssd_bytes // 100 // n // al * al
     env.update(TARGET=target, RUNTIME=str(args.runtime), RAMP=str(args.ramp), SIZE=str(size - mis),
                OFFSET=str(off + mis), IO_SIZE=str(budget if var.get("BUDGET") else size - mis))
     for k, v in var.items():
@@ -228,6 +242,36 @@ def steady_stats(tl, secs, window):
     return out
 
 
+def stream_window(rec, prefix):
+    """The interference streamer's MB/s while the small writers ran (its
+    group gets window_mbps and the window's seconds), from fio's per-I/O
+    latency logs (<prefix>_lat.<n>.log: completion time in Unix ms,
+    latency in ns, direction, size): the window runs from the first small
+    write's submission to the last one's completion, and each 1 MiB write
+    counts with the part of its time in flight that lies in the window."""
+    small, stream = [], []
+    for path in sorted(glob.glob(prefix + "_*lat.*.log")):
+        if os.path.basename(path).startswith(os.path.basename(prefix) + "_lat."):
+            with open(path) as f:
+                for line in f:
+                    w = line.split(",")
+                    if len(w) >= 4:
+                        end = int(w[0]) / 1000.0
+                        io = (end - int(w[1]) / 1e9, end, int(w[3]))
+                        (stream if io[2] == MiB else small).append(io)
+        os.unlink(path)
+    g = next((g for g in rec["groups"] if g["group"] == "stream"), None)
+    if not g or not small or not stream:
+        return
+    w0, w1 = min(io[0] for io in small), max(io[1] for io in small)
+    if w1 <= w0:
+        return
+    nbytes = sum(n * (min(e, w1) - max(b, w0)) / (e - b)
+                 for b, e, n in stream if e > b and e > w0 and b < w1)
+    g["window_s"] = round(w1 - w0, 2)
+    g["window_mbps"] = round(nbytes / (w1 - w0) / 1e6, 2)
+
+
 def iops_timeline(prefix):
     """fio's per-second IOPS log -> [[t_s, iops], ...]."""
     path = prefix + "_iops.1.log"
@@ -273,14 +317,18 @@ def run_job(sysobj, j, args, rec):
         # writes of the region, straight, for the drain rate to compare.)
         meter.start()
         tr = Blktrace(sysobj.md, member_drives()) if j.get("trace") and name != "ssd" else None
+        extra = ["--write_lat_log=" + outbase, "--log_avg_msec=0",
+                 "--log_unix_epoch=1"] if j.get("latlog") else []
         if tr:
             with tr:
-                data = run_fio(j["fio"], env, outbase + ".json", j.get("section"))
+                data = run_fio(j["fio"], env, outbase + ".json", j.get("section"), extra)
             rec["blktrace"] = tr.summary()
         else:
-            data = run_fio(j["fio"], env, outbase + ".json", j.get("section"))
+            data = run_fio(j["fio"], env, outbase + ".json", j.get("section"), extra)
         rec["meter"] = meter.stop()
         rec["groups"] = parse_fio(data)
+        if j.get("latlog"):
+            stream_window(rec, outbase)
     elif j["kind"] == "steady":
         secs = args.steady_s if sysobj.cache else args.steady_nocache_s
         env.update(RUNTIME=str(secs), RAMP="0")
