@@ -11,8 +11,9 @@
 #   docs/bench/*.png, docs/performance.md (between the bench markers)
 #
 #   make bench          every chunk, one boot each (40 min at most each)
-#   make bench-smoke    one short chunk (every system, every kind of job);
-#                       fails unless every system ran every job
+#   make bench-smoke    one short chunk (md and dm-nxd through every kind of job,
+#                       each peer through a burst job, steady state and drain);
+#                       fails unless every system ran every job meant for it
 #
 # Exit status: non-zero when a guest failed, a system could not be set up,
 # or a job failed (the report says which and why).

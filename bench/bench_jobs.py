@@ -103,8 +103,15 @@ def chunks(smoke):
                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                                TIME_BASED=1, REGION="drain"), trace=True))
     if smoke:
-        return dict(smoke=[small[1], nytro[1], mixed[0], mixed[3], mixed[5], mixed[6],
-                           steady[0], drain[0]])
+        # Every kind of job for md and dm-nxd; each peer (and the bare SSD)
+        # through what it has code of its own for: set up and a burst job,
+        # the steady state with its cold start, the drain.  Half the boot
+        # of every system through every job (make test runs it beside the
+        # test guests).
+        def core(j):
+            return dict(j, systems=j.get("systems") or ["md", "nxd"])
+        return dict(smoke=[small[1], core(nytro[1]), core(mixed[0]), core(mixed[3]),
+                           core(mixed[5]), mixed[6], steady[0], drain[0]])
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
 
 

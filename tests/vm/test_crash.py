@@ -74,7 +74,7 @@ elif LONG:
 
 NOPS = int(os.environ.get("NXD_CRASH_OPS", "900" if LONG else "200"))
 # Cut points per interval between marks: prefix cuts and crash variants.
-PREFIX_CUTS = 6 if LONG else 2
+PREFIX_CUTS = 6 if LONG else 1
 VARIANT_CUTS = 3 if LONG else 1
 
 
