@@ -180,8 +180,8 @@ unit:
 test:
 	$(TOP)/scripts/test.sh
 
-# Every guest test on every kernel (make test shares the slowest tests out
-# between the kernels: tests/vm/conftest.py HEAVY); 67 min measured.
+# Every guest test on every kernel (make test runs most tests on one kernel
+# each and leaves out FULL_ONLY: tests/vm/conftest.py).
 test-full:
 	NXD_FULL=1 $(TOP)/scripts/test.sh
 

@@ -26,8 +26,9 @@
 #                system of the benchmark set up and run through every kind
 #                of job; it asserts nothing about speed)
 #   NXD_FULL=1   every test on every kernel (`make test-full`); by default
-#                the slowest tests (HEAVY in tests/vm/conftest.py) are
-#                shared out, each running on one kernel only
+#                each test runs on one kernel only, shared out by its
+#                seconds (HEAVY in tests/vm/conftest.py), but for those in
+#                EVERY_KERNEL, and those in FULL_ONLY do not run
 #   NXD_PARALLEL=0  run the kernels' guests one after the other (default:
 #                all at once; their output is printed when all are done)
 #   NXD_GUEST_ENV  extra VAR=value words for the guest's pytest (seed
@@ -216,7 +217,7 @@ run_kernel() {
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
-	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs"
+	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs NXD_FULL=${NXD_FULL:-0}"
 	# Extra settings for the guest's tests, e.g. NXD_GUEST_ENV="NXD_FLAKEY_SEEDS=21-40"
 	[ -n "${NXD_GUEST_ENV:-}" ] && penv+=" $NXD_GUEST_ENV"
 	# The slowest tests run on one kernel each (tests/vm/conftest.py HEAVY).
