@@ -23,8 +23,9 @@
 #                comes back after a reboot; default: as NXD_POWERCUT)
 #   NXD_BENCH_SMOKE=0  skip the benchmark smoke (bench/bench.sh with
 #                BENCH_SMOKE=1, one more boot on the last kernel: every
-#                system of the benchmark set up and run through every kind
-#                of job; it asserts nothing about speed)
+#                system of the benchmark set up, md and dm-nxd run through
+#                every kind of job, the others through their own code; it
+#                asserts nothing about speed)
 #   NXD_FULL=1   every test on every kernel (`make test-full`); by default
 #                each test runs on one kernel only, shared out by its
 #                seconds (HEAVY in tests/vm/conftest.py), but for those in
