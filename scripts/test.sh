@@ -221,7 +221,7 @@ run_kernel() {
 	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs NXD_FULL=${NXD_FULL:-0}"
 	# Extra settings for the guest's tests, e.g. NXD_GUEST_ENV="NXD_FLAKEY_SEEDS=21-40"
 	[ -n "${NXD_GUEST_ENV:-}" ] && penv+=" $NXD_GUEST_ENV"
-	# The slowest tests run on one kernel each (tests/vm/conftest.py HEAVY).
+	# Each test runs on one kernel but for EVERY_KERNEL (tests/vm/conftest.py).
 	if [ "${NXD_FULL:-0}" != 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 		penv+=" NXD_SHARD=$kidx/${#kvers[@]}"
 	fi
