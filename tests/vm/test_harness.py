@@ -149,6 +149,21 @@ def test_dmesg_marker_roundtrip():
     assert host.find_kernel_problems(after) == []
 
 
+def test_dmesg_lines_read_as_dmesg_prints():
+    """host.dmesg_lines() reads /dev/kmsg itself: the same lines as dmesg(1)
+    prints, time stamps, escapes and multi-line records included, up to a
+    marker (dmesg runs after it, and the kernel may log more)."""
+    marker = host.kmsg_mark("dmesg format probe")
+    ours = host.dmesg_lines()
+    theirs = host.run(["dmesg"]).stdout.splitlines()
+
+    def upto(lines):
+        i = max(j for j, ln in enumerate(lines) if marker in ln)
+        return lines[:i + 1]
+    assert len(upto(ours)) > 10
+    assert upto(ours) == upto(theirs)
+
+
 def test_replay_oracle_orders_plain_after_fua():
     """hdd_mask_legit, test_crash's rule for a plain HDD log entry logged
     after an overlapping FUA entry (dm-log-writes logs plain writes only at

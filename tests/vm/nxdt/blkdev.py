@@ -3,7 +3,6 @@
 fixture), their sizes and I/O statistics.
 """
 import contextlib
-import hashlib
 import os
 import stat
 import time
@@ -349,14 +348,12 @@ def disk_link(kind, value):
     return os.path.realpath(p) if os.path.lexists(p) else None
 
 
-def dev_digest(dev):
-    """Hash of the parts of a device nxd could write at table load: the
-    first 64 KiB (SSD superblocks, start of the ring) and the last 2 MiB
-    (HDD label area)."""
+def dev_snapshot(dev):
+    """The parts of a device nxd could write at table load: the first 64 KiB
+    (SSD superblocks, start of the ring) and the last 2 MiB (HDD label
+    area).  Kept as bytes: hashing 2 MiB took 0.06 s in the guest."""
     size = dev_size_bytes(dev)
-    h = hashlib.sha256()
-    h.update(pread_dev(dev, 0, min(64 * KiB, size)))
+    head = pread_dev(dev, 0, min(64 * KiB, size))
     tail = min(2 * MiB, size)
     off = (size - tail) // BLOCK * BLOCK
-    h.update(pread_dev(dev, off, size - off))
-    return h.hexdigest()
+    return head + pread_dev(dev, off, size - off)
