@@ -51,16 +51,17 @@ def pytest_configure(config):
 # The module's code is the same for both kernels (dm-target/nxd-compat.h
 # sets the discard limits and nothing else), so what differs is the block
 # layer, dm core, md and null_blk under it: the data path's differential
-# test and fio verify, the crash replay (its seed differs by kernel), the
-# default dm-pcut crash slice, dm-pcut's own flush/FUA test and the
-# whole-guest power cut (scripts/powercut.sh) meet those on both.
+# test and fio verify, the crash replay (its seed differs by kernel),
+# dm-pcut's own flush/FUA test and the whole-guest power cut
+# (scripts/powercut.sh) meet those on both.  The default dm-pcut crash
+# slice runs on one (2026-11-29: 123 s a kernel in CI's run, and make test
+# was over the hour on this host).
 # Why: CI stopped a guest of 0b570da at 75 min (2026-11-29), and on this
 # host a clean-clone make test of 5df4c27, with the data path, write path,
 # no-loss and crash tests still on both kernels, had done 26 and 31 of its
 # 104 tests a guest after 37 min, on its way past CI's 90 min.  `make test-full`
 # (NXD_FULL=1) runs every test on every kernel.
 EVERY_KERNEL = ("test_crash.py::test_logwrites_replay[",
-                "test_crash_pcut.py::test_pcut_crash_slice[defaults]",
                 "test_datapath.py::test_differential_default",
                 "test_datapath.py::test_fio_verify_raw",
                 "test_pcut.py::test_flush_and_fua_writes_survive")
@@ -88,6 +89,7 @@ HEAVY = {
     "test_destage.py::test_drain_sweeps_by_address[idle-sweep]": 145,
     "test_fs.py::test_fs_drain_on_suspend_then_linear": 144,    # x2
     "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]": 143,
+    "test_crash_pcut.py::test_pcut_crash_slice[defaults]": 125,
     "test_faults.py::test_live_operations_under_fio": 124,      # x2
     "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]": 122,
     "test_boot.py::test_boot_assembly": 120,
@@ -151,12 +153,13 @@ def on_every_kernel(name):
     return any(name == e or (e.endswith("[") and name.startswith(e)) for e in EVERY_KERNEL)
 
 
-# Seconds each kernel's share of `make test` takes beyond its tests: the
-# first kernel alone runs scripts/reboot.sh after its suite (its power cut
-# and reboot check took about 500 s together in a6ce6ec's run); the second's crash replay seed took 160 s longer, and
-# twice its guest's dmsetup create waited 265 and 347 s (after a dm-pcut
-# crash slice, test_table_roundtrips; not seen alone).
-SHARD_BASE = [200, 300]
+# Seconds each kernel's share of `make test` takes beyond its tests, from
+# the clean-clone run of a6ce6ec: the first kernel's power cut (248 s) and
+# reboot check (267 s, on that kernel only) after its suite; the second's
+# power cut (146 s) and its crash replay seed, 160 s longer than the
+# first's.  (Before 2026-11-29 these were 200 and 300, with room for two
+# dmsetup stalls after non-default dm-pcut slices, now in FULL_ONLY.)
+SHARD_BASE = [515, 305]
 
 
 def heavy_shards(n, names=()):
@@ -419,6 +422,7 @@ def dm(nullb, loopdev, md_raid6):
     d = dmlib.DMSetup()
     yield d
     errors = d.cleanup()
+    d.close()
     assert not errors, "dm cleanup failed:\n" + "\n".join(errors)
 
 

@@ -79,6 +79,7 @@ def dense(dm, hdd, ssd):
         d = os.urandom(4096)
         pwrite_direct(fd, b * 4096, d)
         model[b * 4096:(b + 1) * 4096] = d
+    os.fsync(fd)        # acknowledged direct log writes are indexed at commit
     os.close(fd)
     before = v.status()
     assert before["index_entries"] == 1024, before
@@ -107,6 +108,7 @@ def clean_ahead(dm, hdd, ssd, ahead, n, stride):
         d = os.urandom(4096)
         pwrite_direct(fd, b * 4096, d)
         model[b] = d
+    os.fsync(fd)        # acknowledged direct log writes are indexed at commit
     os.close(fd)
     before = v.status()
     assert before["index_entries"] == n + 2, before
