@@ -100,6 +100,7 @@ def reassemble_ok(v, m, rig, logged_left=None):
     # Logging works again: a small write goes to the log.
     b = m.free_blocks(1)[0]
     m.write(b * BLOCK, BLOCK, True)
+    m.f.fsync()     # its segment counts once committed, which a flush does first
     st2 = v.status()
     assert st2["writes_logged"] == st["writes_logged"] + 1, (st, st2)
     assert st2["segments_written"] > st["segments_written"], (st, st2)
