@@ -120,7 +120,9 @@ exit \$rc
 EOS
 
 # udev's coldplug loads these for QEMU's emulated hardware; no test uses
-# them, and kvm alone took 8 s (20 s beside two other guests) of each boot.
+# them.  Loading kvm showed 8 s into a boot alone (20 s beside two other
+# guests), but coldplug ended only 2 s sooner without them (2026-11-29):
+# something else there waits too.
 unused_modules=modprobe.blacklist=kvm,kvm_amd,kvm_intel,powernow_k8,pcspkr,iTCO_wdt,iTCO_vendor_support,i2c_i801,lpc_ich,sr_mod,cdrom,ahci
 args=(--run "$kernel" "${kvm_args[@]}" --cpus "$VM_CPUS" --memory "$VM_MEMORY"
       --force-9p --verbose --name "nxd-vm" --rwdir "$build"
