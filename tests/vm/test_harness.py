@@ -91,9 +91,9 @@ def test_md_raid6_assembles(md_raid6):
 
 
 def test_dmsetup_wrapper(dm, nullb):
-    """The dm client, through both transports (the same calls): dmsetup
-    (the dm fixture) and ioctls (dmlib.DMIoctl, nodes in a private
-    directory)."""
+    """The dm client, through both transports (the same calls): changes
+    by dmsetup (the dm fixture) and by ioctls (dmlib.DMIoctl, nodes in a
+    private directory); queries and messages are ioctls in both."""
     dev = nullb(64)
     dm_client(dm, dev)
     d = dmlib.DMIoctl(nodedir="/tmp/nxd-harness/dev")
