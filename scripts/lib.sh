@@ -42,6 +42,11 @@ nxd_build() {
 	[ "${2:-}" = tools ] && what="$what tools"
 	[ -e "/boot/vmlinuz-$kv" ] || { echo "no /boot/vmlinuz-$kv" >&2; return 1; }
 
+	# shellcheck disable=SC2086
+	make -s --no-print-directory -C "$nxd_here" KVER="$kv" $what >/dev/null ||
+		{ echo "build for $kv FAILED" >&2; return 1; }
+}
+
 # nxd_demo_host WHO TOOL...: a demo's host part.  Sets kver (DEMO_KVER or
 # the default), checks virtme-ng and each TOOL, builds dm-nxd, nxdctl and
 # dm-hddsim for kver.
@@ -57,10 +62,6 @@ nxd_demo_host() {
 	done
 	echo "$who: building dm-nxd, nxdctl and dm-hddsim for $kver" >&2
 	nxd_build "$kver" tools
-}
-	# shellcheck disable=SC2086
-	make -s --no-print-directory -C "$nxd_here" KVER="$kv" $what >/dev/null ||
-		{ echo "build for $kv FAILED" >&2; return 1; }
 }
 
 nxd_vm() {
