@@ -83,7 +83,7 @@ endef
 
 .PHONY: all module tools modules-all deps deps-runtime check kbuild-check unit test test-full demo bench \
 	bench-smoke install install-module install-tools uninstall deb dkms-install dkms-remove clean help print-vars \
-	debug-kernel test-debug
+	debug-kernel test-debug lint-sh
 
 all: module tools
 
@@ -165,6 +165,10 @@ check:
 		else echo "check: checkpatch found problems" >&2; rc=1; fi; \
 	else echo "check: checkpatch.pl not found, skipped (make deps extracts it from Debian's linux-source)"; fi; \
 	exit $$rc
+
+# bash -n and shellcheck on every shell script git tracks (scripts/lint-sh.sh).
+lint-sh:
+	@'$(TOP)/scripts/lint-sh.sh'
 
 kbuild-check:
 	$(call kbuild,$(BUILD)/check/$(CHECK_KVER),$(CHECK_KVER),$(call kdir_of,$(CHECK_KVER)),$(CHECK_ARGS))
@@ -289,7 +293,7 @@ print-vars:
 	@echo "DKMS_VERSION=$(DKMS_VERSION)"
 
 help:
-	@echo "targets: all modules-all deps check unit test test-full test-packages demo bench bench-smoke"
+	@echo "targets: all modules-all deps check lint-sh unit test test-full test-packages demo bench bench-smoke"
 	@echo "         debug-kernel test-debug test-pfs demo-pfs"
 	@echo "         install uninstall deb deps-runtime dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars

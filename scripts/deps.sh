@@ -60,7 +60,8 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       linux-image-amd64 linux-headers-amd64 dkms cpio kbd iproute2
       libclang-rt-14-dev rsync
       flex bison libelf-dev    # these three: make debug-kernel (kconfig, objtool)
-      glusterfs-server glusterfs-client attr fuse3)   # make test-pfs, make demo-pfs
+      glusterfs-server glusterfs-client attr fuse3   # make test-pfs, make demo-pfs
+      shellcheck)   # make lint-sh
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 # A previous install cut short (machine restart, killed job) leaves dpkg
