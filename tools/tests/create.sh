@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh disable=SC2015  # COND && ok .. || ko ..: ok always returns 0
 # nxdctl create --dry-run, the config file (nxdtab) and what create
 # would overwrite, on image files without a kernel module: sourced by
 # tests/run.sh (its t, has, err_has, py, ok, ko, $OUT, $NXDCTL).
@@ -7,38 +8,38 @@
 truncate -s 10G "$OUT/hdd.img"
 truncate -s 1G "$OUT/ssd.img"
 truncate -s 1M "$OUT/tiny.img"
-t "create --dry-run" 0 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
+t "create --dry-run" 0 "$NXDCTL" create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run --write-threshold 64K --mode log_all \
 	--low-watermark 20 --high-watermark 70 --destage-rate 100 \
 	--ssd-discard 1 --drain-on-suspend 0 --format
 has "create table line" "^dmsetup create v0 --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img 15 write_threshold 65536 mode log_all low_watermark 20 high_watermark 70 destage_rate 100 ssd_discard 1 drain_on_suspend 0 format'$"
 has "create --format: DM UUID from the new volume's" \
 	"^dmsetup rename v0 --setuuid NXD-<volume UUID the format makes>$"
-t "create --read-threshold (removed)" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create --read-threshold (removed)" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --read-threshold 1M
 err_has "create --read-threshold message" \
 	"bad option or missing value: '--read-threshold'"
-t "create --dry-run, no options" 0 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create --dry-run, no options" 0 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --uuid MY-UUID
 has "create table line, no options" "^dmsetup create v0 --uuid MY-UUID --table '0 20969472 nxd $OUT/hdd.img $OUT/ssd.img'$"
-t "create: HDD too small" 1 $NXDCTL create v0 "$OUT/tiny.img" \
+t "create: HDD too small" 1 "$NXDCTL" create v0 "$OUT/tiny.img" \
 	"$OUT/ssd.img" --dry-run
-t "create: SSD too small" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create: SSD too small" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/tiny.img" --dry-run
-t "create: bad mode" 1 $NXDCTL create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
+t "create: bad mode" 1 "$NXDCTL" create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run --mode fast
-t "create: watermark > 100" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create: watermark > 100" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --high-watermark 101
-t "create: bad name" 1 $NXDCTL create a/b "$OUT/hdd.img" "$OUT/ssd.img" \
+t "create: bad name" 1 "$NXDCTL" create a/b "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run
-t "create: missing HDD" 2 $NXDCTL create v0 "$OUT/nope" "$OUT/ssd.img" \
+t "create: missing HDD" 2 "$NXDCTL" create v0 "$OUT/nope" "$OUT/ssd.img" \
 	--dry-run
-t "create: file without --dry-run" 2 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create: file without --dry-run" 2 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img"
-t "create: missing argument" 1 $NXDCTL create v0 "$OUT/hdd.img"
-t "create: --name is not create's" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+t "create: missing argument" 1 "$NXDCTL" create v0 "$OUT/hdd.img"
+t "create: --name is not create's" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --name x
-t "assemble: no --format" 1 $NXDCTL assemble --format
+t "assemble: no --format" 1 "$NXDCTL" assemble --format
 
 # ---- the config file (nxdtab): parsing, without devices ----
 U1=01020304-0506-0708-090a-0b0c0d0e0f10
@@ -63,7 +64,7 @@ extra UUID=71727374-7576-7778-797a-7b7c7d7e7f80 noauto more
 format UUID=81828384-8586-8788-898a-8b8c8d8e8f90 format
 wm UUID=91929394-9596-9798-999a-9b9c9d9e9fa0 high-watermark=101
 EOF
-NXD_CONFIG="$OUT/bad.tab" t "nxdtab: bad lines, exit 1" 1 $NXDCTL assemble \
+NXD_CONFIG="$OUT/bad.tab" t "nxdtab: bad lines, exit 1" 1 "$NXDCTL" assemble \
 	--all --dry-run
 for l in "5: bad volume name 'bad/name'" "6: no UUID=<volume uuid> after nouuid" \
 	"7: bad volume UUID '1234-5678'" "8: unknown option 'frob'" \
@@ -82,49 +83,49 @@ done
 has "nxdtab: good line kept (noauto)" "^good0: noauto in $OUT/bad.tab: not assembled$"
 has "nxdtab: upper-case UUID= and UUID, drain_on_stop" "^good1: noauto in"
 has "nxdtab: line 10 kept" "^dupname: noauto in"
-NXD_CONFIG="$OUT/bad.tab" t "stop: needs VOL or --all" 1 $NXDCTL stop
-t "stop: --all takes no VOL" 1 $NXDCTL stop --all x
+NXD_CONFIG="$OUT/bad.tab" t "stop: needs VOL or --all" 1 "$NXDCTL" stop
+t "stop: --all takes no VOL" 1 "$NXDCTL" stop --all x
 if [ ! -e /dev/nxd-control ]; then
-	t "stop --all without dm-nxd" 0 $NXDCTL stop --all
+	t "stop --all without dm-nxd" 0 "$NXDCTL" stop --all
 	has "stop --all without dm-nxd says so" "^no nxd volume is active (dm-nxd is not loaded)$"
 fi
-t "assemble --all takes no DEVICE" 1 $NXDCTL assemble --all /dev/null
-t "assemble --auto needs a DEVICE" 1 $NXDCTL assemble --auto
-t "assemble --all --name" 1 $NXDCTL assemble --all --name x
+t "assemble --all takes no DEVICE" 1 "$NXDCTL" assemble --all /dev/null
+t "assemble --auto needs a DEVICE" 1 "$NXDCTL" assemble --auto
+t "assemble --all --name" 1 "$NXDCTL" assemble --all --name x
 printf 'v UUID=%s noauto\n' $U1 >"$OUT/one.tab"
-t "assemble --all: table options come from the config" 1 $NXDCTL \
+t "assemble --all: table options come from the config" 1 "$NXDCTL" \
 	assemble --all --config "$OUT/one.tab" --write-threshold 4K
 err_has "assemble --all: says so" "table options come from $OUT/one.tab"
-t "assemble --all --config FILE" 0 $NXDCTL assemble --all --config \
+t "assemble --all --config FILE" 0 "$NXDCTL" assemble --all --config \
 	"$OUT/one.tab" --dry-run
 has "assemble --all --config FILE read" "^v: noauto in $OUT/one.tab"
-t "assemble --all: unreadable config" 4 $NXDCTL assemble --all --config \
+t "assemble --all: unreadable config" 4 "$NXDCTL" assemble --all --config \
 	"$OUT"
 
 # ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
 truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"
 truncate -s 300M "$OUT/fs.img" "$OUT/tail.img"
 if mkfs.ext4 -q -F -L ost0 "$OUT/fs.img" >/dev/null 2>&1; then
-	t "create: HDD with a file system" 1 $NXDCTL create v0 "$OUT/fs.img" \
+	t "create: HDD with a file system" 1 "$NXDCTL" create v0 "$OUT/fs.img" \
 		"$OUT/ssd.img" --dry-run
 	err_has "create: names the file system" "HDD $OUT/fs.img holds ext4 UUID .* LABEL 'ost0'"
 	err_has "create: says why" "cannot be.*converted in place\|converted in place"
 	err_has "create: says how to go ahead" "(--force to go ahead)"
 	[ -s "$OUT/last.out" ] && ko "create: refused before the table line" ||
 		ok "create: refused before the table line"
-	t "create: HDD with a file system, --force" 0 $NXDCTL create v0 \
+	t "create: HDD with a file system, --force" 0 "$NXDCTL" create v0 \
 		"$OUT/fs.img" "$OUT/ssd.img" --dry-run --force
 	has "create --force prints the table" "^dmsetup create v0 "
-	t "create: SSD with a file system" 1 $NXDCTL create v0 "$OUT/hdd.img" \
+	t "create: SSD with a file system" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 		"$OUT/fs.img" --dry-run
 	err_has "create: names the SSD's file system" "SSD $OUT/fs.img holds ext4"
-	t "create: SSD with a file system, --format" 1 $NXDCTL create v0 \
+	t "create: SSD with a file system, --format" 1 "$NXDCTL" create v0 \
 		"$OUT/hdd.img" "$OUT/fs.img" --dry-run --format
 else
 	echo "SKIP create signature tests (no mkfs.ext4)"
 fi
 printf 'data' | dd of="$OUT/tail.img" bs=1 seek=$((300 * 1048576 - 5000)) \
 	conv=notrunc 2>/dev/null
-t "create: data in the HDD's last MiB" 1 $NXDCTL create v0 "$OUT/tail.img" \
+t "create: data in the HDD's last MiB" 1 "$NXDCTL" create v0 "$OUT/tail.img" \
 	"$OUT/ssd.img" --dry-run
 err_has "create: names the offset" "holds data in its last MiB (at byte $((300 * 1048576 - 5000)))"

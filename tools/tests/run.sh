@@ -101,24 +101,24 @@ assert not any("read_threshold" in x for x in v)' "$OUT/list.json"
 . tests/lifecycle.sh
 
 # ---- usage ----
-t "no command" 1 $NXDCTL
-t "--help" 0 $NXDCTL --help
+t "no command" 1 "$NXDCTL"
+t "--help" 0 "$NXDCTL" --help
 has "--help documents exit codes" "3 permission denied"
-t "--version" 0 $NXDCTL --version
+t "--version" 0 "$NXDCTL" --version
 has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
-t "unknown command" 1 $NXDCTL frobnicate
+t "unknown command" 1 "$NXDCTL" frobnicate
 for c in histogram stats threshold config create remove stop drain \
 	pause-destage resume-destage list suggest-threshold assemble \
 	udev-info wipe status show-super help; do
-	t "$c --help" 0 $NXDCTL $c --help
+	t "$c --help" 0 "$NXDCTL" $c --help
 	has "$c --help shows usage" "^Usage: nxdctl $c"
 done
-t "help histogram" 0 $NXDCTL help histogram
-t "histogram: bad option" 1 $NXDCTL histogram vol0 --bogus
-t "histogram: --watch 0" 1 $NXDCTL histogram vol0 --watch 0
-t "histogram: extra argument" 1 $NXDCTL histogram vol0 vol1
+t "help histogram" 0 "$NXDCTL" help histogram
+t "histogram: bad option" 1 "$NXDCTL" histogram vol0 --bogus
+t "histogram: --watch 0" 1 "$NXDCTL" histogram vol0 --watch 0
+t "histogram: extra argument" 1 "$NXDCTL" histogram vol0 vol1
 err_has "extra argument named" "unexpected argument 'vol1'"
-t "list: extra argument" 1 $NXDCTL list x
+t "list: extra argument" 1 "$NXDCTL" list x
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh disable=SC2015  # COND && ok .. || ko ..: ok always returns 0
 # nxdctl histogram, stats, monitor and suggest-threshold on statistics
 # from a file (NXDCTL_TEST_STATS, NXDCTL_TEST_EVENTS) without a kernel
 # module: sourced by tests/run.sh (its t, has, err_has, py, ok, ko,
@@ -7,12 +8,12 @@
 
 # ---- the binary, statistics from a file ----
 export NXDCTL_TEST_STATS="$OUT/fig6.stats"
-t "histogram" 0 $NXDCTL histogram vol0
+t "histogram" 0 "$NXDCTL" histogram vol0
 if cmp -s "$OUT/last.out" tests/figure6.txt; then ok "histogram = Figure 6"
 else ko "histogram = Figure 6"; diff tests/figure6.txt "$OUT/last.out"; fi
 # --compat through the binary: NytroXD's 15 buckets a direction.  Figure 6
 # has nothing above 32M, so it is Figure 6 without its two "> 32M" lines.
-t "histogram --compat" 0 $NXDCTL histogram vol0 --compat
+t "histogram --compat" 0 "$NXDCTL" histogram vol0 --compat
 if grep -v '> 32M' tests/figure6.txt | cmp -s - "$OUT/last.out" &&
 	[ "$(wc -l <"$OUT/last.out")" = 32 ]; then
 	ok "histogram --compat = Figure 6 in 15 buckets a direction"
@@ -20,15 +21,15 @@ else
 	ko "histogram --compat = Figure 6 in 15 buckets a direction"
 	grep -v '> 32M' tests/figure6.txt | diff - "$OUT/last.out"
 fi
-t "histogram --json" 0 $NXDCTL histogram vol0 --json
+t "histogram --json" 0 "$NXDCTL" histogram vol0 --json
 cp "$OUT/last.out" "$OUT/cli-hist.json"
 py "histogram --json parses" \
 	'assert d["volume"] == "vol0" and d["buckets"][3]["write"]["count"] == 19954' \
 	"$OUT/cli-hist.json"
-t "histogram --routes" 0 $NXDCTL histogram vol0 --routes
+t "histogram --routes" 0 "$NXDCTL" histogram vol0 --routes
 has "routes header" "OP *SIZE *REQS *SSD *HDD *ALIGNED *UNALIGNED *MEAN_LAT"
 has "routes > 32M row" "write > 32M"
-NXDCTL_TEST_THRESHOLD=64K t "histogram --routes, why" 0 $NXDCTL histogram \
+NXDCTL_TEST_THRESHOLD=64K t "histogram --routes, why" 0 "$NXDCTL" histogram \
 	vol0 --routes
 has "routes: why columns" "HDD_LAT  *SSD_WHY  *HDD_WHY$"
 has "routes: at or below the threshold: size, else full" \
@@ -37,16 +38,16 @@ has "routes: above: unaligned, chunk; HDD: size" \
 	"^write 64K+1 - 128K .* unaligned 6, chunk 19 size 14$"
 has "routes: reads have no why" "^read  4K .* -  *-$"
 NXDCTL_TEST_THRESHOLD=64K NXDCTL_TEST_MODE=passthrough t \
-	"histogram --routes, passthrough" 0 $NXDCTL histogram vol0 --routes
+	"histogram --routes, passthrough" 0 "$NXDCTL" histogram vol0 --routes
 has "routes: passthrough is the mode" "^write 4K+1 - 8K .* size|chunk 332878 *mode 166440$"
-t "stats" 0 $NXDCTL stats vol0
+t "stats" 0 "$NXDCTL" stats vol0
 has "stats by name" "^writes_logged  *545386$"
 has "stats: mean destage write, rounded down" "^destage_mean_bio_bytes  *10486$"
 has "stats: whole-stripe share of destage writes" "^destage_stripe_full_pct  *25$"
 has "stats: destage rate while busy" "^destage_busy_bytes_per_s  *2621568$"
 [ "$(wc -l <"$OUT/last.out")" = 40 ] && ok "stats prints 37 counters and 3 derived values" ||
 	ko "stats prints 37 counters and 3 derived values"
-t "stats --json" 0 $NXDCTL stats vol0 --json
+t "stats --json" 0 "$NXDCTL" stats vol0 --json
 cp "$OUT/last.out" "$OUT/cli-stats.json"
 py "stats --json parses" 'assert d["counters"]["recovery_us"] == 1234' \
 	"$OUT/cli-stats.json"
@@ -62,7 +63,7 @@ assert d["event_nr"] == 7 and d["state"] == "ok" and d["device"] == "253:4"
 assert d["counters"]["events_drain_done"] == 2 and len(d["counters"]) == 37' \
 	"$OUT/event.json"
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json" 0 \
-	$NXDCTL monitor ev0 --json
+	"$NXDCTL" monitor ev0 --json
 cp "$OUT/last.out" "$OUT/monitor.ndjson"
 if python3 -c '
 import json, sys
@@ -81,13 +82,14 @@ else
 	cat "$OUT/py.err" "$OUT/monitor.ndjson"
 fi
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --count 1" 0 \
-	$NXDCTL monitor ev0 --count 1
+	"$NXDCTL" monitor ev0 --count 1
 [ "$(wc -l <"$OUT/last.out")" = 1 ] && ok "monitor --count 1: one line" ||
 	ko "monitor --count 1: one line"
 has "monitor text line" "^20[0-9-]*T[0-9:.]*Z ev0 log_full state unknown, log used 0%, dirty blocks 0, ssd_errors 0, hdd_errors 0 (event 1)$"
+# shellcheck disable=SC2016  # expanded by the shell nxdctl runs --exec in
 EXEC_OUT="$OUT/exec.out" NXDCTL_TEST_EVENTS="$OUT/events.stats" \
 	t "monitor --exec" 0 \
-	$NXDCTL monitor ev0 --exec 'echo "$NXD_VOLUME $NXD_EVENTS $NXD_STATE $NXD_NEW_DRAIN_DONE $NXD_SSD_ERRORS" >>"$EXEC_OUT"; exit 3'
+	"$NXDCTL" monitor ev0 --exec 'echo "$NXD_VOLUME $NXD_EVENTS $NXD_STATE $NXD_NEW_DRAIN_DONE $NXD_SSD_ERRORS" >>"$EXEC_OUT"; exit 3'
 [ ! -s "$OUT/last.out" ] && ok "monitor --exec alone prints nothing" ||
 	ko "monitor --exec alone prints nothing"
 if [ "$(cat "$OUT/exec.out")" = "ev0 log_full unknown 0 0
@@ -99,16 +101,16 @@ else
 fi
 err_has "monitor --exec: a failing program is reported" "exited 3"
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json --exec" 0 \
-	$NXDCTL monitor ev0 --json --exec true
+	"$NXDCTL" monitor ev0 --json --exec true
 [ "$(wc -l <"$OUT/last.out")" = 3 ] && ok "monitor --json --exec prints" ||
 	ko "monitor --json --exec prints"
-t "monitor: --count needs a number" 1 $NXDCTL monitor ev0 --count 0
-t "monitor: two volumes" 1 $NXDCTL monitor a b
+t "monitor: --count needs a number" 1 "$NXDCTL" monitor ev0 --count 0
+t "monitor: two volumes" 1 "$NXDCTL" monitor a b
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor: hook needs a VOL" 1 \
-	$NXDCTL monitor --json
+	"$NXDCTL" monitor --json
 
 # --watch: deltas of an unchanging file are zero; SIGINT ends it with 0.
-timeout --preserve-status -s INT 2.6 $NXDCTL histogram vol0 --watch 1 --json \
+timeout --preserve-status -s INT 2.6 "$NXDCTL" histogram vol0 --watch 1 --json \
 	>"$OUT/watch.out" 2>"$OUT/watch.err"
 rc=$?
 [ $rc = 0 ] && ok "watch ends cleanly on SIGINT" ||
@@ -125,31 +127,31 @@ else
 	ko "watch --json: one zero-delta document per line"
 	cat "$OUT/watch.out"
 fi
-timeout --preserve-status -s INT 1.5 $NXDCTL histogram vol0 --watch 1 >"$OUT/watch.out" 2>&1
+timeout --preserve-status -s INT 1.5 "$NXDCTL" histogram vol0 --watch 1 >"$OUT/watch.out" 2>&1
 grep -q "^--- .* vol0, last 1 s ---" "$OUT/watch.out" &&
 	grep -q "^Num Writes 4K+1 - 8K         = 0$" "$OUT/watch.out" &&
 	ok "watch text shows zero deltas" || ko "watch text shows zero deltas"
 
-t "suggest-threshold" 0 $NXDCTL suggest-threshold vol0 --ssd-iops 20000 \
+t "suggest-threshold" 0 "$NXDCTL" suggest-threshold vol0 --ssd-iops 20000 \
 	--ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200
 has "suggests 512K" "^Suggested write threshold: 512K (524288 bytes)"
 has "explains" "^Why: the HDD spends about 6.67 ms"
 has "reports the share" "100.0% of the write requests (545386 of 545386)"
 has "says how to apply" "nxdctl threshold vol0 --write 512K"
-t "suggest-threshold on a RAID6" 0 $NXDCTL suggest-threshold vol0 \
+t "suggest-threshold on a RAID6" 0 "$NXDCTL" suggest-threshold vol0 \
 	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
 	--stripe 256K --chunk 64K
 has "capped at the stripe" "^Suggested write threshold: 256K (262144 bytes)"
 has "says what the costs alone said" "The costs alone would say 512K"
 has "names the geometry" "^Array: full stripe 256K, chunk 64K \\[given\\]"
 has "names chunk misalignment" "Writes not aligned to the chunk (64K) also go to the log"
-t "suggest-threshold --no-stripe-cap" 0 $NXDCTL suggest-threshold vol0 \
+t "suggest-threshold --no-stripe-cap" 0 "$NXDCTL" suggest-threshold vol0 \
 	--ssd-iops 20000 --ssd-mbps 500 --hdd-iops 150 --hdd-mbps 200 \
 	--stripe 256K --chunk 64K --no-stripe-cap
 has "uncapped" "^Suggested write threshold: 512K"
-t "suggest-threshold, HDD as fast as SSD" 0 $NXDCTL suggest-threshold \
+t "suggest-threshold, HDD as fast as SSD" 0 "$NXDCTL" suggest-threshold \
 	vol0 --ssd-iops 20000 --ssd-mbps 500 --hdd-iops 20000 --hdd-mbps 500
 has "no threshold pays off" "^No threshold pays off"
-t "suggest-threshold, bad speed" 1 $NXDCTL suggest-threshold vol0 \
+t "suggest-threshold, bad speed" 1 "$NXDCTL" suggest-threshold vol0 \
 	--hdd-iops -5
 unset NXDCTL_TEST_STATS

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh disable=SC2015  # COND && ok .. || ko ..: ok always returns 0
 # nxdctl threshold, config, status, list and --prometheus on a fake
 # sysfs tree (NXDCTL_SYSFS) without a kernel module: sourced by
 # tests/run.sh (its t, has, err_has, py, ok, ko, $OUT, $NXDCTL).
@@ -16,50 +17,50 @@ for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
 done
 export NXDCTL_SYSFS="$SYS"
-t "threshold by name" 0 $NXDCTL threshold vol0
+t "threshold by name" 0 "$NXDCTL" threshold vol0
 has "threshold prints write" "^write_threshold 65536 (64K)$"
 grep -q read_threshold "$OUT/last.out" &&
 	ko "threshold prints no read threshold" ||
 	ok "threshold prints no read threshold"
-t "threshold by dm-0" 0 $NXDCTL threshold dm-0
-t "threshold by /dev/dm-0" 0 $NXDCTL threshold /dev/dm-0
-t "threshold by /dev/mapper/vol0" 0 $NXDCTL threshold /dev/mapper/vol0
-t "threshold by /dev/nxd/vol0" 0 $NXDCTL threshold /dev/nxd/vol0
-t "threshold --read (removed)" 1 $NXDCTL threshold vol0 --write 1M \
+t "threshold by dm-0" 0 "$NXDCTL" threshold dm-0
+t "threshold by /dev/dm-0" 0 "$NXDCTL" threshold /dev/dm-0
+t "threshold by /dev/mapper/vol0" 0 "$NXDCTL" threshold /dev/mapper/vol0
+t "threshold by /dev/nxd/vol0" 0 "$NXDCTL" threshold /dev/nxd/vol0
+t "threshold --read (removed)" 1 "$NXDCTL" threshold vol0 --write 1M \
 	--read 256K
 err_has "threshold --read message" "bad option or missing value: '--read'"
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 65536 ] &&
 	[ ! -e "$SYS/block/dm-0/nxd/read_threshold" ] &&
 	ok "threshold --read changes nothing" ||
 	ko "threshold --read changes nothing"
-t "threshold --write 1M" 0 $NXDCTL threshold vol0 --write 1M
+t "threshold --write 1M" 0 "$NXDCTL" threshold vol0 --write 1M
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 1048576 ] &&
 	ok "threshold writes bytes to sysfs" ||
 	ko "threshold writes bytes to sysfs"
-t "threshold --write junk" 1 $NXDCTL threshold vol0 --write 12Q
-t "threshold --write > 4G" 1 $NXDCTL threshold vol0 --write 8G
-t "unknown volume" 2 $NXDCTL threshold nosuch
+t "threshold --write junk" 1 "$NXDCTL" threshold vol0 --write 12Q
+t "threshold --write > 4G" 1 "$NXDCTL" threshold vol0 --write 8G
+t "unknown volume" 2 "$NXDCTL" threshold nosuch
 err_has "unknown volume message" "volume 'nosuch' not found"
-t "config lists all" 0 $NXDCTL config vol0
+t "config lists all" 0 "$NXDCTL" config vol0
 has "config mode" "^mode=auto$"
 has "config state" "^state=ok$"
 [ "$(grep -c = "$OUT/last.out")" = 9 ] &&
 	! grep -q read_threshold "$OUT/last.out" &&
 	ok "config lists 7 tunables and 2 read-only, no read_threshold" ||
 	ko "config lists 7 tunables and 2 read-only, no read_threshold"
-t "config read_threshold (removed)" 1 $NXDCTL config vol0 \
+t "config read_threshold (removed)" 1 "$NXDCTL" config vol0 \
 	read_threshold=0
 err_has "config read_threshold message" \
 	"unknown writable attribute 'read_threshold'"
-t "config set" 0 $NXDCTL config vol0 high_watermark=90 write_threshold=32K
+t "config set" 0 "$NXDCTL" config vol0 high_watermark=90 write_threshold=32K
 [ "$(cat "$SYS/block/dm-0/nxd/write_threshold")" = 32768 ] &&
 	[ "$(cat "$SYS/block/dm-0/nxd/high_watermark")" = 90 ] &&
 	ok "config writes sysfs" || ko "config writes sysfs"
-t "config read-only attr" 1 $NXDCTL config vol0 state=x
+t "config read-only attr" 1 "$NXDCTL" config vol0 state=x
 
 # status, list and --prometheus: statistics from the file, state from sysfs
 export NXDCTL_TEST_STATS="$OUT/fig6.stats"
-t "status" 0 $NXDCTL status vol0 --interval 0
+t "status" 0 "$NXDCTL" status vol0 --interval 0
 has "status: state" "^vol0: ok$"
 has "status: log use" "^  log  *0.4% used (3.9M of 1.0G)$"
 has "status: dirty" "^  dirty  *0 blocks logged and not yet on the HDD"
@@ -67,9 +68,9 @@ has "status: destage, not measured" "^  destage  *rate not measured (no limit)"
 has "status: writes" "^  writes  *545386 logged, 0 to the HDD, 0 around a full log$"
 has "status: errors" "^  errors  *SSD 0, HDD 0$"
 has "status: recovery" "^  recovery .* in 1.2 ms at activation$"
-t "status, with a rate" 0 $NXDCTL status vol0 --interval 0.2
+t "status, with a rate" 0 "$NXDCTL" status vol0 --interval 0.2
 has "status: rate of an unchanged file" "^  destage  *0.0 MiB/s over the last 0.2 s"
-t "status --json" 0 $NXDCTL status vol0 --json --interval 0
+t "status --json" 0 "$NXDCTL" status vol0 --json --interval 0
 cp "$OUT/last.out" "$OUT/status.json"
 py "status --json" '
 v = d["volumes"][0]
@@ -81,8 +82,8 @@ assert v["writes_logged"] == 545386 and v["recovery_us"] == 1234
 assert v["acked_lost"] is False
 assert "read_threshold" not in v' \
 	"$OUT/status.json"
-t "status: bad interval" 1 $NXDCTL status vol0 --interval x
-t "stats --prometheus" 0 $NXDCTL stats vol0 --prometheus
+t "status: bad interval" 1 "$NXDCTL" status vol0 --interval x
+t "stats --prometheus" 0 "$NXDCTL" stats vol0 --prometheus
 cp "$OUT/last.out" "$OUT/prom.txt"
 PY3=python3
 [ -x /usr/bin/python3 ] && PY3=/usr/bin/python3
@@ -119,11 +120,11 @@ else
 	ko "stats --prometheus parses (prometheus_client) and adds up"
 	sed 's/^/    /' "$OUT/py.out"
 fi
-t "stats --prometheus --json" 1 $NXDCTL stats vol0 --prometheus --json
+t "stats --prometheus --json" 1 "$NXDCTL" stats vol0 --prometheus --json
 unset NXDCTL_TEST_STATS
-t "config unknown attr" 1 $NXDCTL config vol0 bogus
+t "config unknown attr" 1 "$NXDCTL" config vol0 bogus
 chmod 0444 "$SYS/block/dm-0/nxd/mode"
 if [ "$(id -u)" != 0 ]; then
-	t "permission denied is exit 3" 3 $NXDCTL config vol0 mode=log_all
+	t "permission denied is exit 3" 3 "$NXDCTL" config vol0 mode=log_all
 fi
 unset NXDCTL_SYSFS
