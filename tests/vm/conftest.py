@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from nxdt import blkdev, dmlib, faultrig, host
+from nxdt import blkdev, dmlib, faultrig, host, shard
 from nxdt.host import run
 
 
@@ -43,143 +43,38 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "dmesg_allow(*regex): kernel log lines matching any of "
         "these regexes do not fail the test")
+    config.addinivalue_line(
+        "markers", "needs_kernel(version, reason=...): the test skips on a kernel "
+        "older than version; `make test` runs it on a kernel at least that new "
+        "(nxdt/shard.py)")
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """The shares of `make test` (NXD_SHARD): printed on the host's
+    collection and in the guest's log."""
+    line = getattr(config, "nxd_shard_line", None)
+    return [line] if line else []
 
 
 # `make test` runs each guest test on one kernel only (NXD_SHARD=i/n for
-# the i-th of n kernels, set by scripts/test.sh), shared out longest first
-# so that the guests take about as long, except the few in EVERY_KERNEL.
-# The module's code is the same for both kernels (dm-target/nxd-compat.h
-# sets the discard limits and nothing else), so what differs is the block
-# layer, dm core, md and null_blk under it: the data path's differential
-# test and fio verify, the crash replay (its seed differs by kernel),
-# dm-pcut's own flush/FUA test and the whole-guest power cut
-# (scripts/powercut.sh) meet those on both.  The default dm-pcut crash
-# slice runs on one (2026-11-29: 123 s a kernel in CI's run, and make test
-# was over the hour on this host).
-# Why: CI stopped a guest of 0b570da at 75 min (2026-11-29), and on this
-# host a clean-clone make test of 5df4c27, with the data path, write path,
-# no-loss and crash tests still on both kernels, had done 26 and 31 of its
-# 104 tests a guest after 37 min, on its way past CI's 90 min.  `make test-full`
-# (NXD_FULL=1) runs every test on every kernel.
-EVERY_KERNEL = ("test_crash.py::test_logwrites_replay[",
-                "test_datapath.py::test_differential_default",
-                "test_datapath.py::test_fio_verify_raw",
-                "test_pcut.py::test_flush_and_fua_writes_survive")
-
-# Seconds a test takes, for the sharing out: measured in the guests of the
-# clean-clone runs of 0b570da and 5df4c27 on this host (2026-11-29, both
-# guests and the bench smoke at once), or in its targeted run of
-# test_destage.py (NXD_FULL=1); those marked x2 are twice what a faster
-# host measured on 2026-11-25.  Any other test counts SHARED_SECS.
-HEAVY = {
-    "test_fs.py::test_fs_workload_on_raid6[xfs]": 566,          # x2
-    "test_fs.py::test_fs_workload_on_raid6[ext4]": 560,         # x2
-    "test_fs.py::test_fs_detach_ssd_then_new_ssd": 290,         # x2
-    # 2 s alone; up to 467 s when it is the first udev-synced create after
-    # the crash tests: udev works off the uevents of their ioctl-made dm
-    # devices first (about 0.34 s each, 2026-11-29).
-    "test_datapath.py::test_table_roundtrips": 30,
-    "test_destage.py::test_pacing_gives_the_destager_its_share[10]": 270,
-    "test_destage.py::test_pacing_gives_the_destager_its_share[100]": 255,
-    "test_badinput.py::test_table_lines_refused": 250,
-    "test_fs.py::test_fs_power_cut[ext4]": 224,                 # x2
-    "test_fs.py::test_fs_power_cut[xfs]": 220,                  # x2
-    "test_fs.py::test_fs_grow_hdd": 206,                        # x2
-    "test_lifecycle.py::test_lifecycle_xfs": 170,
-    "test_writepath.py::test_direct_write_after_partial_in_open_batch": 154,    # x2
-    "test_destage.py::test_drain_sweeps_by_address[no-sweep]": 148,
-    "test_destage.py::test_drain_sweeps_by_address[idle-sweep]": 145,
-    "test_fs.py::test_fs_drain_on_suspend_then_linear": 144,    # x2
-    "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]": 143,
-    "test_crash_pcut.py::test_pcut_crash_slice[defaults]": 125,
-    "test_faults.py::test_live_operations_under_fio": 124,      # x2
-    "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]": 122,
-    "test_boot.py::test_boot_assembly": 120,
-    "test_destage.py::test_drain_sweeps_by_address[sweep]": 120,
-    "test_crash_pcut.py::test_pcut_crash_slice[log_all]": 118,
-    "test_destage.py::test_round_leaves_room_for_neighbours[oldest128]": 118,
-    "test_datapath.py::test_drain_then_hdd_alone_matches": 107,
-    "test_admin.py::test_identity_links_and_wipe": 105,
-    "test_noloss.py::test_tail_passes_superseded_copy_only_when_newer_is_durable": 100,  # x2
-    "test_datapath.py::test_differential_threshold_changes": 94,  # x2
-    "test_admin.py::test_install_uninstall_and_runtime_deps": 93,
-    "test_destage.py::test_round_leaves_room_for_neighbours[half-buffer]": 87,
-    "test_admin.py::test_package_nxdctl": 78,
-    "test_datapath.py::test_recovery_after_remove_and_reload": 77,
-    "test_datapath.py::test_log_full_small_log": 74,
-    "test_destage.py::test_clean_ahead_copies_stripe_neighbours[ahead]": 69,
-    "test_badinput.py::test_ssd_log_of_another_volume": 69,
-    "test_crash_pcut.py::test_oracle_on_bare_pcut": 65,
-    "test_destage.py::test_clean_ahead_copies_stripe_neighbours[oldest-only]": 61,
-    "test_admin.py::test_status_routes_show_super": 56,
-    "test_destage.py::test_many_log_capacities_of_small_writes": 52,
-    "test_badinput.py::test_segment_corrupt_after_crash[header]": 52,
-    "test_destage.py::test_overwrite_and_discard_while_destaging": 50,
-    "test_badinput.py::test_ssd_minimum_size": 50,
-    "test_boot.py::test_stored_name_tunables": 48,
-    "test_badinput.py::test_second_volume_over_active_devices": 45,
-    "test_badinput.py::test_hdd_too_small_for_length": 40,
-}
-SHARED_SECS = 25
+# the i-th of n kernels, NXD_SHARD_KVERS their releases, set by
+# scripts/test.sh), but for those in EVERY_KERNEL; those in FULL_ONLY run
+# in `make test-full` (NXD_FULL=1) only.  The tables (EVERY_KERNEL, HEAVY
+# with each heavy test's seconds and kernel, FULL_ONLY, SHARD_BASE) and
+# the rule are in nxdt/shard.py: a test's kernel depends on its own id and
+# @pytest.mark.needs_kernel only, not on which other tests exist.
+EVERY_KERNEL, HEAVY, FULL_ONLY = shard.EVERY_KERNEL, shard.HEAVY, shard.FULL_ONLY
+SHARED_SECS, SHARD_BASE = shard.SHARED_SECS, shard.SHARD_BASE
 
 
-# Run by `make test-full` (NXD_FULL=1) only: the controls of the
-# destager's policies (the same test with the policy off, which shows the
-# test can tell), the pacing test, the dm-pcut crash slices beyond the
-# default options (make crash-campaign runs many more) and the tests of a
-# file system on md RAID6 (test_lifecycle_xfs and fio verify on XFS stay).
-# With only the controls and the ext4, grow, detach and drain-on-suspend
-# tests left out, the clean-clone run of a6ce6ec had its 6.12 guest on
-# course for 80 min on this host and CI stopped it at 75 min.
-FULL_ONLY = (
-    "test_destage.py::test_pacing_gives_the_destager_its_share[10]",
-    "test_destage.py::test_pacing_gives_the_destager_its_share[100]",
-    "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]",
-    "test_crash_pcut.py::test_pcut_crash_slice[log_all]",
-    "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]",
-    "test_fs.py::test_fs_workload_on_raid6[xfs]",
-    "test_fs.py::test_fs_power_cut[xfs]",
-    "test_destage.py::test_drain_sweeps_by_address[no-sweep]",
-    "test_destage.py::test_drain_sweeps_by_address[idle-sweep]",
-    "test_destage.py::test_round_leaves_room_for_neighbours[half-buffer]",
-    "test_destage.py::test_clean_ahead_copies_stripe_neighbours[oldest-only]",
-    "test_fs.py::test_fs_workload_on_raid6[ext4]",
-    "test_fs.py::test_fs_power_cut[ext4]",
-    "test_fs.py::test_fs_detach_ssd_then_new_ssd",
-    "test_fs.py::test_fs_grow_hdd",
-    "test_fs.py::test_fs_drain_on_suspend_then_linear",
-)
-
-
-def on_every_kernel(name):
-    return any(name == e or (e.endswith("[") and name.startswith(e)) for e in EVERY_KERNEL)
-
-
-# Seconds each kernel's share of `make test` takes beyond its tests, from
-# the clean-clone run of a6ce6ec: the first kernel's power cut (248 s) and
-# reboot check (267 s, on that kernel only) after its suite; the second's
-# power cut (146 s) and its crash replay seed, 160 s longer than the
-# first's.  (Before 2026-11-29 these were 200 and 300.)
-SHARD_BASE = [515, 305]
-
-
-def heavy_shards(n, names=()):
-    """{test: shard}: the tests of @names not on every kernel, longest
-    first, each to the least loaded shard."""
-    load = [SHARD_BASE[i] if i < len(SHARD_BASE) else 0 for i in range(n)]
-    secs_of = {name: HEAVY.get(name, SHARED_SECS) for name in names
-               if not on_every_kernel(name)}
-    owner = {}
-    for name, secs in sorted(secs_of.items(), key=lambda kv: (-kv[1], kv[0])):
-        i = load.index(min(load))
-        owner[name] = i
-        load[i] += secs
-    return owner
+def short_id(item):
+    """file::name[params] of @item, whatever the directory pytest ran from."""
+    return item.nodeid.rsplit("/", 1)[-1]
 
 
 def _deselect(config, items, keep):
     """Drop the items whose test id (file::name[params]) @keep refuses."""
-    drop = [it for it in items if not keep(it.nodeid.rsplit("/", 1)[-1])]
+    drop = [it for it in items if not keep(short_id(it))]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = [it for it in items if it not in drop]
@@ -188,11 +83,27 @@ def _deselect(config, items, keep):
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("NXD_FULL") == "0":
         _deselect(config, items, lambda name: name not in FULL_ONLY)
-    shard = os.environ.get("NXD_SHARD", "")
-    if shard:
-        i, n = (int(x) for x in shard.split("/"))
-        owner = heavy_shards(n, [it.nodeid.rsplit("/", 1)[-1] for it in items])
-        _deselect(config, items, lambda name: owner.get(name, i) == i)
+    env = os.environ.get("NXD_SHARD", "")
+    if env:
+        try:
+            i, n, kvers = shard.parse_env(env, os.environ.get("NXD_SHARD_KVERS", ""))
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        if kvers and host.in_vm() and kvers[i] != host.KVER:
+            raise pytest.UsageError(f"NXD_SHARD={env} is {kvers[i]} in NXD_SHARD_KVERS, "
+                                    f"but this guest runs {host.KVER}")
+        needs = {}
+        for it in items:
+            m = it.get_closest_marker("needs_kernel")
+            if m:
+                needs[short_id(it)] = m.args[0]
+        owner = shard.plan([short_id(it) for it in items], n, kvers, needs)
+        loads = shard.shard_loads(owner, n)
+        config.nxd_shard_line = (
+            f"shard {i} of {n} ({kvers[i] if kvers else 'kernel list unknown'}); "
+            "estimated seconds a shard: " + ", ".join(
+                f"{j}: {s}" + (f" ({kvers[j]})" if kvers else "") for j, s in enumerate(loads)))
+        _deselect(config, items, lambda name: i in owner[name])
     if host.in_vm():
         return
     skip = pytest.mark.skip(reason="tests/vm run inside the test guest: "
