@@ -14,7 +14,10 @@
 #   3. creates the hybrid volume with dmsetup (nxd <array> <ssd>), formats
 #      XFS on it and runs the same workload,
 #   4. prints the comparison table (MB/s and IOPS of both groups) and
-#      `nxdctl histogram` of the workload on dm-nxd.
+#      `nxdctl histogram` of the workload on dm-nxd,
+# then checks both on the host (scripts/demo_check.py): exit 1 if a system
+# or group has no result, fio reported an error, or the histogram misses
+# writes fio completed.
 #
 # Environment:
 #   DEMO_KVER      guest kernel (default: the oldest test kernel, scripts/lib.sh)
@@ -223,6 +226,12 @@ for v in HDD_SIZE_MB HDDSIM_OPTS; do
 	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
 done
 rc=0
+rm -rf build/demo
 nxd_vm "$kver" "env $envs scripts/demo.sh --guest" || rc=$?
+# The table (both systems, both groups) and the histogram, checked against
+# fio's own counts (scripts/demo_check.py).
+if [ $rc = 0 ]; then
+	python3 scripts/demo_check.py build/demo >&2 || rc=1
+fi
 say "finished in $(($(date +%s) - t0)) s (exit $rc); guest console: ${VM_CONSOLE#"$here"/}"
 exit $rc
