@@ -37,6 +37,7 @@ from nxdt.host import run
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "guarantee(*ids, what=None): the guarantees of docs/reliability.md this test checks (scripts/gen-reliability.py)")
     config.addinivalue_line(
         "markers", "watchdog(seconds): this test's watchdog instead of "
         "NXD_TEST_WATCHDOG (for a test known to take longer)")

@@ -66,6 +66,7 @@ def udev_nxd():
         run(["udevadm", "control", "--reload"], check=False)
 
 
+@pytest.mark.guarantee("G13", "G15")
 def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     """lsblk -f and /dev/disk/by-uuid, by-label before, during and after an
     nxd volume over an md RAID6 that holds an ext4."""
@@ -176,6 +177,7 @@ print(repr(out))
 """
 
 
+@pytest.mark.guarantee("G13")
 def test_status_routes_show_super(dm, md_raid6, nullb):
     """status, list, --prometheus and histogram --routes against the
     kernel's counters; show-super against the superblock read here and the
@@ -270,6 +272,7 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     assert sup["log"]["data_blocks"] == 0, sup["log"]
 
 
+@pytest.mark.guarantee("G15")
 def test_install_uninstall_and_runtime_deps(tmp_path):
     """make install-module and install-tools into a staging root, then make
     uninstall: every file goes, nothing else is left; deps.sh --runtime on
@@ -322,6 +325,7 @@ def debs():
         shutil.rmtree(where, ignore_errors=True)
 
 
+@pytest.mark.guarantee("G15")
 def test_package_nxdctl(dm, loopdev, nullb, debs):
     """The nxdctl package installed with dpkg: its nxdctl makes a volume,
     its nxd-probe and udev rules name the two halves in lsblk, its man page
@@ -360,6 +364,7 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
 # of which dpkg -i 376 s (DKMS compiles the module, then depmod runs over
 # every module of the kernel) and dpkg -r 145 s; an earlier run went past
 # the default 900 s watchdog.
+@pytest.mark.guarantee("G15")
 @pytest.mark.watchdog(3000)
 @pytest.mark.skipif(os.environ.get("NXD_DKMS_TEST") != "1",
                     reason="the DKMS package test runs from make test-packages (NXD_DKMS_TEST=1): "

@@ -33,7 +33,12 @@ def pair(loopdev, nullb):
     return loopdev(HDD_MB), nullb(SSD_MB)
 
 
+@pytest.mark.guarantee("G10")
 def test_table_lines_refused(dm, pair):
+    """Bad table lines (argument counts, unknown options, missing values,
+    out-of-range and malformed numbers, watermark order, missing devices)
+    are each refused with their message and change nothing; the devices
+    still work afterwards."""
     hdd, ssd = pair
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
     lines = bad_lines(hdd, ssd, L)
@@ -48,6 +53,7 @@ def test_table_lines_refused(dm, pair):
     v.remove()
 
 
+@pytest.mark.guarantee("G10")
 def test_table_boundaries_accepted(dm, pair):
     """The largest accepted values and size suffixes (so that the refusals
     above are about the value, not the syntax)."""
@@ -73,6 +79,7 @@ def test_table_boundaries_accepted(dm, pair):
         v.remove()
 
 
+@pytest.mark.guarantee("G10", "G9")
 def test_ssd_minimum_size(dm, loopdev):
     """2080 KiB (8 metadata blocks + 4 segments) is the smallest SSD: 4 KiB
     less is refused, exactly that much works and keeps data."""
@@ -108,7 +115,10 @@ def test_ssd_minimum_size(dm, loopdev):
             blkdev.loop_destroy(d, p)
 
 
+@pytest.mark.guarantee("G10")
 def test_hdd_too_small_for_length(dm, loopdev, nullb):
+    """A length above the HDD's data area, and a 1 MiB HDD, are refused; the
+    exact maximum length is accepted."""
     hdd = loopdev(HDD_MB)
     ssd = nullb(SSD_MB)
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
@@ -128,7 +138,9 @@ def test_hdd_too_small_for_length(dm, loopdev, nullb):
     v.remove()
 
 
+@pytest.mark.guarantee("G10")
 def test_same_device_twice(dm, loopdev, nullb):
+    """HDD and SSD the same device, by path and by major:minor, are refused."""
     hdd = loopdev(HDD_MB)
     st = os.stat(hdd)
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
@@ -138,7 +150,11 @@ def test_same_device_twice(dm, loopdev, nullb):
     refuse(dm, f"0 {L} nxd {hdd} {mm}", "HDD and SSD are the same device", devs=(hdd,))
 
 
+@pytest.mark.guarantee("G10")
 def test_ssd_with_foreign_data(dm, pair):
+    """An SSD holding other data (random, or one non-zero byte) is refused as
+    not an nxd log; `format` takes it and writes both superblock copies; a
+    blank SSD with a labelled HDD is refused."""
     hdd, ssd = pair
     L = facts.data_sectors(blkdev.dev_sectors(hdd))
     junk = random.Random(5).randbytes(8192)
@@ -162,6 +178,7 @@ def test_ssd_with_foreign_data(dm, pair):
            "HDD belongs to an nxd volume but the SSD has no log", devs=(hdd, ssd))
 
 
+@pytest.mark.guarantee("G10")
 def test_ssd_log_of_another_volume(dm, loopdev, nullb):
     """An SSD log with an HDD that is not its own is refused, whatever the
     HDD holds; afterwards both volumes still assemble with their data."""
@@ -198,7 +215,10 @@ def test_ssd_log_of_another_volume(dm, loopdev, nullb):
     check(b, model_b)
 
 
+@pytest.mark.guarantee("G10")
 def test_second_volume_over_active_devices(dm, loopdev, nullb):
+    """The HDD or the SSD of a live volume is refused for another volume; the
+    live volume is unchanged."""
     hdd, ssd = loopdev(HDD_MB), nullb(SSD_MB)
     hdd2, ssd2 = loopdev(HDD_MB), nullb(SSD_MB)
     a = Volume(dm, "nxdact", hdd, ssd, ["write_threshold", "32768", "destage_rate", "7"])
@@ -217,6 +237,7 @@ def test_second_volume_over_active_devices(dm, loopdev, nullb):
     b.remove()
 
 
+@pytest.mark.guarantee("G10")
 def test_refused_reload_changes_nothing(dm, pair):
     """A reload of an active volume that the constructor refuses ('format'
     while active) must leave the live volume as it was: table, tunables
@@ -235,6 +256,7 @@ def test_refused_reload_changes_nothing(dm, pair):
     check(a, model)
 
 
+@pytest.mark.guarantee("G10")
 def test_read_threshold_refused(dm, pair):
     """read_threshold was removed: a table line naming it (as printed by
     versions that had it) is refused with its own message, as a reload of
@@ -275,7 +297,10 @@ def test_read_threshold_refused(dm, pair):
     check(a, model)
 
 
+@pytest.mark.guarantee("G10")
 def test_messages_refused(dm, pair):
+    """Unknown messages and arguments get EINVAL and a kernel message; drain
+    while suspended gets EBUSY at once and keeps the log."""
     hdd, ssd = pair
     v = Volume(dm, "nxdmsg", hdd, ssd)
     v.pause()
@@ -314,7 +339,11 @@ SYSFS_BAD = [
 ]
 
 
+@pytest.mark.guarantee("G10")
 def test_sysfs_bad_values(dm, pair):
+    """Bad values for the tunables get EINVAL and change nothing; read-only
+    attributes refuse writes; good values with a suffix or a newline are
+    accepted."""
     hdd, ssd = pair
     v = Volume(dm, "nxdsys", hdd, ssd)
     tun0, table0 = v.tunables(), v.table()
@@ -341,7 +370,12 @@ def test_sysfs_bad_values(dm, pair):
     assert n >= 30
 
 
+@pytest.mark.guarantee("G10", "G13")
 def test_control_bad_requests(dm, pair):
+    """Control-device requests with a bad version, flags, reserved fields,
+    names, device numbers or sizes get EINVAL or ENODEV; buffers are never
+    written past the size given; bad addresses get EFAULT, foreign ioctl
+    numbers ENOTTY."""
     hdd, ssd = pair
     v = Volume(dm, "nxdio", hdd, ssd)
     fill(v, 61, MiB)
@@ -497,7 +531,11 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.guarantee("G10", "G13")
 def test_unprivileged_caller(dm, pair):
+    """As nobody: the 0640 root:root control node is refused; with its group,
+    statistics and list are readable, reset gets EPERM, O_RDWR is refused;
+    sysfs writes and dmsetup message are refused."""
     hdd, ssd = pair
     v = Volume(dm, "nxdnobody", hdd, ssd)
     fill(v, 71, MiB)
@@ -552,9 +590,13 @@ def filled(dm, pair):
     return hdd, ssd, model
 
 
+@pytest.mark.guarantee("G7")
 @pytest.mark.parametrize("which,where", [("newest", "crc"), ("older", "crc"),
                                          ("newest", "magic"), ("older", "magic")])
 def test_one_superblock_copy_corrupt(dm, filled, which, where):
+    """With the newest or the older superblock copy damaged (checksum or magic)
+    the volume assembles from the other, its data intact, and survives
+    another cycle."""
     hdd, ssd, model = filled
     i, sb = ondisk.newest_sb(ssd)
     victim = i if which == "newest" else 1 - i
@@ -570,11 +612,14 @@ def test_one_superblock_copy_corrupt(dm, filled, which, where):
     check(v, model)
 
 
+@pytest.mark.guarantee("G7", "G10")
 @pytest.mark.parametrize("where,msg", [
     ("crc", "SSD superblock corrupt in both copies"),
     ("magic", "SSD holds data that is not an nxd log"),
 ])
 def test_both_superblock_copies_corrupt(dm, filled, where, msg):
+    """With both superblock copies damaged the table is refused; restoring the
+    blocks brings the volume back."""
     hdd, ssd, model = filled
     saved = rawio.pread_dev(ssd, 0, 2 * BLOCK)
     for c in (0, 1):
@@ -586,7 +631,10 @@ def test_both_superblock_copies_corrupt(dm, filled, where, msg):
     check(v, model)
 
 
+@pytest.mark.guarantee("G7", "G10")
 def test_hdd_label_corrupt(dm, filled):
+    """One byte of the HDD label changed (magic, UUID, reserved) is refused;
+    restored, the data is intact."""
     hdd, ssd, model = filled
     off = nxdvol.label_offset(blkdev.dev_sectors(hdd))
     saved = rawio.pread_dev(hdd, off, BLOCK)
@@ -606,7 +654,10 @@ def test_hdd_label_corrupt(dm, filled):
 CUT = 6
 
 
+@pytest.mark.guarantee("G7")
 def test_segment_header_corrupt_clean_log(dm, pair):
+    """After a clean stop, a damaged segment header: the kernel log says the
+    clean log ends early and recovery keeps the segments before it."""
     hdd, ssd = pair
     v, base, writes = seg_setup(dm, hdd, ssd, "nxdseg", 91)
     v.remove()                                  # clean shutdown
@@ -623,6 +674,7 @@ def test_segment_header_corrupt_clean_log(dm, pair):
     check(v, want)
 
 
+@pytest.mark.guarantee("G7", "G5")
 @pytest.mark.parametrize("what", ["header", "data"])
 def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     """Crash images (both devices copied while the volume is live): recovery
@@ -675,6 +727,7 @@ def test_segment_corrupt_after_crash(dm, loopdev, nullb, what):
     check(v3, seg_expect(base, writes[:CUT] + [new]))
 
 
+@pytest.mark.guarantee("G10")
 def test_inactive_table_and_clear(dm, pair):
     """A table that is loaded but never resumed: the volume is known to the
     control device, holds its devices against other volumes, has no sysfs

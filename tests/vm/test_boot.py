@@ -12,13 +12,19 @@ emptying that folder stands for a reboot (it is on tmpfs).
 """
 import json
 
+import pytest
+
 from nxdt import blkdev, ctl, nxdvol, ondisk
 from nxdt.facts import KiB, unit_cmd
 from nxdt.bootenv import (Env, region_sum, reseal_without_meta, status, threshold, vol_uuid,
                           write_some)
 
 
+@pytest.mark.guarantee("G15", "G4")
 def test_boot_assembly(dm, loopdev, tmp_path):
+    """nxd-assemble.service's own command lines: a configured volume comes back
+    at boot under its name, DM UUID, options and data, a noauto or removed
+    one does not, and drain-on-stop leaves the log empty."""
     env = Env(tmp_path)
     start, stop = unit_cmd("ExecStart"), unit_cmd("ExecStop")
     assert start[1:] == ["assemble", "--all"] and stop[1:] == ["stop", "--all"]
@@ -111,6 +117,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
     assert not dm.exists("boota")
 
 
+@pytest.mark.guarantee("G15", "G4")
 def test_stored_name_tunables(dm, loopdev, tmp_path):
     """The SSD superblock keeps the volume's name and its tunables, sysfs
     changes included, and assemble without a config file brings them back;

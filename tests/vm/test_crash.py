@@ -105,6 +105,7 @@ def devs():
 # ------------------------------------------------------ log-writes run ---
 
 
+@pytest.mark.guarantee("G5", "G3", "G7", what="The HDD and the SSD each recorded on their own dm-log-writes device under a seeded workload, replayed at every durability mark, at cuts of each device between marks and with volatile-cache variants: nxd loads by itself (no format), reports ok, and every sector equals the model at the mark or a value written after it.")
 @pytest.mark.parametrize("seed,opts,ssd_mib", CASES, ids=[f"seed{c[0]}" for c in CASES])
 def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
     logpaths, wl, layout = record_workload(dm, devs, seed, opts, ssd_mib, NOPS)
@@ -135,6 +136,7 @@ def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
     assert res["hdd"] > 0 and res["ssd"] > 0, res
 
 
+@pytest.mark.guarantee("G5")
 @pytest.mark.dmesg_allow(r"nxd.*(destage failed|unreadable|clean log ends early|fails its checksum|no header to vouch)")
 @pytest.mark.parametrize("where", ["ssd", "hdd+ssd"])
 def test_flakey_drop(devs, dm, where):
@@ -149,6 +151,7 @@ def test_flakey_drop(devs, dm, where):
         flakey_once(dm, devs, seed + (100 if where != "ssd" else 0), where)
 
 
+@pytest.mark.guarantee("G3")
 def test_discard_of_logged_partial_blocks_completes(devs, dm):
     """Found by test_logwrites_replay (seed 11, op 55): a discard that covers
     no whole block, only the logged parts of two blocks (4608 B at sector

@@ -87,6 +87,7 @@ def pdm():
     assert not errs, errs
 
 
+@pytest.mark.guarantee("G16")
 def test_oracle_on_bare_pcut(pdm):
     """The oracle passes a correct disk and catches a lying one."""
     good = run_bare(pdm, 31, lying=False)
@@ -100,6 +101,7 @@ def test_oracle_on_bare_pcut(pdm):
 SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "3"))
 
 
+@pytest.mark.guarantee("G5", "G6", what="A chain of NXD_PCUT_SLICE_CUTS power cuts of both dm-pcut devices (volatile caches, either first, one in three also cutting the recovery) under 4 AIO writers, for one nxd option set: nxd loads the same table by itself, reports ok, and every sector passes the oracle.")
 @pytest.mark.parametrize("opts", OPTSETS, ids=["defaults", "thr128k-lw0", "log_all", "ssd_discard0"])
 def test_pcut_crash_slice(pdm, opts):
     seed = 100 + OPTSETS.index(opts) + (0 if KVER.startswith("6.1.") else 10)
@@ -110,6 +112,7 @@ def test_pcut_crash_slice(pdm, opts):
     assert tot.cuts == SLICE_CUTS
 
 
+@pytest.mark.guarantee("G5", "G6", what="The slice's chains over the seeds NXD_PCUT_SEEDS, NXD_PCUT_CUTS cuts each, option set, keep and order varying with the seed; odd seeds also cut a format, seeds divisible by 3 a grow.")
 @pytest.mark.skipif(os.environ.get("NXD_PCUT_CAMPAIGN") != "1",
                     reason="the campaign runs from make crash-campaign (NXD_PCUT_CAMPAIGN=1)")
 def test_pcut_crash_campaign(pdm, request):
@@ -135,6 +138,7 @@ def test_pcut_crash_campaign(pdm, request):
     assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)
 
 
+@pytest.mark.guarantee("G1", "G5", what="The campaign's workloads without cuts: after each round an fsync, then the oracle checks the live volume exactly, both devices lose power with everything flushed, nxd replays its log and the oracle checks again.")
 @pytest.mark.skipif(os.environ.get("NXD_PCUT_SOAK") != "1",
                     reason="the soak runs from make crash-soak (NXD_PCUT_SOAK=1)")
 def test_pcut_live_soak(pdm):

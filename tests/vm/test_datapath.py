@@ -38,6 +38,7 @@ def vol(devs, dm):
     v.remove()
 
 
+@pytest.mark.guarantee("G4", what="dmsetup table reloaded as it is gives the same table; state ok; log_blocks is the SSD's blocks less 8.")
 def test_table_roundtrips(vol):
     t1 = vol.table()
     assert " nxd " in t1 and "write_threshold 65536" in t1
@@ -48,6 +49,7 @@ def test_table_roundtrips(vol):
     assert st["log_blocks"] == 16 * 256 - 8
 
 
+@pytest.mark.guarantee("G1", what="NXD_DIFF_OPS random reads, writes, overwrites, discards and flushes on 32 MiB through the default table, both routes used; every read and a final full read checked against the model.")
 def test_differential_default(vol):
     t = DiffTester(vol.dev, 32 << 20, seed=1)
     t.run(NOPS)
@@ -59,6 +61,7 @@ def test_differential_default(vol):
     t.close()
 
 
+@pytest.mark.guarantee("G1", "G12")
 def test_differential_threshold_changes(vol):
     """Thresholds and modes changed mid-run, reads verify throughout."""
     t = DiffTester(vol.dev, 24 << 20, seed=2, hot=4 << 20)
@@ -77,6 +80,7 @@ def test_differential_threshold_changes(vol):
     t.close()
 
 
+@pytest.mark.guarantee("G9")
 def test_log_full_small_log(dm):
     """A 3 MiB log (near the minimum) under many small writes: nothing
     fails, data verifies, and some writes were routed around the full log."""
@@ -104,6 +108,7 @@ def test_log_full_small_log(dm):
         hdd.close()
 
 
+@pytest.mark.guarantee("G8")
 def test_drain_then_hdd_alone_matches(devs, dm):
     """After a drain the HDD alone holds exactly the logical content."""
     hdd, ssd = devs
@@ -118,6 +123,7 @@ def test_drain_then_hdd_alone_matches(devs, dm):
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
+@pytest.mark.guarantee("G4")
 def test_recovery_after_remove_and_reload(devs, dm):
     """Data in the log survives table removal (clean) and reload."""
     hdd, ssd = devs
@@ -139,6 +145,7 @@ def test_recovery_after_remove_and_reload(devs, dm):
     v.remove()
 
 
+@pytest.mark.guarantee("G2")
 def test_routing_by_device_counters(dm):
     """O_DIRECT 4 KiB writes land on the SSD, 1 MiB aligned on the HDD,
     4 KiB-unaligned and 5000-byte buffered writes on the SSD (loop devices
@@ -173,6 +180,7 @@ def test_routing_by_device_counters(dm):
         hdd.close()
 
 
+@pytest.mark.guarantee("G3")
 def test_large_write_invalidates_logged_copy(vol):
     """A small logged write then a large HDD write over it, back to back,
     then a discard: reads never return the older logged data, also after
@@ -200,6 +208,7 @@ def test_large_write_invalidates_logged_copy(vol):
     os.close(fd)
 
 
+@pytest.mark.guarantee("G1")
 def test_partial_block_merge(vol):
     """Sub-4 KiB writes to one block merge with each other and with the HDD
     copy; a read spanning log and HDD sectors is stitched together."""
@@ -218,6 +227,7 @@ def test_partial_block_merge(vol):
     os.close(fd)
 
 
+@pytest.mark.guarantee("G1")
 def test_fio_verify_raw(vol):
     """fio crc32c verify with verify_backlog over mixed sizes."""
     r = subprocess.run(
@@ -230,6 +240,7 @@ def test_fio_verify_raw(vol):
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower()
 
 
+@pytest.mark.guarantee("G1", "G14", what="XFS on the volume, two fio jobs with crc32c verify, then xfs_repair -n clean.")
 def test_fio_verify_on_xfs(dm):
     hdd, ssd = Loop(512, "hddx"), NullBlk(16)
     vol = Volume(dm, "nxdx", hdd.dev, ssd.dev)
@@ -241,6 +252,7 @@ def test_fio_verify_on_xfs(dm):
         hdd.close()
 
 
+@pytest.mark.guarantee("G1")
 def test_concurrent_writers_and_readers(vol):
     """Several processes write disjoint regions with mixed sizes while the
     destager runs; each region verifies against its own model."""

@@ -36,6 +36,7 @@ def devs():
     hdd.close()
 
 
+@pytest.mark.guarantee("G8", "G9", "G1")
 def test_many_log_capacities_of_small_writes(devs, dm):
     """Writes several times the log capacity in small random writes with
     reads and overwrites mixed in: no error, data verifies, the log wraps
@@ -66,6 +67,7 @@ def test_many_log_capacities_of_small_writes(devs, dm):
     t.close()
 
 
+@pytest.mark.guarantee("G3", "G8")
 def test_overwrite_and_discard_while_destaging(devs, dm):
     """Destager forced to run all the time (watermarks 0) while a small hot
     region is overwritten and discarded: the HDD never ends up with an
@@ -82,6 +84,7 @@ def test_overwrite_and_discard_while_destaging(devs, dm):
     assert read_all(hdd.dev, t.size) == bytes(t.model)
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("geometry", ["plain", "striped"])
 def test_destage_merges_dense_region(dm, geometry):
     """A dense region of random 4 KiB writes destages in merged bios:
@@ -105,6 +108,7 @@ def test_destage_merges_dense_region(dm, geometry):
         striped_teardown(dm, ssd, parts)
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "oldest-only"])
 def test_clean_ahead_copies_stripe_neighbours(dm, ahead):
     """Block 0 is logged first, block 1 last, with 4200 writes to blocks a
@@ -150,6 +154,7 @@ def slow(dm):
     hdd.close()
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("yld", [True, False], ids=["yield", "no-yield"])
 def test_idle_round_yields_to_hdd_io(dm, slow, yld):
     """256 scattered 4 KiB blocks logged (under 1 % of the log: below
@@ -199,6 +204,7 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
             f"bios in 3 s beside a foreground HDD writer")
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("min_duty", [10, 100])
 def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
     """Between the watermarks, while foreground I/O keeps the HDD busy,
@@ -255,6 +261,7 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
             f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("sweep,how", [(True, "drain"), (True, "idle"), (False, "drain")],
                          ids=["sweep", "idle-sweep", "no-sweep"])
 def test_drain_sweeps_by_address(dm, sweep, how):
@@ -312,6 +319,7 @@ def test_drain_sweeps_by_address(dm, sweep, how):
         hdd.close()
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("oldest", [128, 0], ids=["oldest128", "half-buffer"])
 def test_round_leaves_room_for_neighbours(dm, oldest):
     """A round that cleans ahead takes at most destage_ahead_oldest blocks
@@ -368,6 +376,7 @@ def test_round_leaves_room_for_neighbours(dm, oldest):
         lwlog.close()
 
 
+@pytest.mark.guarantee("G8")
 def test_no_idle_round_beside_small_writes(dm):
     """Below low_watermark the destager waits until the whole volume is
     idle, not only the HDD: 4 KiB writes every 5 ms for 3 s, all logged
@@ -438,7 +447,11 @@ def test_no_idle_round_beside_small_writes(dm):
         hdd.close()
 
 
+@pytest.mark.guarantee("G8", "G4")
 def test_drain_on_suspend_and_pause(devs, dm):
+    """pause_destage keeps everything logged; a suspend with drain_on_suspend
+    drains anyway, and the data reads back after the resume and from the HDD
+    alone."""
     hdd, ssd = devs
     v = Volume(dm, "nxds", hdd.dev, ssd.dev, "drain_on_suspend 1")
     v.message("pause_destage")
@@ -465,6 +478,7 @@ def test_drain_on_suspend_and_pause(devs, dm):
         assert got[i * (256 << 10):i * (256 << 10) + (64 << 10)] == data
 
 
+@pytest.mark.guarantee("G8")
 def test_drain_ends_under_continuous_writes(devs, dm):
     """A drain destages what was logged before it and returns even while
     other small writes keep arriving; what it covered is on the HDD."""
@@ -503,6 +517,7 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     v.remove()
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("writer", [False, True], ids=["alone", "with-hdd-writes"])
 def test_stripe_fill(dm, writer):
     """destage_fill_min 2: a round with two or more copies in one stripe of
@@ -527,6 +542,7 @@ def test_stripe_fill(dm, writer):
         striped_teardown(dm, ssd, parts)
 
 
+@pytest.mark.guarantee("G8", "G1")
 def test_stripe_fill_hdd_writes_complete_late(dm):
     """A fill reads its stripes in batches into the two 2 MiB halves of
     one buffer in turn (16 stripes of 128 KiB a batch here; about 50
@@ -552,6 +568,7 @@ def test_stripe_fill_hdd_writes_complete_late(dm):
         striped_teardown(dm, ssd, parts)
 
 
+@pytest.mark.guarantee("G8")
 def test_stripe_fill_hdd_write_waits_only_for_its_stripe(dm):
     """A round fills 64 stripes (two logged 4 KiB blocks each) over an HDD
     whose writes take 1 s (dm-delay over dm-striped, io_opt 128 KiB), 8

@@ -32,6 +32,7 @@ def big_rig(dm, loopdev, nullb):
     yield from rig_setup(dm, loopdev, nullb, hdd_mb=128, ssd_mb=64)
 
 
+@pytest.mark.guarantee("G13")
 def test_events_degrade_log_full_drain(big_rig, tmp_path):
     """Each event reaches every listener once per occurrence: the log
     filling under 64 KiB writes with destage paused (one log_full for a
@@ -131,6 +132,7 @@ def test_events_degrade_log_full_drain(big_rig, tmp_path):
     m.close()
 
 
+@pytest.mark.guarantee("G13")
 def test_error_counters_survive_histogram_reset(rig):
     """`nxdctl histogram --reset` (and the ioctl's reset) clears the
     histogram and the request counters, never ssd_errors, hdd_errors or

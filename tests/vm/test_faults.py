@@ -31,6 +31,7 @@ from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, ti
 ERROR_READS = pytest.mark.needs_kernel("6.6", reason="dm-flakey error_reads")
 
 
+@pytest.mark.guarantee("G11")
 @pytest.mark.parametrize("mode", ["error", pytest.param("error_reads", marks=ERROR_READS)])
 def test_ssd_read_errors(rig, mode):
     """Reads that need the SSD fail with EIO while it fails, never return
@@ -65,6 +66,7 @@ def test_ssd_read_errors(rig, mode):
     m.verify(rig.hdd)                        # the HDD alone has it all
 
 
+@pytest.mark.guarantee("G11")
 def test_ssd_write_errors_degrade(rig):
     """Degraded (SSD writes failing, reads working): every write succeeds,
     also one that only partly covers a logged block (it waits until the
@@ -113,6 +115,7 @@ def test_ssd_write_errors_degrade(rig):
     m.close()
 
 
+@pytest.mark.guarantee("G11")
 def test_degraded_reassembly_replays_the_frozen_log(rig):
     """A transient SSD write failure: degraded, the log frozen with its
     logged blocks still in it (destage paused).  Taken down and loaded
@@ -128,6 +131,7 @@ def test_degraded_reassembly_replays_the_frozen_log(rig):
     reassemble_ok(v, m, rig, logged_left=n_logged)
 
 
+@pytest.mark.guarantee("G11", "G3")
 def test_degraded_writes_over_logged_blocks_then_reassembly(rig):
     """Degraded, whole-block and partial writes over logged blocks all
     succeed; once the volume is reassembled after the SSD recovered, no
@@ -146,6 +150,7 @@ def test_degraded_writes_over_logged_blocks_then_reassembly(rig):
     reassemble_ok(v, m, rig)
 
 
+@pytest.mark.guarantee("G11", "G12")
 def test_degraded_volume_suspends_and_resumes(rig):
     """A degraded volume survives a suspend and resume (an LVM operation,
     an admin's reload): the SSD takes no superblock, the resume must not
@@ -163,6 +168,7 @@ def test_degraded_volume_suspends_and_resumes(rig):
     reassemble_ok(v, m, rig)
 
 
+@pytest.mark.guarantee("G11", "G3")
 def test_reload_sees_a_log_frozen_after_its_constructor(rig):
     """Table B is loaded while A is live and healthy.  Then A degrades,
     destages and takes whole-block writes over logged blocks to the HDD.
@@ -186,6 +192,7 @@ def test_reload_sees_a_log_frozen_after_its_constructor(rig):
     reassemble_ok(v, m, rig)
 
 
+@pytest.mark.guarantee("G11", "G8")
 def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     """Degraded (SSD writes failing, reads working): a drain copies every
     logged block to the HDD, the HDD label records the new tail, and the
@@ -200,6 +207,7 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     reassemble_ok(v, m, rig, logged_left=0)
 
 
+@pytest.mark.guarantee("G11")
 @ERROR_READS
 def test_rmw_read_error_fails_only_that_write(rig):
     """A partial write over a logged block whose SSD copy cannot be read
@@ -221,6 +229,7 @@ def test_rmw_read_error_fails_only_that_write(rig):
     assert v.status()["state"] == "ok"
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("kind", ["partial", "whole"])
 def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     """The SSD loses a committed segment's header (zeroed behind the
@@ -258,6 +267,7 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
 
 # --------------------------------------------------------- HDD faults ---
 
+@pytest.mark.guarantee("G11")
 @pytest.mark.parametrize("mode", ["error", "error_writes"])
 def test_hdd_errors_reach_the_caller(rig, mode):
     """With the HDD failing, reads from the log still work, HDD reads and large
@@ -316,6 +326,7 @@ def test_hdd_errors_reach_the_caller(rig, mode):
     m.verify(rig.hdd)
 
 
+@pytest.mark.guarantee("G8", "G11")
 def test_destage_errors_keep_the_log(rig):
     """The HDD refuses writes while a drain destages: the log keeps the only
     copy (nothing reclaimed, reads right), the drain waits, and completes
@@ -346,6 +357,7 @@ def test_destage_errors_keep_the_log(rig):
     m.verify(rig.hdd)
 
 
+@pytest.mark.guarantee("G8")
 def test_destage_error_backoff_while_draining(rig):
     """After a failed destage round the destager backs off (1 s, see
     destage_throttled_ms in docs/status.md) instead of re-reading the log
@@ -373,6 +385,7 @@ def test_destage_error_backoff_while_draining(rig):
     m.verify()
 
 
+@pytest.mark.guarantee("G8", "G12")
 def test_drain_interrupted_then_reassembled(rig):
     """A drain stuck on a failing HDD is interruptible; the volume can be
     removed while the HDD still fails, and assembled again once it works,
@@ -401,6 +414,7 @@ def test_drain_interrupted_then_reassembled(rig):
     repaired_and_drained(rig, v, m)
 
 
+@pytest.mark.guarantee("G12")
 def test_remove_during_stuck_drain(rig):
     """`dmsetup remove` while a drain waits on a failing HDD: the drain
     returns (the device is going away), the removal completes, nothing
@@ -423,6 +437,7 @@ def test_remove_during_stuck_drain(rig):
     repaired_and_drained(rig, v, m)
 
 
+@pytest.mark.guarantee("G12", "G1")
 def test_live_operations_under_fio(dm, loopdev, nullb):
     """fio writes with crc32c verify while the volume is suspended and
     resumed, reloaded with other thresholds and modes, tuned through sysfs,
@@ -519,6 +534,7 @@ def test_live_operations_under_fio(dm, loopdev, nullb):
     v.remove()
 
 
+@pytest.mark.guarantee("G12")
 def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
     """rmmod dm_nxd is refused while a volume exists, live or suspended."""
     v = Volume(dm, "nxdrmmod", loopdev(HDD_MB), nullb(SSD_MB))

@@ -83,6 +83,7 @@ def big_stack(dm, md_raid6, nullb):
     return Stack(dm, md_raid6, nullb, BIG_DISKS, BIG_DISK_MB)
 
 
+@pytest.mark.guarantee("G14", "G1")
 @pytest.mark.parametrize("kind", ["xfs", "ext4"])
 def test_fs_workload_on_raid6(kind, big_stack, fsmount):
     """Geometry hints reach mkfs; the mixed workload with background drains
@@ -123,6 +124,7 @@ def test_fs_workload_on_raid6(kind, big_stack, fsmount):
           f"{dr.drains} drains (log peak {dr.max_used} blocks), status {s}")
 
 
+@pytest.mark.guarantee("G12", "G14")
 def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
     """Growing the RAID under a mounted file system: `format` of the active
     volume stays refused; a longer nxd table, loaded and resumed with the
@@ -170,6 +172,7 @@ def test_fs_grow_hdd(dm, md_raid6, nullb, fsmount):
     fs.umount()
 
 
+@pytest.mark.guarantee("G12", "G14")
 def test_fs_detach_ssd_then_new_ssd(dm, md_raid6, nullb, fsmount):
     """Online SSD removal: freeze, drain, table switched to `linear` over the
     HDD (same length), thaw; the file system keeps working, fscks clean and
@@ -222,6 +225,7 @@ def test_fs_detach_ssd_then_new_ssd(dm, md_raid6, nullb, fsmount):
     fs.umount()
 
 
+@pytest.mark.guarantee("G12", "G14")
 def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     """drain_on_suspend=1 is documented to leave "the HDD alone up to date"
     once the volume is suspended (dm-nxd(4)).  With a mounted file system the
@@ -258,6 +262,7 @@ def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     assert not problems, "; ".join(problems)
 
 
+@pytest.mark.guarantee("G5", "G14")
 @pytest.mark.parametrize("kind", ["xfs", "ext4"])
 def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
     """Writes to the HDD and the SSD are dropped from one instant on (both
@@ -342,6 +347,7 @@ def test_fs_power_cut(kind, dm, md_raid6, nullb, fsmount):
           f"{dr.drains} drains, recovery: {rec[-1]}")
 
 
+@pytest.mark.guarantee("G12")
 def test_assemble_after_hdd_grew(dm, md_raid6, nullb):
     """`nxdctl assemble` finds a volume by its SSD before and after the md
     array under it grew (the kernel itself still accepts the volume at its

@@ -5,20 +5,25 @@ import hashlib
 import os
 import uuid
 
+import pytest
 
 from nxdt import blkdev, dmlib, host, workloads
 from nxdt.host import run
 from nxdt.harness import MiB, dm_client
 
 
+@pytest.mark.guarantee("G16")
 def test_module_loaded(nxd_module, dm):
+    """dm-nxd.ko of this kernel is loaded and the nxd target registered."""
     assert host.module_loaded("dm_nxd")
     assert host.KVER in nxd_module
     targets = dm.targets().split()
     assert "nxd" in targets, f"target nxd not registered: {targets}"
 
 
+@pytest.mark.guarantee("G16")
 def test_brd_devices(brd):
+    """The brd fixture gives NXD_BRD_NR ram disks of NXD_BRD_SIZE_MB each."""
     size_mb = int(os.environ.get("NXD_BRD_SIZE_MB", "256"))
     assert len(brd) == int(os.environ.get("NXD_BRD_NR", "4"))
     for d in brd:
@@ -33,7 +38,10 @@ def test_brd_devices(brd):
         assert f.read(4096) == pattern
 
 
+@pytest.mark.guarantee("G16")
 def test_nullb_sizes_and_stat(nullb):
+    """The null_blk fixture makes memory-backed devices of the size and block
+    size asked, whose I/O counters count what was written."""
     a = nullb(64)
     b = nullb(128, blocksize=4096)
     assert a != b
@@ -55,7 +63,9 @@ def test_nullb_sizes_and_stat(nullb):
         assert f.read(8192) == data
 
 
+@pytest.mark.guarantee("G16")
 def test_loop_devices(loopdev):
+    """The loop fixture makes devices of the size and sector size asked."""
     a = loopdev(32)
     b = loopdev(48, sector_size=4096)
     assert a.startswith("/dev/loop") and b.startswith("/dev/loop")
@@ -66,7 +76,10 @@ def test_loop_devices(loopdev):
     assert blkdev.io_sectors(a)[1] >= MiB // 512
 
 
+@pytest.mark.guarantee("G16")
 def test_md_raid6_assembles(md_raid6):
+    """The md_raid6 fixture makes a RAID6 of the disks asked that keeps its
+    data when stopped and assembled again."""
     md = md_raid6(ndisks=4, disk_mb=32)
     name = os.path.basename(md)
     with open(f"/sys/block/{name}/md/level") as f:
@@ -90,6 +103,7 @@ def test_md_raid6_assembles(md_raid6):
     assert "raid6" in open("/proc/mdstat").read()
 
 
+@pytest.mark.guarantee("G16")
 def test_dmsetup_wrapper(dm, nullb):
     """The dm client, through both transports (the same calls): changes
     by dmsetup (the dm fixture) and by ioctls (dmlib.DMIoctl, nodes in a
@@ -106,7 +120,9 @@ def test_dmsetup_wrapper(dm, nullb):
     assert not errs, errs
 
 
+@pytest.mark.guarantee("G16")
 def test_fio_helper(nullb):
+    """The fio helper runs a job and reports its bytes and errors."""
     dev = nullb(64)
     res = workloads.run_fio(dev, rw="randwrite", bs="4k", size="4M", iodepth=4)
     s = workloads.fio_summary(res)
@@ -117,7 +133,11 @@ def test_fio_helper(nullb):
     assert workloads.parse_fio_json('fio: note\n{"jobs": []}') == {"jobs": []}
 
 
+@pytest.mark.guarantee("G16")
 def test_dmesg_checker_flags_problems():
+    """The kernel-log checker flags WARNING, BUG, oops, Call Trace, general
+    protection fault, hung task, UBSAN, KASAN and lockdep lines, passes
+    ordinary ones, and honours an allow list."""
     samples = [
         "[   12.5] WARNING: CPU: 1 PID: 77 at drivers/md/dm.c:100 f+0x10/0x20",
         "[   12.6] BUG: kernel NULL pointer dereference, address: 0000000000000008",
@@ -139,7 +159,10 @@ def test_dmesg_checker_flags_problems():
     assert host.find_kernel_problems(samples[:1], allow=[r"drivers/md/dm\.c"]) == []
 
 
+@pytest.mark.guarantee("G16")
 def test_dmesg_marker_roundtrip():
+    """A line written to the kernel log after a marker is found by
+    dmesg_since(marker)."""
     marker = host.kmsg_mark("harness probe")
     line = f"nxd-harness: probe line {uuid.uuid4().hex}"
     host.kmsg_write(line)
@@ -149,6 +172,7 @@ def test_dmesg_marker_roundtrip():
     assert host.find_kernel_problems(after) == []
 
 
+@pytest.mark.guarantee("G16")
 def test_dmesg_lines_read_as_dmesg_prints():
     """host.dmesg_lines() reads /dev/kmsg itself: the same lines as dmesg(1)
     prints, time stamps, escapes and multi-line records included, up to a
@@ -164,6 +188,7 @@ def test_dmesg_lines_read_as_dmesg_prints():
     assert upto(ours) == upto(theirs)
 
 
+@pytest.mark.guarantee("G16")
 def test_replay_oracle_orders_plain_after_fua():
     """hdd_mask_legit, test_crash's rule for a plain HDD log entry logged
     after an overlapping FUA entry (dm-log-writes logs plain writes only at

@@ -40,6 +40,7 @@ def mnt(dm):
             time.sleep(0.5)
 
 
+@pytest.mark.guarantee("G12", "G14")
 def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
     hdd = loopdev(400)
     ssd1, ssd2, ssd3 = nullb(64), nullb(64), nullb(64)
@@ -143,6 +144,7 @@ def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
     print(f"lifecycle: {n} files verified at the end")
 
 
+@pytest.mark.guarantee("G12", "G10")
 def test_lifecycle_refusals(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd, sig, tiny = nullb(32), nullb(32), nullb(1)
@@ -206,6 +208,7 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     assert table(dm)["type"] == "nxd"
 
 
+@pytest.mark.guarantee("G12")
 def test_lifecycle_detach_timeout(dm, loopdev, nullb):
     """A drain that cannot finish in time (the HDD behind dm-delay, writes
     delayed 2 s): `detach --timeout 1` gives up, the nxd table stays live

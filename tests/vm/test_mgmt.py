@@ -30,7 +30,11 @@ REPO = host.REPO
 FIG6 = os.path.join(REPO, "tools", "tests", "figure6.txt")
 
 
+@pytest.mark.guarantee("G13", "G2")
 def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
+    """Each request from 512 B to 40 MiB lands in exactly the histogram cell
+    (direction, size bucket, route, alignment) the routing rules predict;
+    the control device and nxdctl histogram --json agree."""
     hdd, ssd = loopdev(160), nullb(16)
     v = Volume(dm, "nxdhist", hdd, ssd)
     v.pause()                                  # reads of logged data stay on the SSD
@@ -147,6 +151,7 @@ def test_histogram_buckets_routes_alignment(dm, loopdev, nullb):
         rawio.release_hugepages()
 
 
+@pytest.mark.guarantee("G13")
 def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     """Writers issue an exact number of requests while the histogram is
     read-and-cleared over and over: the sum of the snapshots plus the last
@@ -192,7 +197,11 @@ def test_reset_is_atomic_under_io(dm, loopdev, nullb):
     assert resets >= 20 and nonempty >= 5, (resets, nonempty)
 
 
+@pytest.mark.guarantee("G13")
 def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
+    """nxdctl histogram against the NytroXD Figure 6 layout, --routes, stats
+    (every counter equal to the ioctl and the status line), list with the
+    UUID read from the SSD, --json and --reset."""
     hdd, ssd = loopdev(128), nullb(16)
     v = Volume(dm, "nxdctl0", hdd, ssd)
     v.pause()
@@ -297,6 +306,7 @@ def test_nxdctl_histogram_stats_list(dm, loopdev, nullb):
     assert ctl.hist_sum(ctl.get_stats(v.name)["hist"]) == 0
 
 
+@pytest.mark.guarantee("G2")
 def test_threshold_suffixes_move_routing(dm, loopdev):
     """`nxdctl threshold --write 64K / 1M`: the sysfs value and where a
     128 KiB aligned write goes, counted by the loop devices' own stats."""
@@ -343,7 +353,10 @@ def test_threshold_suffixes_move_routing(dm, loopdev):
     assert v.sget("write_threshold") == "524288"
 
 
+@pytest.mark.guarantee("G4")
 def test_sysfs_values_survive_reload(dm, loopdev, nullb):
+    """Tunables set through sysfs appear in dmsetup table, survive dmsetup
+    table | dmsetup load, and a line without options restores the defaults."""
     v = Volume(dm, "nxdtun", loopdev(64), nullb(8))
     want = {"write_threshold": "12288", "mode": "log_all",
             "low_watermark": "10", "high_watermark": "90", "destage_rate": "50",
@@ -373,7 +386,11 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
                             "destage_rate": "0", "ssd_discard": "1", "drain_on_suspend": "0"}
 
 
+@pytest.mark.guarantee("G13")
 def test_udev_links(dm, loopdev, nullb):
+    """/dev/nxd/<name> and /dev/disk/by-nxd-uuid/<uuid> are created, follow a
+    rename, stay over a reload and go with the volume; the control node is
+    0640 group disk."""
     hdd, ssd = loopdev(64), nullb(8)
     udevd = run(["udevadm", "control", "--ping"], check=False).returncode == 0
     rules = "/etc/udev/rules.d/60-nxd.rules"
@@ -431,6 +448,7 @@ def test_udev_links(dm, loopdev, nullb):
         os.chmod(ctl.CONTROL, ctl0.st_mode & 0o7777)
 
 
+@pytest.mark.guarantee("G12", "G4")
 def test_grow_online(dm, loopdev, nullb):
     """The HDD grows under a live volume: nxdctl assemble still finds the
     pair (label not at the HDD's end yet) at the volume's length; a longer

@@ -82,6 +82,7 @@ from nxdt.noloss import cached_pair, lose_acked_log_writes, pin, power_on_and_re
 NREC = 252          # NXD_SEG_MAX_RECS
 
 
+@pytest.mark.guarantee("G3")
 def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     host.modprobe("dm-delay")
     hdd = loopdev(64)
@@ -171,6 +172,7 @@ def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
     assert nxdvol.recovered_entries(marker) == 3
 
 
+@pytest.mark.guarantee("G12")
 def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
     """Suspend while the destager is busy: after `dmsetup suspend` returns,
     the HDD (a loop device, which counts its I/O) sees no more writes
@@ -207,6 +209,7 @@ def test_no_hdd_write_after_suspend(dm, loopdev, nullb):
     assert v.status()["destaged_blocks"] > 0
 
 
+@pytest.mark.guarantee("G12")
 def test_concurrent_table_destruction(dm, loopdev, nullb):
     """`dmsetup clear` of an inactive table races `dmsetup remove` of the
     live one: both destroy a table of one volume.  The volume object must
@@ -228,6 +231,7 @@ def test_concurrent_table_destruction(dm, loopdev, nullb):
         assert "nxdcd" not in out.stdout, out.stdout
 
 
+@pytest.mark.guarantee("G6", "G5")
 def test_clean_only_after_successful_flushes(dm, loopdev, nullb):
     pcut.load_module()
     hdd = loopdev(64)
@@ -248,6 +252,7 @@ def test_clean_only_after_successful_flushes(dm, loopdev, nullb):
     assert sb["flags"] & 1, sb
 
 
+@pytest.mark.guarantee("G3", "G1")
 def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     """A small write W merging a logged block B (RMW read held 3 s by a
     slow SSD), the destager dropping B's entry meanwhile, then a large
@@ -314,6 +319,7 @@ def test_direct_write_waits_for_queued_merge(dm, loopdev, nullb):
     check("after reload")
 
 
+@pytest.mark.guarantee("G8")
 @pytest.mark.dmesg_allow(r"nxd.*(unreadable|fails its checksum|no header to vouch)")
 @pytest.mark.parametrize("kind", ["whole", "partial"])
 def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
@@ -382,6 +388,7 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
         f.fsync()
 
 
+@pytest.mark.guarantee("G5")
 def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
     """Block B logged (O, flushed), 2100 other blocks logged one segment
     each, then N logged over B (not flushed): O's segment is dead, N's
@@ -430,6 +437,7 @@ def test_tail_passes_superseded_copy_only_when_newer_is_durable(dm, nullb):
         f"neither the flushed copy nor the newer one (status before the cut: {st})"
 
 
+@pytest.mark.guarantee("G9")
 def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
     """Destage paused; the log filled until it has room for a one-block
     segment and no more (what a write is room-checked for).  Then A, an
@@ -521,6 +529,7 @@ def test_held_write_not_stranded_by_a_smaller_one(dm, loopdev, nullb):
         assert f.pread(b_off, len(b)) == b
 
 
+@pytest.mark.guarantee("G5", "G11")
 def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     """Block B logged (O, flushed), then logged again (N, not flushed):
     O's segment is dead.  The SSD loses power (keep 0: N's segment was only
@@ -564,6 +573,7 @@ def test_frozen_tail_waits_for_the_newer_copy(dm, nullb):
     v.remove()
 
 
+@pytest.mark.guarantee("G6", "G11")
 def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     hdd, ssd, v = cached_pair(dm, nullb, "nxll", "glost", 51)
     n, first = 16, 256
@@ -583,6 +593,7 @@ def test_degraded_flush_reports_lost_log_writes(dm, nullb):
     v.remove()
 
 
+@pytest.mark.guarantee("G6", "G11")
 def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     """As above, but the flush is ext4's: jbd2 commits with one PREFLUSH|FUA
     write, which dm core splits into an empty flush and the data, and it
@@ -642,6 +653,7 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     v.remove()
 
 
+@pytest.mark.guarantee("G6", "G3")
 def test_parked_fua_waits_for_a_lazy_inval(dm, nullb):
     """Block B logged (O, after P elsewhere).  With HDD writes delayed 3 s:
     W1, a plain 128 KiB write over B (its INVAL lazy), then 1 s later W2, a

@@ -51,7 +51,11 @@ def env():
     assert not errs, errs
 
 
+@pytest.mark.guarantee("G16")
 def test_unflushed_writes_lost_at_cut_keep0(env):
+    """With keep 0 a cut loses every unflushed write and keeps every flushed
+    one; reads before the cut see the cache; I/O after the cut fails with
+    EIO."""
     dm, bdev, pc, d, durable = fresh_dev(env, "pct0", "gt0", 1, keep=0, torn=0)
     latest = bytearray(SZ)
     d.write(1, 0, 65536, latest)
@@ -83,7 +87,10 @@ def test_unflushed_writes_lost_at_cut_keep0(env):
     assert got == bytes(durable), f"after power-on: sectors {diff_sectors(got, durable)[:10]} differ"
 
 
+@pytest.mark.guarantee("G16")
 def test_flush_and_fua_writes_survive(env):
+    """Flushed and FUA writes survive a cut with keep 0; plain writes, also
+    over them, are lost."""
     dm, bdev, pc, d, durable = fresh_dev(env, "pct1", "gt1", 2, keep=0, torn=0)
     d.write(1, 0, 8192, durable)
     os.fsync(d.fd)
@@ -108,7 +115,9 @@ def test_flush_and_fua_writes_survive(env):
     d.close()
 
 
+@pytest.mark.guarantee("G16")
 def test_keep_all(env):
+    """With keep 100 a cut keeps every cached write."""
     dm, bdev, pc, d, latest = fresh_dev(env, "pct2", "gt2", 3, keep=100, torn=0)
     for t in range(1, 41):
         d.write(t, (t * 37 % 200) * 4096, 4096 * (1 + t % 3), latest)
@@ -122,7 +131,10 @@ def test_keep_all(env):
     assert got == bytes(latest), f"sectors {diff_sectors(got, latest)[:10]} differ"
 
 
+@pytest.mark.guarantee("G16")
 def test_keep_half_torn_and_seeded(env):
+    """With keep 50 and torn writes a cut keeps, tears at 512 B and drops
+    records, and the same seed keeps the same sectors."""
     dm, backing = env
     n = 200
     runs = []
@@ -153,7 +165,10 @@ def test_keep_half_torn_and_seeded(env):
     assert runs[2][0] != img, "another seed should keep another set"
 
 
+@pytest.mark.guarantee("G16")
 def test_cut_after_fires_at_the_nth_group_op(env):
+    """cut_after cuts a device at exactly the nth op of its group, and the
+    other device after the gap."""
     dm, backing = env
     a = pcut.Pcut(dm, "pct4a", backing(), "gt4", 5)
     b = pcut.Pcut(dm, "pct4b", backing(), "gt4", 6)
@@ -183,7 +198,9 @@ def test_cut_after_fires_at_the_nth_group_op(env):
         assert first.status()["group_ops"] == base + n + gap + 3
 
 
+@pytest.mark.guarantee("G16")
 def test_out_of_order_completion(env):
+    """Writes complete out of order after their random delay."""
     dm, backing = env
     pc = pcut.Pcut(dm, "pct5", backing(), "gt5", 7)
     pc.set(delay_us=500)
@@ -196,7 +213,9 @@ def test_out_of_order_completion(env):
     assert st["writes"] >= 1024 and st["ooo"] > 0, st
 
 
+@pytest.mark.guarantee("G16")
 def test_discard_is_a_cached_write_of_zeros(env):
+    """A discard is a cached write of zeros: lost at a cut unless flushed."""
     dm, bdev, pc, d, durable = fresh_dev(env, "pct6", "gt6", 8, keep=0, torn=0)
     d.write(1, 0, 65536, durable)
     os.fsync(d.fd)
@@ -217,7 +236,11 @@ def test_discard_is_a_cached_write_of_zeros(env):
     assert read_backing(bdev) == bytes(durable)
 
 
+@pytest.mark.guarantee("G16")
 def test_fail_switches(env):
+    """The fail_flush, fail_writes and fail_reads switches fail those with EIO,
+    a failed flush persists nothing, and switched off the device works
+    again."""
     dm, bdev, pc, d, latest = fresh_dev(env, "pct7", "gt7", 9)
     pc.message("fail_flush", 1)
     d.write(1, 0, 4096, latest)
@@ -237,6 +260,7 @@ def test_fail_switches(env):
     assert pc.status()["failed"] >= 3
 
 
+@pytest.mark.guarantee("G16")
 def test_cache_writeback_and_clean_stop(env):
     """A full cache writes its oldest records back; a clean stop (suspend or
     removal without a cut) writes everything back."""
@@ -252,7 +276,9 @@ def test_cache_writeback_and_clean_stop(env):
     assert read_backing(bdev) == bytes(latest)
 
 
+@pytest.mark.guarantee("G16")
 def test_bad_table_and_messages(env):
+    """Bad dm-pcut tables and messages are refused."""
     dm, backing = env
     bdev = backing()
     for t in (f"0 100 pcut {bdev}", f"0 100 pcut {bdev} g x", "0 100 pcut /dev/nonexistent g 1",

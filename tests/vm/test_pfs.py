@@ -75,6 +75,7 @@ def _t0():
     gluster.T0[0] = time.monotonic()
 
 
+@pytest.mark.guarantee("G14")
 def test_pfs_workload(pfs):
     st = pfs
     t = time.monotonic()
@@ -96,6 +97,7 @@ def test_pfs_workload(pfs):
           f"IOR {st.ior[DIST].total_bytes()} B per volume")
 
 
+@pytest.mark.guarantee("G14")
 def test_pfs_brick_killed_and_restarted(pfs):
     st = pfs
     g = st.gluster
@@ -126,6 +128,7 @@ def test_pfs_brick_killed_and_restarted(pfs):
     print(f"writer: {w.n} files through the kill and restart")
 
 
+@pytest.mark.guarantee("G14", "G12")
 def test_pfs_nxd_to_linear_and_back(pfs):
     st = pfs
     assert st.files, "test_pfs_workload did not run"
@@ -153,6 +156,7 @@ def test_pfs_nxd_to_linear_and_back(pfs):
           f"writers {w1.n} + {w2.n} files")
 
 
+@pytest.mark.guarantee("G14")
 def test_pfs_fsck(pfs):
     st = pfs
     assert st.files, "test_pfs_workload did not run"
@@ -175,6 +179,7 @@ PC_SEED = int(os.environ.get("NXD_PFS_PCUT_SEED", "301"))
 PC_LIE = os.environ.get("NXD_PFS_PCUT_LIE") == "1"
 
 
+@pytest.mark.guarantee("G14", "G5")
 @pytest.mark.watchdog(1500)
 def test_pfs_power_cut_pcut(nxd_module):
     """A power cut of every brick's disks at once with Gluster on top.
@@ -305,6 +310,7 @@ def test_pfs_power_cut_pcut(nxd_module):
 MMP_SEQ_CLEAN = 0xFF4D4D50
 
 
+@pytest.mark.guarantee("G14")
 def test_lustre_ost_standin(dm, md_raid6, nullb):
     """The ldiskfs stand-in of a Lustre OST on dm-nxd: the geometry derived
     from the exported hints of an nxd volume over a 6-disk RAID6 (chunk

@@ -57,6 +57,8 @@ the volume.
    NULL bi_blkg oops in the writer)."""
 import time
 
+import pytest
+
 from nxdt import host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
@@ -68,6 +70,7 @@ from nxdt.writepath import (delayed_vol, direct_write_after_partial_in_open_batc
 SEG_ORDERED = 1
 
 
+@pytest.mark.guarantee("G2", "G1")
 def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd = nullb(16)
@@ -116,6 +119,7 @@ def test_aligned_writes_take_the_direct_path(dm, loopdev, nullb):
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b} after a reload"
 
 
+@pytest.mark.guarantee("G1")
 def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     v, slow, ssd_base = delayed_vol(dm, loopdev, nullb, "nxwm")
     B = 512
@@ -154,6 +158,7 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
     check("after a replay")
 
 
+@pytest.mark.guarantee("G3")
 def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     """Blocks 0-31 logged; a 128 KiB write over them goes to the HDD (FUA,
     slow: dm-delay) and INVALs them; a 4 KiB write of block 5 sent while
@@ -197,6 +202,7 @@ def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
     assert check("after a replay") == live, "the replay disagrees with the live volume"
 
 
+@pytest.mark.guarantee("G8")
 def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
     """A destage round is copying blocks 0-31 to a slow HDD (dm-delay, 5 s
     writes); a 128 KiB write over those logged blocks must wait for those
@@ -233,6 +239,7 @@ def test_writer_does_not_wait_for_a_destage_round(dm, loopdev, nullb):
         assert f.pread(3000 * BLOCK + 512, 512) == small
 
 
+@pytest.mark.guarantee("G3", "G8")
 def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
     """A destage round copies 256 scattered logged blocks (one bio each) to
     a slow HDD (dm-delay, 1 s writes), at most 16 bios at a time (module
@@ -278,6 +285,7 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
     check("after a replay")
 
 
+@pytest.mark.guarantee("G3", "G6")
 def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     hdd, ssd = pcut.pair(dm, nullb, "nxlz", "glazy", 41, volatile=True)
     opts = ["ssd_discard", "0"]
@@ -361,6 +369,7 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     check("after a clean stop", {R4: big[R4]})
 
 
+@pytest.mark.guarantee("G3")
 def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
     hdd = loopdev(64)
     ssd = nullb(16)
@@ -400,6 +409,7 @@ def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
             assert f.pread(k * MiB, MiB) == d, f"region {k} after a clean reload"
 
 
+@pytest.mark.guarantee("G1", "G5")
 def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
     # A partial write of a block with no logged copy goes to the batch only
     # with direct_partial off (or when the fast path refuses it).
@@ -407,6 +417,7 @@ def test_direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
         direct_write_after_partial_in_open_batch(dm, loopdev, nullb)
 
 
+@pytest.mark.guarantee("G11")
 def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
     hdd, ssd = pcut.pair(dm, nullb, "nxsp", "gsplit", 71)
     v = Volume(dm, "nxsp", hdd.path, ssd.path,
@@ -450,6 +461,7 @@ def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
     v.remove()
 
 
+@pytest.mark.guarantee("G2", "G1")
 def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
     hdd, ssd = loopdev(64), nullb(16)
     model = hdd_pattern(hdd, 32)
@@ -492,6 +504,7 @@ def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
     check("on the HDD after a drain", hdd)
 
 
+@pytest.mark.guarantee("G1")
 def test_partial_direct_write_keeps_off_a_writer_held_block(dm, loopdev, nullb):
     """A 600 KiB write (log_all: too big for a direct segment) is in the
     writer, its first segment on a slow SSD, when a 512 B write of one of
