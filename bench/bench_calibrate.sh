@@ -22,6 +22,7 @@
 # (array.json for CAL_MODE=array).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
 . "$here/scripts/lib.sh"
 KVER=${BENCH_KVER:-$(nxd_default_kver)}
 nxd_build "$KVER"

@@ -111,10 +111,13 @@ up() {
 		--raid-devices="$N" --chunk="$RAID_CHUNK_KB" --assume-clean \
 		--metadata=1.2 --bitmap=none --homehost=any "${devs[@]}" >&2
 	udevadm settle 2>/dev/null || true
-	local md
+	local md maj min
 	md=$(find_md)
 	[ -n "$md" ] || { log "md array not found after create"; exit 1; }
-	[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
+	if [ ! -b "$md" ]; then
+		IFS=: read -r maj min < "/sys/block/$(basename "$md")/dev"
+		mknod "$md" b "$maj" "$min"
+	fi
 	# A bigger stripe cache lets raid6 batch full-stripe writes.
 	echo "${RAID_STRIPE_CACHE:-1024}" > "/sys/block/$(basename "$md")/md/stripe_cache_size" 2>/dev/null || true
 	if [ -n "${RAID_GROUP_THREADS:-}" ]; then
@@ -125,10 +128,13 @@ up() {
 }
 
 down() {
-	local md
+	local md maj min
 	md=$(find_md)
 	if [ -n "$md" ]; then
-		[ -b "$md" ] || mknod "$md" b $(tr ':' ' ' < "/sys/block/$(basename "$md")/dev")
+		if [ ! -b "$md" ]; then
+			IFS=: read -r maj min < "/sys/block/$(basename "$md")/dev"
+			mknod "$md" b "$maj" "$min"
+		fi
 		mdadm --stop "$md" >&2 || true
 	fi
 	for d in /dev/mapper/nxdhdd*; do
@@ -136,8 +142,8 @@ down() {
 		mdadm --zero-superblock "$d" 2>/dev/null || true
 		dmsetup remove --retry "$(basename "$d")" || true
 	done
-	if [ -d $CFS ]; then
-		for d in $CFS/nxdmem*; do
+	if [ -d "$CFS" ]; then
+		for d in "$CFS"/nxdmem*; do
 			[ -d "$d" ] || continue
 			echo 0 > "$d/power" 2>/dev/null || true
 			rmdir "$d" || true

@@ -151,7 +151,7 @@ kasan_line=CONFIG_KASAN_OUTLINE=y
 [ "$kasan_mode" = inline ] && kasan_line=CONFIG_KASAN_INLINE=y
 echo "$kasan_line" >>"$frag.new"
 mv "$frag.new" "$frag"
-want_cfg=$(cat "$frag" | sha256sum | cut -d' ' -f1)
+want_cfg=$(sha256sum <"$frag" | cut -d' ' -f1)
 if [ "$(cat "$top/.config-stamp" 2>/dev/null)" != "$want_cfg" ] || [ ! -f "$tree/.config" ]; then
 	say "configuring (defconfig + kvm_guest.config + virtme-ng + ${frag#"$here"/})"
 	rm -f "$top/.config-stamp"

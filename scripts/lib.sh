@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Sourced by the host scripts that build for a test kernel and boot it
 # (test, demo, demo-pfs, bench, calibration, measurements, crash campaign):
 # one rule for the kernels, one build, one guest launcher (vm-run.sh).
@@ -90,7 +91,7 @@ nxd_cut_prepare() {
 	local tag=$1 kv=$2 seed=$3 dir=build/$1/$2-$3
 
 	if [ ! -f "build/$kv/dm-nxd.ko" ]; then
-		echo "$tag[$kv seed $seed]: build/$kv/dm-nxd.ko missing: make modules-all" >&2
+		echo "${tag}[$kv seed $seed]: build/$kv/dm-nxd.ko missing: make modules-all" >&2
 		return 2
 	fi
 	mkdir -p "${NXD_LOGS:-build/logs}" && rm -rf "$dir" && mkdir -p "$dir" && echo "$dir"
@@ -153,7 +154,7 @@ nxd_cut_boot2() {
 	if [ "$rc" != 0 ] || ! grep -q ": PASS" <<<"$line"; then
 		grep -v "^$tag " <<<"$out" | tail -n 40 >&2
 		echo "$line"
-		echo "$tag[$kv seed $seed]: kept $dir (images, boot outputs) and $console" >&2
+		echo "${tag}[$kv seed $seed]: kept $dir (images, boot outputs) and $console" >&2
 		return 1
 	fi
 	echo "$line"

@@ -25,7 +25,7 @@ grep -q '^brd ' /proc/modules || modprobe brd rd_nr=1 rd_size=$((256 * 1024))
 md=$(PREFILL=0 bench/mkraid.sh up 6 | tail -n1)
 sz=$(blockdev --getsz "$md")
 vol=$((sz / 2048 * 2048 - 2048))
-half=$((vol / 2 * 512))
+half=$((vol * 512 / 2))
 stream() {	# DEV LABEL
 	fio --name=s --filename="$1" --rw=write --bs=1M --iodepth=4 --ioengine=libaio \
 		--direct=1 --offset="$half" --size=$((half / 2)) --runtime=15 --time_based \
@@ -41,8 +41,8 @@ say "after filling: $(st)"
 a=$(stream $dev)
 say "streaming, destage paused: $a MiB/s ($(st))"
 dn=$(basename "$(readlink -f $dev)")
-echo 0 >/sys/block/$dn/nxd/low_watermark
-echo 0 >/sys/block/$dn/nxd/high_watermark
+echo 0 >"/sys/block/$dn/nxd/low_watermark"
+echo 0 >"/sys/block/$dn/nxd/high_watermark"
 dmsetup message mdx 0 resume_destage
 b=$(stream $dev)
 say "streaming, destaging at full speed: $b MiB/s ($(st))"

@@ -27,13 +27,13 @@ for ko in "${MODS[@]}"; do
 	dn=$(basename "$(readlink -f /dev/mapper/dx)")
 	dmsetup message dx 0 pause_destage
 	fio --name=f --filename=/dev/mapper/dx --rw=randwrite --bs=4k --iodepth=8 \
-		--ioengine=libaio --direct=1 --size=${region}m --io_size=${FILL_MB}m \
+		--ioengine=libaio --direct=1 --size="${region}m" --io_size="${FILL_MB}m" \
 		--randrepeat=1 --output-format=terse >/dev/null
 	used=$(field 2)
 	b0=$(field 15)
 	n0=$(field 16)
-	echo 0 >/sys/block/$dn/nxd/low_watermark
-	echo 0 >/sys/block/$dn/nxd/high_watermark 2>/dev/null || true
+	echo 0 >"/sys/block/$dn/nxd/low_watermark"
+	echo 0 >"/sys/block/$dn/nxd/high_watermark" 2>/dev/null || true
 	dmsetup message dx 0 resume_destage
 	t0=$(date +%s.%N)
 	dmsetup message dx 0 drain

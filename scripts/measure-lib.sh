@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Sourced by scripts/measure-drain.sh and measure-overwrite.sh: several
 # builds of dm-nxd measured one after the other in ONE guest.
 #
@@ -34,11 +35,13 @@ measure_setup() {
 		exit
 	fi
 	shift
+	# shellcheck disable=SC2034  # for the sourcing script, as md and vol
 	MODS=("$@")
 	modprobe dm-mod
 	modprobe libcrc32c || true
 	modprobe raid456
 	modprobe brd rd_nr=1 rd_size=$((SSD_MB * 1024))
 	md=$(HDD_SIZE_MB=$HDD_SIZE_MB PREFILL=0 bench/mkraid.sh up 6 | tail -n1)
+	# shellcheck disable=SC2034  # for the sourcing script
 	vol=$(($(blockdev --getsz "$md") / 2048 * 2048 - 2048))
 }

@@ -19,7 +19,7 @@ say "array $md $((vol / 2048 + 1)) MiB, SSD ${SSD_MB} MiB, ${FILL_MB} MiB of 4 K
 field() { dmsetup status ox | awk -v n="$1" '{print $(4 + n)}'; }
 stream() {	# DEV
 	fio --name=s --filename="$1" --rw=write --bs=1M --iodepth=4 --ioengine=libaio \
-		--direct=1 --size=${REGION_MB}m --runtime=15 --time_based \
+		--direct=1 --size="${REGION_MB}m" --runtime=15 --time_based \
 		--output-format=terse --terse-version=3 | awk -F';' '{printf "%.1f", $48 / 1024}'
 }
 for ko in "${MODS[@]}"; do
@@ -27,7 +27,7 @@ for ko in "${MODS[@]}"; do
 	dmsetup create ox --table "0 $vol nxd $md /dev/ram0 1 format"
 	dmsetup message ox 0 pause_destage
 	fio --name=f --filename=/dev/mapper/ox --rw=randwrite --bs=4k --iodepth=8 \
-		--ioengine=libaio --direct=1 --size=${REGION_MB}m --io_size=${FILL_MB}m \
+		--ioengine=libaio --direct=1 --size="${REGION_MB}m" --io_size="${FILL_MB}m" \
 		--randrepeat=1 --output-format=terse >/dev/null
 	e0=$(field 3)
 	r=$(stream /dev/mapper/ox)

@@ -30,7 +30,7 @@ rm -rf "$dir"
 mkdir -p "$dir"
 export VM_TIMEOUT=${VM_TIMEOUT:-600}
 [ -f "build/$kver/dm-nxd.ko" ] || { echo "reboot $kver: FAIL: setup (build/$kver/dm-nxd.ko missing: make modules-all)"; exit 2; }
-[ -x tools/nxdctl ] && [ -x tools/nxd-probe ] || { echo "reboot $kver: FAIL: setup (make tools)"; exit 2; }
+if [ ! -x tools/nxdctl ] || [ ! -x tools/nxd-probe ]; then echo "reboot $kver: FAIL: setup (make tools)"; exit 2; fi
 
 for b in 1 2; do
 	echo "reboot[$kver]: boot $b" >&2

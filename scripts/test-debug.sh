@@ -44,6 +44,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
 . "$here/scripts/lib.sh"
 cd "$here" || exit 1
 
@@ -124,7 +125,7 @@ guest_failslab() {
 			while read -r l; do cp -L "$l" $bin/; done
 	done
 	local ld
-	ld=$(ls $bin/ld-linux* | head -n1)
+	ld=$(find "$bin" -maxdepth 1 -name 'ld-linux*' | sort | head -n1)
 	DD="$ld --library-path $bin $bin/dd"
 	FN="$ld --library-path $bin $bin/nxd-failnth"
 	modprobe dm-mod
@@ -158,9 +159,9 @@ guest_failslab() {
 	wipe() {
 		local d mb
 		for d in $hdd $ssd; do
-			mb=$(( $(blockdev --getsz $d) / 2048 ))
-			dd if=/dev/zero of=$d bs=1M count=4 oflag=direct status=none
-			dd if=/dev/zero of=$d bs=1M count=4 seek=$((mb - 4)) oflag=direct status=none
+			mb=$(( $(blockdev --getsz "$d") / 2048 ))
+			dd if=/dev/zero of="$d" bs=1M count=4 oflag=direct status=none
+			dd if=/dev/zero of="$d" bs=1M count=4 seek=$((mb - 4)) oflag=direct status=none
 		done
 	}
 	vremove() {
@@ -189,17 +190,18 @@ guest_failslab() {
 		local n nr me
 		me=$(readlink /proc/$$/exe)
 		for n in $(seq 200); do
-			read -r nr _ </proc/$1/syscall 2>/dev/null || nr=
-			case $nr in 0|257) [ "$(readlink /proc/$1/exe 2>/dev/null)" != "$me" ] && break ;; esac
+			read -r nr _ <"/proc/$1/syscall" 2>/dev/null || nr=
+			case $nr in 0|257) [ "$(readlink "/proc/$1/exe" 2>/dev/null)" != "$me" ] && break ;; esac
 			sleep 0.05
 		done
-		echo 1 >/proc/$1/make-it-fail 2>/dev/null
+		echo 1 >"/proc/$1/make-it-fail" 2>/dev/null
 	}
 	# failnth NTH: nxd-failnth create v with the NTH fault-injection point
 	# of the table load + resume failed (0: none); sets fn_out (its
 	# "load=... resume=... left=... removed=..." line), fn_rc (124: hung).
-	fn_out= fn_rc=0
+	fn_out='' fn_rc=0
 	failnth() {
+		# shellcheck disable=SC2086  # $FN: the loader, its options and nxd-failnth
 		fn_out=$(timeout -s KILL 600 $FN create v "$len" nxd "$hdd $ssd" "$1" 2>/tmp/nxd-failslab.err)
 		fn_rc=$?
 		[ $fn_rc = 137 ] && fn_rc=124
@@ -269,20 +271,22 @@ guest_failslab() {
 
 	# 1. Constructor formatting a blank SSD (and labelling the HDD).
 	ref=
+	# shellcheck disable=SC2317  # called by sweep
 	setup_blank() { wipe; }
 	sweep format setup_blank
 
 	# 2. Constructor replaying a log: logged small writes, volume removed
 	# with the log full, each constructor replays it.
 	wipe
-	echo "$table" | dmsetup create v && vwait || { log "seed create failed"; return 1; }
+	if ! { echo "$table" | dmsetup create v && vwait; }; then log "seed create failed"; return 1; fi
 	dmsetup message v 0 pause_destage || log "pause_destage refused"
 	local off
 	for off in $(seq 0 37 $((37 * ${NXD_FAILSLAB_WRITES:-60}))); do
-		dd if=/dev/urandom of=/dev/mapper/v bs=4k count=1 seek=$off oflag=direct status=none
+		dd if=/dev/urandom of=/dev/mapper/v bs=4k count=1 seek="$off" oflag=direct status=none
 	done
 	ref=$(vsum)
 	vremove || return 1
+	# shellcheck disable=SC2317  # called by sweep
 	setup_none() { :; }
 	sweep replay setup_none
 	ref=
@@ -294,7 +298,7 @@ guest_failslab() {
 	vwait
 	local r p eio=0 io=0 pid marked=
 	for p in /proc/[0-9]*; do
-		case $(cat $p/comm 2>/dev/null) in nxd-*) echo 1 >$p/make-it-fail; marked+=" $p"; log "marked $(cat $p/comm)";; esac
+		case $(cat "$p/comm" 2>/dev/null) in nxd-*) echo 1 >"$p/make-it-fail"; marked+=" $p"; log "marked $(cat "$p/comm")";; esac
 	done
 	for a in failslab fail_page_alloc; do
 		echo 5 >$dbg/$a/probability
@@ -318,7 +322,7 @@ guest_failslab() {
 		harness_ok "I/O round $r"
 	done
 	for a in failslab fail_page_alloc; do echo 0 >$dbg/$a/probability; done
-	for p in $marked; do echo 0 >$p/make-it-fail 2>/dev/null; done
+	for p in $marked; do echo 0 >"$p/make-it-fail" 2>/dev/null; done
 	log "io: $io marked dd jobs under 5% allocation failures, $eio ended with an error"
 	dd if=/dev/urandom of=/tmp/nxd-io.pat bs=1M count=1 status=none
 	if rwcheck 3; then log "io: write/read-back on the same volume after the failures: ok"
@@ -339,7 +343,7 @@ guest_failslab() {
 	local fmr=$dbg/fail_make_request dev
 	echo 0 >$fmr/task-filter; echo 1 >$fmr/verbose; echo 0 >$fmr/space; echo 1 >$fmr/interval
 	for dev in ram1 ram0; do
-		echo "$table" | dmsetup create v && vwait || { log "fail_make_request: create failed"; bad=1; break; }
+		if ! { echo "$table" | dmsetup create v && vwait; }; then log "fail_make_request: create failed"; bad=1; break; fi
 		echo 10 >$fmr/probability; echo 20 >$fmr/times
 		echo 1 >/sys/block/$dev/make-it-fail
 		eio=0
@@ -363,7 +367,7 @@ guest_failslab() {
 
 	rmmod dm_nxd || { log "rmmod dm_nxd failed"; bad=1; }
 	rmmod brd 2>/dev/null
-	[ $bad = 0 ] && log "PASS" || log "FAIL"
+	if [ $bad = 0 ]; then log "PASS"; else log "FAIL"; fi
 	return $bad
 }
 
@@ -389,10 +393,10 @@ mkdir -p "$logs"
 out=$(scripts/debug-kernel.sh | tail -n2) || { say "debug kernel build FAILED"; exit 1; }
 kver=$(sed -n 's/^release //p' <<<"$out")
 tree=$(sed -n 's/^tree //p' <<<"$out")
-[ -n "$kver" ] && [ -d "$tree" ] || { say "debug-kernel.sh gave no release/tree"; exit 1; }
+if [ -z "$kver" ] || [ ! -d "$tree" ]; then say "debug-kernel.sh gave no release/tree"; exit 1; fi
 say "debug kernel $kver ($tree)"
-nice -n 19 $MAKE --no-print-directory module KDIR="$tree" JOBS=2 || { say "dm-nxd build against $kver FAILED"; exit 1; }
-nice -n 19 $MAKE --no-print-directory tools || { say "tools build FAILED"; exit 1; }
+nice -n 19 "$MAKE" --no-print-directory module KDIR="$tree" JOBS=2 || { say "dm-nxd build against $kver FAILED"; exit 1; }
+nice -n 19 "$MAKE" --no-print-directory tools || { say "tools build FAILED"; exit 1; }
 
 # nxd-failnth, the guest's fail-nth driver for the constructor sweeps (see
 # "Where the injected failures land" above): built on the host (the guest
@@ -659,6 +663,7 @@ DEBUG_SUITE="tests/vm/test_harness.py::test_module_loaded
  tests/vm/test_badinput.py::test_table_lines_refused"
 
 if [ "$mode" = suite ] || [ "$mode" = all ]; then
+	# shellcheck disable=SC2086,SC2116  # the list on one line
 	NXD_TESTS=${NXD_TESTS:-$(echo $DEBUG_SUITE)}
 	# -v, not -q: one line per test as it ends, so that a run cut short
 	# (timeout, killed) still says what passed (the first attempt's log

@@ -94,7 +94,8 @@ console=${VM_CONSOLE:-$logs/$kver-console.log}
 dmesg_out=${VM_DMESG:-${console%-console.log}-dmesg.txt}
 [ "$dmesg_out" = "$console" ] && dmesg_out=$console.dmesg
 run=$(mktemp -d "$vmdir/$kver.XXXXXX")
-vpid= wpid=
+vpid='' wpid=''
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
 	[ -n "$vpid" ] && kill -TERM -- "-$vpid" 2>/dev/null
 	[ -n "$wpid" ] && kill "$wpid" 2>/dev/null
