@@ -42,6 +42,7 @@ if [ "${1:-}" = --guest ]; then
 	out=build/demo
 	mkdir -p "$out"
 	t0=$(date +%s)
+	# shellcheck disable=SC2317  # run by the EXIT trap
 	cleanup() {
 		umount "$MNT" 2>/dev/null || true
 		dmsetup remove --retry "$VOL" >/dev/null 2>&1 || true
@@ -88,7 +89,7 @@ if [ "${1:-}" = --guest ]; then
 		cat "$out/mkraid.log" >&2; say "RAID6 setup failed"; exit 1; }
 	mdn=$(basename "$md")
 	say "HDD: $md, md RAID6 of 6 dm-hddsim drives (${HDD_SIZE_MB} MiB each, chunk 64K): $(($(blockdev --getsz "$md") / 2048)) MiB," \
-		"io_min $(cat /sys/block/$mdn/queue/minimum_io_size) io_opt $(cat /sys/block/$mdn/queue/optimal_io_size)"
+		"io_min $(cat "/sys/block/$mdn/queue/minimum_io_size") io_opt $(cat "/sys/block/$mdn/queue/optimal_io_size")"
 	mkdir -p "$MNT"
 
 	# fio: group 0 = 4 x 8 KiB random writers, group 1 = 1 MiB streamer.
@@ -146,9 +147,9 @@ if [ "${1:-}" = --guest ]; then
 	say "XFS on $md alone; fio ${RUNTIME}s: 4 x 8 KiB random writers + 1 x 1 MiB sequential writer"
 	# mkfs.xfs ignores the device's stripe geometry below 1 GiB: give it the
 	# exported hints explicitly (the same on the array and on dm-nxd).
-	io_min=$(cat /sys/block/$mdn/queue/minimum_io_size)
-	io_opt=$(cat /sys/block/$mdn/queue/optimal_io_size)
-	xfs_opts=(-q -f -d agcount=2,su=$io_min,sw=$((io_opt / io_min)) -l size=64m)
+	io_min=$(cat "/sys/block/$mdn/queue/minimum_io_size")
+	io_opt=$(cat "/sys/block/$mdn/queue/optimal_io_size")
+	xfs_opts=(-q -f -d "agcount=2,su=$io_min,sw=$((io_opt / io_min))" -l size=64m)
 	mkfs.xfs "${xfs_opts[@]}" "$md"
 	mount "$md" "$MNT"
 	run_fio md "$md"
@@ -160,9 +161,9 @@ if [ "${1:-}" = --guest ]; then
 	say "dmsetup create $VOL --table '$table'"
 	dmsetup create "$VOL" --table "$table"
 	udevadm settle 2>/dev/null || true
-	dn=$(basename "$(readlink -f /dev/mapper/$VOL)")
-	say "/dev/mapper/$VOL ($dn): io_min $(cat /sys/block/$dn/queue/minimum_io_size)" \
-		"io_opt $(cat /sys/block/$dn/queue/optimal_io_size), write_threshold $(cat /sys/block/$dn/nxd/write_threshold)"
+	dn=$(basename "$(readlink -f "/dev/mapper/$VOL")")
+	say "/dev/mapper/$VOL ($dn): io_min $(cat "/sys/block/$dn/queue/minimum_io_size")" \
+		"io_opt $(cat "/sys/block/$dn/queue/optimal_io_size"), write_threshold $(cat "/sys/block/$dn/nxd/write_threshold")"
 	say "XFS on /dev/mapper/$VOL; same fio workload"
 	mkfs.xfs "${xfs_opts[@]}" "/dev/mapper/$VOL"
 	say "xfs_info: $(xfs_info "/dev/mapper/$VOL" | grep -o 'sunit=[0-9]* *swidth=[0-9]* blks' | head -1)"

@@ -111,12 +111,14 @@ if [ ! -x "$CP_DIR/checkpatch.pl" ]; then
 	if dpkg-query -W -f='${Status}' linux-source-6.1 2>/dev/null | grep -q "install ok installed" ||
 	   apt-get install -y -q --no-install-recommends linux-source-6.1; then
 		tmp=$(mktemp -d)
-		tar -C "$tmp" -xaf /usr/src/linux-source-6.1.tar.xz --wildcards \
+		if ! { tar -C "$tmp" -xaf /usr/src/linux-source-6.1.tar.xz --wildcards \
 			'linux-source-6.1/scripts/checkpatch.pl' \
 			'linux-source-6.1/scripts/spelling.txt' \
 			'linux-source-6.1/scripts/const_structs.checkpatch' &&
-		mkdir -p "$CP_DIR" && cp "$tmp"/linux-source-6.1/scripts/* "$CP_DIR"/ &&
-		chmod +x "$CP_DIR/checkpatch.pl" || say "WARNING: checkpatch extraction failed"
+		       mkdir -p "$CP_DIR" && cp "$tmp"/linux-source-6.1/scripts/* "$CP_DIR"/ &&
+		       chmod +x "$CP_DIR/checkpatch.pl"; }; then
+			say "WARNING: checkpatch extraction failed"
+		fi
 		rm -rf "$tmp"
 	else
 		say "WARNING: linux-source-6.1 not installable; make check will skip checkpatch"
@@ -125,7 +127,9 @@ else
 	say "checkpatch present in $CP_DIR"
 fi
 
-say "kernels: $(ls /boot/vmlinuz-* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+kernels=
+for k in /boot/vmlinuz-*; do [ -e "$k" ] || continue; kernels+="${k##*/} "; done
+say "kernels: $kernels"
 # Stamp read by scripts/test.sh: deps are current while it holds this
 # script's hash (kept in the venv, which is per checkout).
 sha256sum "$here/scripts/deps.sh" | cut -d' ' -f1 > "$VENV/.nxd-deps-stamp"
