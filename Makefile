@@ -92,7 +92,9 @@ define module_rule
 .PHONY: module-$(1)
 module-$(1):
 	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
-	@cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
+	@# copied only when it changed: a guest may be loading the old copy
+	@cmp -s '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko' || \
+		cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
 	@# the fixtures: the power cut the guest tests load, the HDD emulator
 	@# of the benchmark, demos and measurements (tests/fixtures/pcut, bench/hddsim)

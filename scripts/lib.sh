@@ -97,12 +97,13 @@ nxd_cut_prepare() {
 	mkdir -p "${NXD_LOGS:-build/logs}" && rm -rf "$dir" && mkdir -p "$dir" && echo "$dir"
 }
 
-# nxd_cut_boot1 TAG KVER SEED DIR CONSOLE RC: 0 if boot 1 ended in the
-# reset (vng's 255, "sysrq: Resetting" on CONSOLE) with no failure and no
-# kernel problem before it; else prints TAG's FAIL line and returns 1, or
+# nxd_cut_boot1 TAG KVER SEED DIR CONSOLE RC [MARK]: 0 if boot 1 ended in
+# the reset (vng's 255, "sysrq: Resetting" on CONSOLE) with no failure and
+# no kernel problem before it (after the line MARK, when boot 1 was the end
+# of a longer guest run); else prints TAG's FAIL line and returns 1, or
 # 2 for a setup problem (never armed, no reset).
 nxd_cut_boot1() {
-	local tag=$1 kv=$2 seed=$3 dir=$4 console=$5 rc=$6 bad
+	local tag=$1 kv=$2 seed=$3 dir=$4 console=$5 rc=$6 mark=${7:-} bad
 
 	if [ ! -e "$dir/armed" ]; then
 		tail -n 30 "$dir/boot1.out" >&2
@@ -126,7 +127,8 @@ nxd_cut_boot1() {
 		echo "$tag $kv seed $seed: FAIL: boot 1 did not end in the reset (exit $rc; see $dir/boot1.out, $console)"
 		return 1
 	fi
-	bad=$(sed -n '1,/sysrq: Resetting/p' "$console" |
+	bad=$(if [ -n "$mark" ]; then sed -n "/$mark/,\$p" "$console"; else cat "$console"; fi |
+		sed -n '1,/sysrq: Resetting/p' |
 		grep -aE 'BUG:|WARNING:|Oops|blocked for more than|Call Trace' | head -n 5)
 	if [ -n "$bad" ]; then
 		echo "$bad" >&2

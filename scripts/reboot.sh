@@ -16,7 +16,9 @@
 # run in its place (scripts/reboot_guest.py has the details).
 # Prints one line "reboot KVER: PASS|FAIL ..." and exits 0/1 (2: setup).
 # Environment: REBOOT_KEEP=1 keeps the images after a PASS; VM_* as for
-# scripts/vm-run.sh.
+# scripts/vm-run.sh; REBOOT_BOOT1=OUTPUT when boot 1 already ran as the end
+# of another guest (scripts/test.sh: after the test suite, in a fresh
+# build/reboot/KVER), whose OUTPUT holds its lines.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,25 +28,42 @@ kver=$1
 dir=build/reboot/$kver
 logs=${NXD_LOGS:-build/logs}
 mkdir -p "$logs"
-rm -rf "$dir"
-mkdir -p "$dir"
 export VM_TIMEOUT=${VM_TIMEOUT:-600}
 [ -f "build/$kver/dm-nxd.ko" ] || { echo "reboot $kver: FAIL: setup (build/$kver/dm-nxd.ko missing: make modules-all)"; exit 2; }
 if [ ! -x tools/nxdctl ] || [ ! -x tools/nxd-probe ]; then echo "reboot $kver: FAIL: setup (make tools)"; exit 2; fi
 
-for b in 1 2; do
+# verdict B RC OUT: boot B's last "reboot: " line in OUT and its exit status
+# RC; exits with the FAIL line unless both say it passed.
+verdict() {
+	last=$(grep '^reboot: ' "$3" | tail -n 1)
+	if [ "$2" != 0 ] || [ -z "$last" ] || grep -q '^reboot: FAIL' <<<"$last"; then
+		tail -n 40 "$3" >&2
+		echo "reboot $kver: FAIL: boot $1 (exit $2): ${last#reboot: }; see $3, $logs/$kver-reboot-boot$1-console.log"
+		exit 1
+	fi
+	echo "reboot[$kver]: ${last#reboot: }" >&2
+}
+
+boots="1 2"
+if [ -n "${REBOOT_BOOT1:-}" ]; then
+	# Boot 1 was the end of another guest's command (make test folds it
+	# into the test guest, after pytest): REBOOT_BOOT1=OUTPUT, that guest's
+	# output, where boot 1's lines end with "reboot-boot1-exit: RC".
+	[ -d "$dir" ] || { echo "reboot $kver: FAIL: setup (no $dir)"; exit 2; }
+	sed -n '/^reboot: /,/^reboot-boot1-exit: /p' "$REBOOT_BOOT1" >"$dir/boot1.out"
+	rc=$(sed -n 's/^reboot-boot1-exit: \([0-9]*\).*/\1/p' "$dir/boot1.out" | tail -n 1)
+	verdict 1 "${rc:-none}" "$dir/boot1.out"
+	boots=2
+else
+	rm -rf "$dir"
+	mkdir -p "$dir"
+fi
+for b in $boots; do
 	echo "reboot[$kver]: boot $b" >&2
 	VM_CONSOLE=$logs/$kver-reboot-boot$b-console.log \
 		scripts/vm-run.sh "$kver" "python3 scripts/reboot_guest.py boot$b $dir" \
 		>"$dir/boot$b.out" 2>&1
-	rc=$?
-	last=$(grep '^reboot: ' "$dir/boot$b.out" | tail -n 1)
-	if [ "$rc" != 0 ] || [ -z "$last" ] || grep -q '^reboot: FAIL' <<<"$last"; then
-		tail -n 40 "$dir/boot$b.out" >&2
-		echo "reboot $kver: FAIL: boot $b (exit $rc): ${last#reboot: }; see $dir/boot$b.out, $logs/$kver-reboot-boot$b-console.log"
-		exit 1
-	fi
-	echo "reboot[$kver]: ${last#reboot: }" >&2
+	verdict "$b" $? "$dir/boot$b.out"
 done
 echo "reboot $kver: ${last#reboot: }"
 [ "${REBOOT_KEEP:-0}" = 1 ] || rm -f "$dir"/*.img
