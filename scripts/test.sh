@@ -28,8 +28,12 @@
 #                asserts nothing about speed)
 #   NXD_FULL=1   every test on every kernel (`make test-full`); by default
 #                each test runs on one kernel only, shared out by its
-#                seconds (HEAVY in tests/vm/conftest.py), but for those in
+#                seconds (HEAVY in tests/vm/nxdt/shard.py), but for those in
 #                EVERY_KERNEL, and those in FULL_ONLY do not run
+#   NXD_SKIPCHECK=0  do not fail the run when a test was skipped on every
+#                kernel (scripts/skipcheck.py; for a run on one kernel
+#                that has such a skip, e.g. TEST_KVERS=6.1... with
+#                test_faults.py)
 #   NXD_PARALLEL=0  run the kernels' guests one after the other (default:
 #                all at once; their output is printed when all are done)
 #   NXD_GUEST_ENV  extra VAR=value words for the guest's pytest (seed
@@ -103,6 +107,33 @@ if [ "$trc" != 0 ] || [ -z "$tools_line" ]; then
 fi
 tools_line="nxdctl (make -C tools check): $tools_line"
 say "$tools_line"
+
+# 3b. Static checks, seconds each: shell lint (bash -n, shellcheck), the
+# generated tables of docs/reliability.md, the sharding's self-test.  Then
+# `make check` (call graph, W=1, sparse, checkpatch on every kernel) runs
+# beside the guests, niced.  A failure is counted; the guests still run.
+static_l=
+static_fail=0
+for chk in "lint-sh|scripts/lint-sh.sh" \
+	"reliability.md|python3 scripts/gen-reliability.py --check" \
+	"shards|python3 scripts/skipcheck.py --self-test"; do
+	name=${chk%%|*}
+	read -r -a cmd <<<"${chk#*|}"
+	if "${cmd[@]}" >"$logs/static-$name.log" 2>&1; then
+		static_l+="$name ok, "
+	else
+		static_l+="$name FAILED ($rel/static-$name.log), "
+		static_fail=$((static_fail + 1))
+		tail -n 20 "$logs/static-$name.log" | sed 's/^/  | /'
+	fi
+done
+static_l="static checks: ${static_l%, }"
+say "$static_l"
+check_pid=
+if [ "${NXD_CHECK:-1}" = 1 ]; then
+	nice -n 10 "$MAKE" --no-print-directory check >"$logs/make-check.log" 2>&1 &
+	check_pid=$!
+fi
 
 # 4. one guest per kernel, each runs the whole suite.
 if [ -z "${NXD_KVM:-}" ]; then
@@ -212,18 +243,20 @@ bench_smoke() {
 
 run_kernel() {
 	local kv=$1 kidx=$2
-	local summary_l= extra_l= pass=0 failn=0 fail=0
+	local summary_l='' extra_l='' pass=0 failn=0 fail=0
 	local junit crash_seeds penv pyargs a ccmd collect_out crc expected collected_file pycmd rc line n
-	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum seed boot_fail_l=
+	local pc_seed do_pc do_rb pytest_rc_file gcmd pc_dir='' guest_rc
+	local ran gcoll acct nskip bad_skips skip_lines sl cnt reason nsum boot_fail_l=''
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
 	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs NXD_FULL=${NXD_FULL:-0}"
 	# Extra settings for the guest's tests, e.g. NXD_GUEST_ENV="NXD_FLAKEY_SEEDS=21-40"
 	[ -n "${NXD_GUEST_ENV:-}" ] && penv+=" $NXD_GUEST_ENV"
-	# Each test runs on one kernel but for EVERY_KERNEL (tests/vm/conftest.py).
+	# Each test runs on one kernel but for EVERY_KERNEL; NXD_SHARD_KVERS
+	# puts a needs_kernel test on a kernel that has it (tests/vm/nxdt/shard.py).
 	if [ "${NXD_FULL:-0}" != 1 ] && [ ${#kvers[@]} -gt 1 ]; then
-		penv+=" NXD_SHARD=$kidx/${#kvers[@]}"
+		penv+=" NXD_SHARD=$kidx/${#kvers[@]} NXD_SHARD_KVERS=$(IFS=,; echo "${kvers[*]}")"
 	fi
 	pyargs="$NXD_TESTS -p no:cacheprovider"
 	for a in "${filter[@]}" ${PYTEST_ARGS:-}; do pyargs+=" $(printf '%q' "$a")"; done
@@ -240,12 +273,34 @@ run_kernel() {
 	fi
 	collected_file=$logs/$kv-collected.txt
 	rm -f "$collected_file"
-	pycmd="$penv NXD_COLLECTED_FILE=$collected_file python3 -m pytest -q -rs $pyargs --junitxml=$junit --durations=15"
+	pycmd="$penv NXD_COLLECTED_FILE=$collected_file python3 -m pytest -q -rs $pyargs --junitxml=$junit --durations=0"
 	say "$kv: $pycmd"
+	# The first boots of the whole-guest power cut and (first kernel) of
+	# the reboot check are this guest's end, after pytest, which saves its
+	# exit status first: the power cut's workload ends the guest with
+	# sysrq-b, and vm-run.sh then exits 255.
+	pc_seed=${NXD_POWERCUT_SEED:-$((101 + kidx))}
+	do_pc=0 do_rb=0
+	[ "${NXD_POWERCUT:-1}" = 1 ] && do_pc=1
+	[ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ] && do_rb=1
+	pytest_rc_file=$logs/$kv-pytest.rc
+	rm -f "$pytest_rc_file"
+	gcmd=$pycmd
+	if [ $do_rb = 1 ] || [ $do_pc = 1 ]; then
+		gcmd+="; echo \$? >$pytest_rc_file; sync"
+	fi
+	if [ $do_rb = 1 ]; then
+		rm -rf "build/reboot/$kv" && mkdir -p "build/reboot/$kv"
+		gcmd+="; python3 scripts/reboot_guest.py boot1 build/reboot/$kv; echo reboot-boot1-exit: \$?; sync"
+	fi
+	if [ $do_pc = 1 ]; then
+		pc_dir=$(nxd_cut_prepare powercut "$kv" "$pc_seed") || do_pc=0
+		[ $do_pc = 1 ] && gcmd+="; echo 'nxd-ci: powercut boot 1' >/dev/kmsg; python3 scripts/powercut_guest.py powercut1 $pc_dir $pc_seed"
+	fi
 	# The whole suite in one guest: 35-50 min under TCG with both kernels'
 	# guests sharing 2 cores; the per-test watchdog (900 s) catches a hang
 	# long before this guest timeout.
-	VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+	VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$gcmd" 2>&1 | tee "$logs/$kv-pytest.log"
 	rc=${PIPESTATUS[0]}
 	# A guest that ends before pytest has even collected (no count written)
 	# ran none of our code: the module loads in a session fixture after
@@ -257,8 +312,18 @@ run_kernel() {
 		boot_fail_l+=$'\n'$(grep -av '^#' "$logs/$kv-console.log" | tail -n 12 | sed 's/^/  | /')
 		say "$kv: ${boot_fail_l%%$'\n'*}"
 		cp "$logs/$kv-console.log" "$logs/$kv-console-boot1.log"
-		VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$pycmd" 2>&1 | tee "$logs/$kv-pytest.log"
+		# the folded boots start again from fresh folders too
+		[ $do_rb = 1 ] && rm -rf "build/reboot/$kv" && mkdir -p "build/reboot/$kv"
+		[ $do_pc = 1 ] && nxd_cut_prepare powercut "$kv" "$pc_seed" >/dev/null
+		VM_TIMEOUT=${VM_TIMEOUT:-4500} scripts/vm-run.sh "$kv" "$gcmd" 2>&1 | tee "$logs/$kv-pytest.log"
 		rc=${PIPESTATUS[0]}
+	fi
+	# pytest's own exit status (saved before the folded boots ran).
+	guest_rc=$rc
+	if [ -s "$pytest_rc_file" ]; then
+		rc=$(cat "$pytest_rc_file")
+	elif [ "$rc" = 0 ] || [ "$rc" = 255 ]; then
+		rc=1	# pytest never saved its status: it did not end
 	fi
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
 	# or "no tests ran in 0.01s" (exit 5: a failure here too).
@@ -270,19 +335,19 @@ run_kernel() {
 	else
 		summary_l=$line
 		[ "$rc" = 0 ] || fail=1
-		for n in $(grep -oE '[0-9]+ passed' <<<"$line" | cut -d' ' -f1); do
+		while read -r n _; do
 			pass=$((pass + n))
-		done
-		for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | cut -d' ' -f1); do
+		done < <(grep -oE '[0-9]+ passed' <<<"$line")
+		while read -r n _; do
 			failn=$((failn + n))
-		done
+		done < <(grep -oE '[0-9]+ (failed|errors?)' <<<"$line")
 	fi
 	# Accounting: every test the host collected ran in the guest (passed,
 	# failed, skipped, error, xfail/xpass), and every skip is allowed.
 	ran=0
-	for n in $(grep -oE '[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed)' <<<"$line" | cut -d' ' -f1); do
+	while read -r n _; do
 		ran=$((ran + n))
-	done
+	done < <(grep -oE '[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed)' <<<"$line")
 	gcoll=$(cat "$collected_file" 2>/dev/null)
 	acct=()
 	if [ -z "$expected" ]; then
@@ -348,14 +413,17 @@ run_kernel() {
 	if [ -s "$logs/$kv-crash-summary.txt" ]; then
 		extra_l+=$'\n'$(cut -d' ' -f3- "$logs/$kv-crash-summary.txt")
 	fi
-	# Whole-guest power cut: two more boots (scripts/powercut.sh).
-	if [ "${NXD_POWERCUT:-1}" = 1 ]; then
-		seed=${NXD_POWERCUT_SEED:-$((101 + kidx))}
-		boot_check "powercut $kv seed $seed" "$kv-powercut.err" scripts/powercut.sh "$kv" "$seed"
+	# Whole-guest power cut: boot 2 (scripts/powercut.sh; boot 1 was the
+	# end of the test guest).
+	if [ $do_pc = 1 ]; then
+		boot_check "powercut $kv seed $pc_seed" "$kv-powercut.err" \
+			env POWERCUT_BOOT1="$guest_rc:$logs/$kv-console.log:$logs/$kv-pytest.log" \
+			scripts/powercut.sh "$kv" "$pc_seed"
 	fi
-	# Reboot check: two more boots, first kernel only (scripts/reboot.sh).
-	if [ "${NXD_REBOOT:-${NXD_POWERCUT:-1}}" = 1 ] && [ "$kidx" = 0 ]; then
-		boot_check "reboot $kv" "$kv-reboot.err" env NXD_LOGS="$logs" scripts/reboot.sh "$kv"
+	# Reboot check, first kernel only: boot 2 (scripts/reboot.sh).
+	if [ $do_rb = 1 ]; then
+		boot_check "reboot $kv" "$kv-reboot.err" \
+			env NXD_LOGS="$logs" REBOOT_BOOT1="$logs/$kv-pytest.log" scripts/reboot.sh "$kv"
 	fi
 	declare -p summary_l extra_l pass failn fail | sed 's/^declare -- //' >"$logs/run-$kv.result"
 }
@@ -370,16 +438,34 @@ tot_pass=0
 tot_fail=0
 kidx=0
 pids=()
-# Benchmark smoke (make bench-smoke): one more boot, one vCPU, on the last
-# kernel, started beside the test guests rather than after them, so that
-# it adds its CPU time to make test and not its length.
-smoke_pid=
-if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
-	smoke_kv=${kvers[${#kvers[@]} - 1]}
-	rm -f "$logs/bench-smoke.verdict"
-	bench_smoke "$smoke_kv" >"$logs/bench-smoke.verdict" 2>"$logs/$smoke_kv-bench-smoke.err" &
-	smoke_pid=$!
-fi
+# Beside the test guests, one after the other, so that they add their CPU
+# time to make test and not their length: the benchmark's smoke run (make
+# bench-smoke: one boot, one vCPU, on the last kernel), then the README's
+# `make demo` as a new user runs it, with 10 s fio runs (NXD_DEMO_RUNTIME),
+# its table and histogram checked (scripts/demo_check.py).
+smoke_kv=${kvers[${#kvers[@]} - 1]}
+rm -f "$logs/bench-smoke.verdict" "$logs/demo.verdict"
+side_lane() {
+	local t rc
+
+	if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
+		bench_smoke "$smoke_kv" >"$logs/bench-smoke.verdict" 2>"$logs/$smoke_kv-bench-smoke.err"
+	fi
+	if [ "${NXD_DEMO:-1}" = 1 ]; then
+		t=$(date +%s)
+		DEMO_RUNTIME=${NXD_DEMO_RUNTIME:-10} VM_CONSOLE=$logs/demo-console.log \
+			$MAKE --no-print-directory demo >"$logs/demo.log" 2>&1
+		rc=$?
+		if [ $rc = 0 ]; then
+			echo "make demo: PASS ($(grep -c '^demo-check: ok' "$logs/demo.log") checks of its table and histogram, $(($(date +%s) - t)) s)" >"$logs/demo.verdict"
+		else
+			{ grep -E '^demo-check: FAIL|FAILED|rror' "$logs/demo.log" | tail -n 5 | sed 's/^/  | /'
+			  echo "make demo: FAIL (exit $rc, $(($(date +%s) - t)) s; see $rel/demo.log)"; } >"$logs/demo.verdict"
+		fi
+	fi
+}
+side_lane &
+side_pid=$!
 if [ "${NXD_PARALLEL:-1}" = 1 ] && [ ${#kvers[@]} -gt 1 ]; then
 	say "guests for ${kvers[*]} run at once; their output follows when all are done" \
 		"(NXD_PARALLEL=0: one after the other)"
@@ -416,7 +502,7 @@ else
 	done
 fi
 for kv in "${kvers[@]}"; do
-	summary_l="no result (run_kernel died)" extra_l= pass=0 failn=1 fail=1
+	summary_l="no result (run_kernel died)" extra_l='' pass=0 failn=1 fail=1
 	# shellcheck disable=SC1090
 	[ -f "$logs/run-$kv.result" ] && . "$logs/run-$kv.result"
 	summary[$kv]=$summary_l
@@ -426,18 +512,50 @@ for kv in "${kvers[@]}"; do
 	[ "$fail" = 0 ] || any_fail=1
 done
 fail=${any_fail:-0}
-smoke_line=
-if [ -n "$smoke_pid" ]; then
-	wait "$smoke_pid"
-	src=$?
-	smoke_line=$(tail -n1 "$logs/bench-smoke.verdict" 2>/dev/null)
-	[ -n "$smoke_line" ] || smoke_line="bench-smoke $smoke_kv: FAIL: no verdict (see $rel/$smoke_kv-bench-smoke.err)"
-	if [ "$src" = 0 ] && grep -q ": PASS" <<<"$smoke_line"; then
+# A skip allowed on one kernel (SKIP_ALLOW) is right only if another
+# kernel runs the test: fail when a test ran on none (scripts/skipcheck.py,
+# from every kernel's junit; by default only when several kernels ran,
+# NXD_SKIPCHECK=0|1 to choose).
+skipcheck_line=
+if [ "${NXD_SKIPCHECK:-$([ ${#kvers[@]} -gt 1 ] && echo 1 || echo 0)}" = 1 ]; then
+	junits=()
+	for kv in "${kvers[@]}"; do
+		junits+=("$logs/$kv-junit.xml")
+	done
+	if ! skipcheck_line=$(python3 scripts/skipcheck.py "${junits[@]}"); then
+		tot_fail=$((tot_fail + 1))
+		fail=1
+	fi
+fi
+wait "$side_pid"
+side_l=()
+if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
+	side_l+=("$(tail -n1 "$logs/bench-smoke.verdict" 2>/dev/null)")
+	[ -n "${side_l[-1]}" ] || side_l[-1]="bench-smoke $smoke_kv: FAIL: no verdict (see $rel/$smoke_kv-bench-smoke.err)"
+fi
+if [ "${NXD_DEMO:-1}" = 1 ]; then
+	side_l+=("$(cat "$logs/demo.verdict" 2>/dev/null)")
+	[ -n "${side_l[-1]}" ] || side_l[-1]="make demo: FAIL: no verdict (see $rel/demo.log)"
+fi
+if [ -n "$check_pid" ]; then
+	if wait "$check_pid"; then
+		side_l+=("make check: PASS ($(grep -c '^check: .*clean\|^check: call graph: calls go' "$logs/make-check.log") checks clean)")
+	else
+		grep -E '^check: ' "$logs/make-check.log" | tail -n 8 | sed 's/^/  | /'
+		side_l+=("make check: FAIL (see $rel/make-check.log)")
+	fi
+fi
+for line in "${side_l[@]}"; do
+	if grep -q ": PASS" <<<"${line##*$'\n'}"; then
 		tot_pass=$((tot_pass + 1))
 	else
 		tot_fail=$((tot_fail + 1))
 		fail=1
 	fi
+done
+if [ "$static_fail" != 0 ]; then
+	tot_fail=$((tot_fail + static_fail))
+	fail=1
 fi
 
 echo
@@ -446,14 +564,16 @@ echo "==== dm-nxd test summary ($(($(date +%s) - t0))s) ===="
 echo "$tools_line"
 for kv in "${kvers[@]}"; do
 	echo "$kv: ${summary[$kv]}"
-	[ -n "${extra[$kv]:-}" ] && sed 's/^/    /' <<<"${extra[$kv]}"
+	[ -n "${extra[$kv]:-}" ] && while IFS= read -r line; do echo "    $line"; done <<<"${extra[$kv]}"
 done
-[ -n "$smoke_line" ] && echo "$smoke_line"
-if [ $fail = 0 ]; then
+echo "$static_l"
+[ -n "$skipcheck_line" ] && echo "$skipcheck_line"
+for line in "${side_l[@]}"; do echo "$line"; done
+if [ "$fail" = 0 ]; then
 	echo "total: $tot_pass passed, $tot_fail failed"
 else
 	# a kernel without a summary still counts as a failure
 	[ "$tot_fail" = 0 ] && tot_fail=1
 	echo "total: $tot_pass passed, $tot_fail failed"
 fi
-exit $fail
+exit "$fail"
