@@ -44,7 +44,7 @@ import pytest
 from nxdt import facts, rawio
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import DMIoctl
-from nxdt.host import summary
+from nxdt.host import summary, udev_stopped
 from nxdt.nxdvol import nxd_line
 from nxdt.rawio import DirectIO
 from nxdt.crashreplay import HDD_MIB, KVER, flakey_once, record_workload, replay_and_check
@@ -80,12 +80,15 @@ VARIANT_CUTS = 3 if LONG else 1
 
 @pytest.fixture
 def dm():
+    """dm devices by ioctl, with udevd stopped (host.udev_stopped): the
+    replay makes and reloads devices hundreds of times."""
     for m in ("dm-log-writes", "dm-snapshot", "dm-flakey", "loop"):
         subprocess.run(["modprobe", m], check=False)
-    d = DMIoctl()
-    yield d
-    errs = d.cleanup()
-    d.close()
+    with udev_stopped():
+        d = DMIoctl()
+        yield d
+        errs = d.cleanup()
+        d.close()
     assert not errs, errs
 
 

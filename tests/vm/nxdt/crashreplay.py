@@ -101,8 +101,8 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
             f"{dev} log marks: {sorted(m)[:10]}..., durability points {len(wl.durable)}"
     hdd = devs(Loop(H // MiB, f"crash-img-h{seed}"))
     ssd = devs(Loop(S // MiB, f"crash-img-s{seed}"))
-    cow_h = devs(NullBlk(H // MiB, discard=False))
-    cow_s = devs(NullBlk(S // MiB, discard=False))
+    cows_h = [devs(NullBlk(H // MiB, discard=False)).dev for _ in range(2)]
+    cows_s = [devs(NullBlk(S // MiB, discard=False)).dev for _ in range(2)]
     ssd_set = []
 
     def ssd_sectors():
@@ -112,7 +112,7 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
     reps = {"hdd": DevReplayer("HDD", logpaths["hdd"], ent["hdd"], hdd.path, H,
                                legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors)),
             "ssd": DevReplayer("SSD", logpaths["ssd"], ent["ssd"], ssd.path, S)}
-    loader = Loader(dm, hdd.dev, ssd.dev, cow_h.dev, cow_s.dev, layout, seed)
+    loader = Loader(dm, hdd.dev, ssd.dev, cows_h, cows_s, layout, seed)
     chk = Checker(vol_bytes, wl.events, wl.durable, discard_undefined=True)
     cuts = choose_cuts(ent["hdd"], marks["hdd"], ent["ssd"], marks["ssd"], rng,
                        nprefix, nvariant)
@@ -158,6 +158,7 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
         wd.disarm()
         for r in reps.values():
             r.close()
+    loader.close()      # on a failure, the dm fixture removes what is left
     secs = time.monotonic() - t0
     rh, rs = reps["hdd"], reps["ssd"]
     return {"cuts": len(cuts), **n, "entries_hdd": nh, "entries_ssd": ns,

@@ -2,6 +2,7 @@
 """Host commands in the test guest: running a command, modules, waiting,
 the kernel log (markers, problem lines) and the logs kept for a test.
 """
+import contextlib
 import ctypes
 import os
 import re
@@ -78,6 +79,31 @@ def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
 
 def udev_settle():
     run(["udevadm", "settle", "--timeout=10"], check=False)
+
+
+UDEVD = "/lib/systemd/systemd-udevd"
+
+
+@contextlib.contextmanager
+def udev_stopped():
+    """systemd-udevd stopped while the block runs, started again after it.
+
+    For tests that make and drop hundreds of dm devices by ioctl, whose
+    nodes they make themselves (dmlib.DMIoctl): udevd handles one uevent in
+    about 0.3-0.45 s under TCG whatever its rules say (a rule that ends
+    their processing at once saved nothing), so a crash replay left minutes
+    of work that the next udev-synced create waited for.  With udevd gone
+    the kernel's uevents reach no one.  Nothing in the block may wait for
+    udev (dmsetup or libdevmapper with udev sync, /dev/disk links)."""
+    run(["udevadm", "settle", "--timeout=60"], check=False)
+    run(["udevadm", "control", "--exit"], check=False)
+    try:
+        yield
+    finally:
+        subprocess.run([UDEVD, "--daemon"], check=False)
+        wait_for(lambda: os.path.exists("/run/udev/control"), timeout=30,
+                 what="systemd-udevd started again")
+        udev_settle()
 
 
 def sh(cmd, check=True, input=None):

@@ -318,52 +318,69 @@ def unstick(wl):
 
 
 class Loader:
-    """Loads nxd over transient snapshots of the two image loop devices,
-    reads the whole volume, removes everything again."""
+    """Loads nxd over transient snapshots of the two image loop devices and
+    reads the whole volume, once per cut point, on three dm devices made
+    once and reloaded for every cut: nxd's table is replaced by an error
+    table (its destructor runs as at a remove), each snapshot by one over
+    the image as it now is, then nxd's table again (its constructor runs
+    recovery as at a create).  A reload sends one uevent where a create and
+    a remove send three, and udev's work on them was most of the replay's
+    time under TCG (and a backlog the next udev-synced create waited for).
 
-    def __init__(self, dm, hdd_img, ssd_img, cow_h, cow_s, layout, tag):
+    @cows_h and @cows_s are each two COW devices, used in turn: dm-snapshot
+    hands the exceptions of a snapshot over to a new table on the same COW
+    device, and every cut must start from the image alone."""
+
+    def __init__(self, dm, hdd_img, ssd_img, cows_h, cows_s, layout, tag):
         self.dm, self.layout = dm, layout
-        self.hdd_img, self.ssd_img, self.cow_h, self.cow_s = hdd_img, ssd_img, cow_h, cow_s
+        self.hdd_img, self.ssd_img, self.cows_h, self.cows_s = hdd_img, ssd_img, cows_h, cows_s
         self.names = (f"crsh{tag}", f"crss{tag}", f"crnxr{tag}")
         self.dio = DirectIO()
         self.stats = {"loads": 0, "recovered_segments": 0, "recovered_blocks": 0,
                       "recovery_us_max": 0, "bytes_read": 0}
         self.times = {}
+        self.made = False
 
     def _t(self, what, t0):
         t = time.monotonic()
         self.times[what] = self.times.get(what, 0.0) + t - t0
         return t
 
+    def _reload(self, name, table):
+        self.dm.load(name, table)
+        self.dm.suspend(name)
+        self.dm.resume(name)
+
     def load_and_read(self):
         dm, L = self.dm, self.layout
         sh, ss, nx = self.names
+        vol = L["vol_sectors"]
         t = time.monotonic()
-        dm.create(sh, f"0 {L['hdd_bytes'] // 512} snapshot {self.hdd_img} {self.cow_h} N {SNAP_CHUNK}")
+        if not self.made:
+            dm.create(sh, f"0 {L['hdd_bytes'] // 512} error")
+            dm.create(ss, f"0 {L['ssd_bytes'] // 512} error")
+            dm.create(nx, f"0 {vol} error")
+            self.made = True
+        else:
+            self._reload(nx, f"0 {vol} error")      # nxd's destructor
+            t = self._t("nxd_remove", t)
+        cow = self.stats["loads"] % 2
+        self._reload(sh, f"0 {L['hdd_bytes'] // 512} snapshot {self.hdd_img} "
+                         f"{self.cows_h[cow]} N {SNAP_CHUNK}")
+        self._reload(ss, f"0 {L['ssd_bytes'] // 512} snapshot {self.ssd_img} "
+                         f"{self.cows_s[cow]} N {SNAP_CHUNK}")
+        t = self._t("snap_create", t)
         try:
-            dm.create(ss, f"0 {L['ssd_bytes'] // 512} snapshot {self.ssd_img} {self.cow_s} N {SNAP_CHUNK}")
-            t = self._t("snap_create", t)
-            try:
-                try:
-                    dm.create(nx, nxd_line(dm.devno(sh), dm.devno(ss), L["vol_sectors"], L["opts"]))
-                except DMError as e:
-                    raise CrashFailure(f"nxd did not come back by itself: {e}\n"
-                                       f"{dmesg_tail()}") from None
-                t = self._t("nxd_create", t)
-                try:
-                    st = parse_status(dm.status(nx))
-                    if st["state"] != "ok":
-                        raise CrashFailure(f"nxd state after recovery: {st}")
-                    got = self.dio.read_all(dm.path(nx), L["vol_sectors"] * 512)
-                    t = self._t("read", t)
-                finally:
-                    dm.remove(nx)
-                    t = self._t("nxd_remove", t)
-            finally:
-                dm.remove(ss)
-        finally:
-            dm.remove(sh)
-            t = self._t("snap_remove", t)
+            self._reload(nx, nxd_line(dm.devno(sh), dm.devno(ss), vol, L["opts"]))
+        except DMError as e:
+            raise CrashFailure(f"nxd did not come back by itself: {e}\n"
+                               f"{dmesg_tail()}") from None
+        t = self._t("nxd_create", t)
+        st = parse_status(dm.status(nx))
+        if st["state"] != "ok":
+            raise CrashFailure(f"nxd state after recovery: {st}")
+        got = self.dio.read_all(dm.path(nx), vol * 512)
+        t = self._t("read", t)
         s = self.stats
         s["loads"] += 1
         s["recovered_segments"] += st["recovered_segments"]
@@ -371,6 +388,13 @@ class Loader:
         s["recovery_us_max"] = max(s["recovery_us_max"], st["recovery_us"])
         s["bytes_read"] += len(got)
         return got
+
+    def close(self):
+        """Removes the three devices (nxd first: its clean shutdown)."""
+        if self.made:
+            for name in reversed(self.names):
+                self.dm.remove(name)
+            self.made = False
 
 
 def choose_cuts(eh, mh, es, ms, rng, nprefix, nvariant):
