@@ -91,9 +91,14 @@ all: module tools
 define module_rule
 .PHONY: module-$(1)
 module-$(1):
-	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
+	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),NXD_FAULT_INJECT=)
 	@cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
+	@# the fault-injection test build (fault_skip), for the crash tests'
+	@# negative controls (tests/vm/test_controls.py); never installed
+	$$(call kbuild,$$(BUILD)/$(1)/fault,$(1),$(2),NXD_FAULT_INJECT=y)
+	@cp '$$(BUILD)/$(1)/fault/src/dm-nxd.ko' '$$(BUILD)/$(1)/fault/dm-nxd.ko'
+	@echo "  MODULE  build/$(1)/fault/dm-nxd.ko (fault injection, tests only)"
 	@# the fixtures: the power cut the guest tests load, the HDD emulator
 	@# of the benchmark, demos and measurements (tests/fixtures/pcut, bench/hddsim)
 	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/tests/fixtures/pcut' KDIR='$(2)' KVER='$(1)' >/dev/null
