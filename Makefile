@@ -91,11 +91,17 @@ all: module tools
 define module_rule
 .PHONY: module-$(1)
 module-$(1):
-	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),)
+	$$(call kbuild,$$(BUILD)/$(1),$(1),$(2),NXD_FAULT_INJECT=)
 	@# copied only when it changed: a guest may be loading the old copy
 	@cmp -s '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko' || \
 		cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
+	@# with NXD_FAULT_CONTROL=1, the fault-injection test build (fault_skip)
+	@# for the ordering-step control of tests/vm/test_controls.py; never installed
+	$$(if $$(filter 1,$$(NXD_FAULT_CONTROL)),$$(call kbuild,$$(BUILD)/$(1)/fault,$(1),$(2),NXD_FAULT_INJECT=y))
+	@if [ '$$(NXD_FAULT_CONTROL)' = 1 ]; then \
+		cp '$$(BUILD)/$(1)/fault/src/dm-nxd.ko' '$$(BUILD)/$(1)/fault/dm-nxd.ko' && \
+		echo "  MODULE  build/$(1)/fault/dm-nxd.ko (fault injection, tests only)"; fi
 	@# the fixtures: the power cut the guest tests load, the HDD emulator
 	@# of the benchmark, demos and measurements (tests/fixtures/pcut, bench/hddsim)
 	@$$(MAKE) --no-print-directory -s -C '$$(TOP)/tests/fixtures/pcut' KDIR='$(2)' KVER='$(1)' >/dev/null

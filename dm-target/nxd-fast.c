@@ -430,6 +430,8 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 	nxd_seg_seal(hdr);
 	if (f->fua)
 		opf |= REQ_FUA;
+	if (nxd_fault(NXD_FAULT_COMMIT_PREFLUSH))
+		opf &= ~REQ_PREFLUSH;
 	r = nxd_ssd_io(nc, opf, nc->sb.ring_start + f->pos, 1, hdr);
 	if (r) {
 		nxd_fast_fail(nc, r);

@@ -818,10 +818,21 @@ static struct target_type nxd_target = {
 	.io_hints = nxd_io_hints,
 };
 
+#ifdef NXD_FAULT_INJECT
+unsigned int nxd_fault_skip;
+module_param_named(fault_skip, nxd_fault_skip, uint, 0644);
+MODULE_PARM_DESC(fault_skip,
+		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round)");
+#endif
+
 static int __init dm_nxd_init(void)
 {
 	int r;
 
+#ifdef NXD_FAULT_INJECT
+	pr_warn("dm-nxd: fault injection build (fault_skip=%u): not for real data\n",
+		nxd_fault_skip);
+#endif
 	nxd_sysfs_init();
 	r = nxd_ctl_init();
 	if (r)

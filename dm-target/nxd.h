@@ -473,4 +473,26 @@ void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
 int nxd_ctl_init(void);
 void nxd_ctl_exit(void);
 
+/*
+ * Fault injection, for the negative controls of the crash tests
+ * (tests/vm/test_controls.py): only a build with NXD_FAULT_INJECT defined
+ * (build/<kver>/fault/dm-nxd.ko, never installed) has the module parameter
+ * fault_skip, a mask of ordering steps to leave out.  Elsewhere
+ * nxd_fault() is false at compile time.
+ */
+#define NXD_FAULT_COMMIT_PREFLUSH	1	/* direct segment header: no PREFLUSH */
+#define NXD_FAULT_ROUND_HDD_FLUSH	2	/* destage round: no HDD flush before the tail moves */
+#ifdef NXD_FAULT_INJECT
+extern unsigned int nxd_fault_skip;
+static inline bool nxd_fault(unsigned int step)
+{
+	return READ_ONCE(nxd_fault_skip) & step;
+}
+#else
+static inline bool nxd_fault(unsigned int step)
+{
+	return false;
+}
+#endif
+
 #endif /* DM_NXD_H */

@@ -85,7 +85,11 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
 
 
 def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
-                     only_cuts=None):
+                     only_cuts=None, plant=None):
+    """Replay the two logs to the cut points and check each.  @plant, for
+    the negative control (test_controls.py): called as plant(replayers,
+    cut) before each load, it may change the replayed images and returns
+    what it did (no failure artifacts are saved then)."""
     seed = layout["seed"]
     H, S = layout["hdd_bytes"], layout["ssd_bytes"]
     vol_bytes = layout["vol_sectors"] * 512
@@ -142,12 +146,14 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
                     saved, desc = reps[which].variant(rng)
                     what += f" [{desc}]"
                 what += f", point {k})"
+                if plant:
+                    what += f" [planted: {plant(reps, cut)}]"
                 got = loader.load_and_read()
                 t1 = time.monotonic()
                 relaxed += chk.check(got, strict=kind in ("mark", "end"), what=what)
                 loader.times["check"] = loader.times.get("check", 0) + time.monotonic() - t1
             except CrashFailure as f:
-                d = save_failure(seed, logpaths, layout, reps, cut, str(f))
+                d = save_failure(seed, logpaths, layout, reps, cut, str(f)) if not plant else None
                 raise CrashFailure(f"{what}: {f}\n  artifacts: {d}") from None
             if saved is not None:
                 reps[which].restore(saved)

@@ -170,8 +170,12 @@ def nonzero_sectors(img, start, end):
     return [s for s in range(start, end) if img[s * SECTOR:(s + 1) * SECTOR] != ZERO]
 
 
-def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
-    """One volume, @ncuts cuts.  Updates @tot."""
+def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000, force=None, lie=()):
+    """One volume, @ncuts cuts.  Updates @tot.  For the negative controls
+    (test_controls.py): @force overrides cut_params(), and the devices
+    named in @lie ("ssd", "hdd") ignore flushes and FUA from the start of
+    each round's workload to its cut (the fresh table at power-on is
+    honest again)."""
     hdd_nb = NullBlk(HDD_MIB, discard=True)
     ssd_nb = NullBlk(SSD_MIB, discard=True)
     names = (f"pch{seed}", f"pcs{seed}", f"pnx{seed}")
@@ -284,9 +288,12 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000):
                     return
                 init = img
             p = cut_params(seed, i, max_n)
-            tag = f"seed {seed} cut {i} opts '{opts}' {p}"
+            p.update(force or {})
+            tag = f"seed {seed} cut {i} opts '{opts}' {p}{' lying ' + '+'.join(lie) if lie else ''}"
             for d in (ph, ps):
                 d.set(keep=p["keep"], torn=p["torn"])
+            for d in lie:
+                {"ssd": ps, "hdd": ph}[d].message("ignore_flush", 1)
             first, other = (ps, ph) if p["first"] == "ssd" else (ph, ps)
             first.cut_after(p["n"], p["gap"])
             wl = Workload(dm.path(nx), vol, seed, i, wid_base, p_fsync=p["p_fsync"],
