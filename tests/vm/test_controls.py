@@ -96,6 +96,7 @@ def one_cut(pdm, seed, lie=()):
     return tot, time.monotonic() - t0
 
 
+@pytest.mark.guarantee("G16", "G5")
 @pytest.mark.parametrize("dev", ["ssd", "hdd"])
 def test_pcut_chain_catches_lying_device(pdm, dev):
     seed = 700 + ["ssd", "hdd"].index(dev) * 2
@@ -120,6 +121,7 @@ REPEAT = int(os.environ.get("NXD_CONTROL_REPEAT", "1"))
 FAULT_CONTROL = os.environ.get("NXD_FAULT_CONTROL") == "1"
 
 
+@pytest.mark.guarantee("G16", "G6")
 def _skipped_commit_preflush(fault_module, pdm):
     """fault_skip=1: direct segment headers without PREFLUSH; a FUA write
     is acknowledged while its data may still be in the SSD's cache."""
@@ -210,6 +212,7 @@ def devs():
         x.close()
 
 
+@pytest.mark.guarantee("G16", "G3")
 def test_logwrites_replay_catches_planted_stale_copy(devs, lwdm):
     seed = 41
     t0 = time.monotonic()

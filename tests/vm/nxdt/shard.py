@@ -53,6 +53,10 @@ EVERY_KERNEL = ("test_crash.py::test_logwrites_replay[",
 # `scripts/skipcheck.py --self-test`) about equal with the other tests
 # where their hash puts them; those in FULL_ONLY balance among themselves.
 HEAVY = {
+    # the negative controls (tests/vm/test_controls.py), one 6.12 run each
+    "test_controls.py::test_logwrites_replay_catches_planted_stale_copy": (68, 0),
+    "test_controls.py::test_pcut_chain_catches_lying_device[ssd]": (32, 1),
+    "test_controls.py::test_pcut_chain_catches_lying_device[hdd]": (28, 1),
     "test_fs.py::test_fs_workload_on_raid6[xfs]": (566, 0),          # x2
     "test_fs.py::test_fs_workload_on_raid6[ext4]": (560, 1),         # x2
     "test_fs.py::test_fs_detach_ssd_then_new_ssd": (290, 1),         # x2
