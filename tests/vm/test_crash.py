@@ -47,12 +47,15 @@ from nxdt.dmlib import DMIoctl
 from nxdt.host import summary, udev_stopped
 from nxdt.nxdvol import nxd_line
 from nxdt.rawio import DirectIO
-from nxdt.crashreplay import HDD_MIB, KVER, flakey_once, record_workload, replay_and_check
+from nxdt.crashreplay import (assert_small_log_paths, HDD_MIB, KVER, flakey_once,
+                              record_workload, replay_and_check)
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
 
-# (seed, nxd options, SSD MiB).  Small logs: wrap-around, destage and
-# log-full paths are all taken within a few hundred ops.
+# (seed, nxd options, SSD MiB).  Small logs: the log wraps and the
+# destager copies and reclaims within the default 200 ops (asserted:
+# assert_small_log_paths); the log-full path is not reached at 200 ops
+# (seed 11: writes_around_full 0), the summary prints its counter.
 CASES = [
     (11, "", 6),
     (12, "write_threshold 131072 low_watermark 50 high_watermark 90", 4),
@@ -134,9 +137,12 @@ def test_logwrites_replay(devs, dm, seed, opts, ssd_mib):
             f"nxd counters: logged {st['writes_logged']} direct {st['writes_direct']} "
             f"around_full {st['writes_around_full']} inval {st['invalidations']} "
             f"rmw {st['rmw_reads']} destaged_blocks {st['destaged_blocks']} "
-            f"reclaimed {st['segments_reclaimed']}")
+            f"reclaimed {st['segments_reclaimed']} log blocks written "
+            f"{st['log_blocks_written']} of a {st['log_blocks']}-block ring "
+            f"log_full events {st['events_log_full']}")
     assert res["mark"] == len(wl.durable) + 1, res
     assert res["hdd"] > 0 and res["ssd"] > 0, res
+    assert_small_log_paths(st)
 
 
 @pytest.mark.guarantee("G5")

@@ -2,8 +2,10 @@
 """dm-nxd core data path on real block devices: routing, exact data through
 the SSD log and the HDD, discards, flushes, thresholds, recovery.
 
-Every data check compares against an in-memory model (nxdt.workloads.DiffTester),
-never against the device under test.
+Every data check compares against an in-memory model (nxdt.workloads.DiffTester)
+that starts from a seeded pattern written to the raw HDD before the volume
+is created (seed_hdd), never from the device under test.  Every differential
+run ends with the volume not degraded and no I/O error counted.
 """
 import os
 import subprocess
@@ -13,17 +15,22 @@ import pytest
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.nxdvol import Volume
 from nxdt.rawio import discard, pread_direct, pwrite_direct, read_all
-from nxdt.workloads import DiffTester
+from nxdt.workloads import assert_healthy, DiffTester, parse_fio_json, seed_hdd
 from nxdt.datapath import paused_vol, write_and_count, xfs_fio
 
 NOPS = int(os.environ.get("NXD_DIFF_OPS", "1200"))
+BASE = 32 << 20     # bytes of the HDD the devs fixture seeds
+
+
 
 
 @pytest.fixture
 def devs():
-    """HDD: 128 MiB loop over tmpfs (zeroes on discard, counts I/O);
-    SSD: 16 MiB memory-backed null_blk with discard."""
+    """HDD: 128 MiB loop over tmpfs (zeroes on discard, counts I/O), its
+    first BASE bytes a seeded pattern (hdd.base); SSD: 16 MiB memory-backed
+    null_blk with discard."""
     hdd = Loop(128, "hdd")
+    hdd.base = seed_hdd(hdd.dev, BASE, 0xD1FF)
     ssd = NullBlk(16)
     yield hdd, ssd
     ssd.close()
@@ -34,6 +41,7 @@ def devs():
 def vol(devs, dm):
     hdd, ssd = devs
     v = Volume(dm, "nxdt", hdd.dev, ssd.dev)
+    v.base = hdd.base
     yield v
     v.remove()
 
@@ -51,10 +59,10 @@ def test_table_roundtrips(vol):
 
 @pytest.mark.guarantee("G1", what="NXD_DIFF_OPS random reads, writes, overwrites, discards and flushes on 32 MiB through the default table, both routes used; every read and a final full read checked against the model.")
 def test_differential_default(vol):
-    t = DiffTester(vol.dev, 32 << 20, seed=1)
+    t = DiffTester(vol.dev, 32 << 20, seed=1, initial=vol.base[:32 << 20])
     t.run(NOPS)
     t.verify_all()
-    st = vol.status()
+    st = assert_healthy(vol)
     # Both routes were exercised.
     assert st["writes_logged"] > 0 and st["writes_direct"] > 0
     assert st["segments_written"] > 0
@@ -64,7 +72,7 @@ def test_differential_default(vol):
 @pytest.mark.guarantee("G1", "G12")
 def test_differential_threshold_changes(vol):
     """Thresholds and modes changed mid-run, reads verify throughout."""
-    t = DiffTester(vol.dev, 24 << 20, seed=2, hot=4 << 20)
+    t = DiffTester(vol.dev, 24 << 20, seed=2, initial=vol.base[:24 << 20], hot=4 << 20)
     settings = [("write_threshold", 0), ("mode", "log_all"),
                 ("mode", "auto"), ("write_threshold", 1 << 20),
                 ("mode", "passthrough"), ("mode", "auto"),
@@ -77,6 +85,7 @@ def test_differential_threshold_changes(vol):
             assert vol.sget(k) == str(v)
     t.run(NOPS, on_step=turn)
     t.verify_all()
+    assert_healthy(vol)
     t.close()
 
 
@@ -85,11 +94,12 @@ def test_log_full_small_log(dm):
     """A 3 MiB log (near the minimum) under many small writes: nothing
     fails, data verifies, and some writes were routed around the full log."""
     hdd = Loop(64, "hddf")
+    base = seed_hdd(hdd.dev, 32 << 20, 3)
     ssd = NullBlk(3)
     v = Volume(dm, "nxdf", hdd.dev, ssd.dev, "high_watermark 100 low_watermark 100")
     try:
         v.message("pause_destage")
-        t = DiffTester(v.dev, 32 << 20, seed=3, max_io=256 << 10)
+        t = DiffTester(v.dev, 32 << 20, seed=3, initial=base, max_io=256 << 10)
         for i in range(NOPS):
             off, n = t._extent(0.95)
             t.write(off, n)
@@ -98,7 +108,7 @@ def test_log_full_small_log(dm):
                 t.read(off, n)
         v.message("resume_destage")
         t.verify_all()
-        st = v.status()
+        st = assert_healthy(v)
         assert st["writes_around_full"] > 0, st
         assert st["segments_reclaimed"] > 0, st
         t.close()
@@ -113,10 +123,10 @@ def test_drain_then_hdd_alone_matches(devs, dm):
     """After a drain the HDD alone holds exactly the logical content."""
     hdd, ssd = devs
     v = Volume(dm, "nxdd", hdd.dev, ssd.dev)
-    t = DiffTester(v.dev, 32 << 20, seed=4)
+    t = DiffTester(v.dev, 32 << 20, seed=4, initial=hdd.base)
     t.run(NOPS)
     v.message("drain")
-    st = v.status()
+    st = assert_healthy(v)
     assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
     t.close()
     v.remove()
@@ -129,7 +139,7 @@ def test_recovery_after_remove_and_reload(devs, dm):
     hdd, ssd = devs
     v = Volume(dm, "nxdr", hdd.dev, ssd.dev)
     v.message("pause_destage")
-    t = DiffTester(v.dev, 16 << 20, seed=5)
+    t = DiffTester(v.dev, 16 << 20, seed=5, initial=hdd.base[:16 << 20])
     t.run(NOPS // 2)
     t.close()
     before = v.status()
@@ -141,6 +151,7 @@ def test_recovery_after_remove_and_reload(devs, dm):
     t.verify_all()
     t.run(NOPS // 2)
     t.verify_all()
+    assert_healthy(v)
     t.close()
     v.remove()
 
@@ -229,15 +240,23 @@ def test_partial_block_merge(vol):
 
 @pytest.mark.guarantee("G1")
 def test_fio_verify_raw(vol):
-    """fio crc32c verify with verify_backlog over mixed sizes."""
+    """fio crc32c verify with verify_backlog over mixed sizes.  A mismatch
+    makes fio (verify_fatal) stop with a nonzero exit and the job's error
+    set (EILSEQ); that verify ran shows as read bytes (fio counts its
+    verify reads as the job's reads: the job itself only writes), and it
+    read back as many bytes as it wrote (48 MiB with these options)."""
     r = subprocess.run(
-        ["fio", "--name=v", f"--filename={vol.dev}", "--direct=1",
+        ["fio", "--output-format=json", "--name=v", f"--filename={vol.dev}", "--direct=1",
          "--ioengine=psync", "--rw=randwrite", "--bssplit=4k/50:8k/20:64k/10:1m/20",
          "--size=48m", "--io_size=64m", "--verify=crc32c", "--verify_backlog=64",
          "--verify_fatal=1", "--randseed=7", "--numjobs=1"],
         capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    job, = parse_fio_json(r.stdout)["jobs"]
+    assert job["error"] == 0, (job["error"], r.stderr)
+    assert job["write"]["io_bytes"] > 0, job["write"]
+    assert job["read"]["io_bytes"] == job["write"]["io_bytes"], (job["read"], job["write"])
+    assert_healthy(vol)
 
 
 @pytest.mark.guarantee("G1", "G14", what="XFS on the volume, two fio jobs with crc32c verify, then xfs_repair -n clean.")
@@ -260,9 +279,9 @@ def test_concurrent_writers_and_readers(vol):
 
     def worker(idx, q):
         try:
-            t = DiffTester(vol.dev, 4 << 20, seed=100 + idx)
             base = idx * (4 << 20)
-            t.model = bytearray(read_all(vol.dev, base + (4 << 20))[base:])
+            t = DiffTester(vol.dev, 4 << 20, seed=100 + idx,
+                           initial=vol.base[base:base + (4 << 20)])
             # Shift all offsets into this worker's region.
             orig_ext = t._extent
             t._extent = lambda b=0.7: (lambda o, n: (o + base, n))(*orig_ext(b))
@@ -289,3 +308,4 @@ def test_concurrent_writers_and_readers(vol):
     for p in ps:
         p.join()
     assert all(err is None for _, err in res), res
+    assert_healthy(vol)

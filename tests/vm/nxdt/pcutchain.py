@@ -39,7 +39,25 @@ class Totals:
         self.recovery_cuts = 0
         self.fmt_cuts = self.grows = self.grow_cuts = 0
         self.kernel = 0     # chains whose kernel log shows a problem
+        # Over the checked cuts: cuts at which a device lost acknowledged
+        # writes not yet flushed (cached records dropped or torn; writes in
+        # flight, never acknowledged, do not count), such cuts per device,
+        # and the records of each kind per device.
+        self.lossy_cuts = 0
+        self.lossy = {"hdd": 0, "ssd": 0}
+        self.dropped = {"hdd": 0, "ssd": 0}
+        self.torn = {"hdd": 0, "ssd": 0}
+        self.inflight = {"hdd": 0, "ssd": 0}
         self.failures = []
+
+    def count_cut(self, dev, st):
+        """@st: the dm-pcut status of device @dev ("hdd" or "ssd") at a cut."""
+        self.dropped[dev] += st["dropped"]
+        self.torn[dev] += st["torn"]
+        self.inflight[dev] += st["lost_inflight"]
+        lossy = bool(st["dropped"] or st["torn"])
+        self.lossy[dev] += lossy
+        return lossy
 
     def line(self):
         return (f"cut points {self.cuts}, sectors checked {self.sectors}, lost {self.lost}, "
@@ -49,7 +67,10 @@ class Totals:
                 f"did not come back {self.no_comeback} (then formatted: {self.format_cuts} cuts, "
                 f"{self.format_lost} sectors lost), recoveries cut {self.recovery_cuts}, "
                 f"formats cut {self.fmt_cuts}, grows {self.grows} ({self.grow_cuts} cut), "
-                f"chains with kernel reports {self.kernel}")
+                f"chains with kernel reports {self.kernel}, cuts that lost acknowledged unflushed "
+                f"writes {self.lossy_cuts}: " +
+                ", ".join(f"{d} {self.lossy[d]} (records dropped {self.dropped[d]}, torn "
+                          f"{self.torn[d]}, in flight {self.inflight[d]})" for d in ("hdd", "ssd")))
 
     def bad(self):
         return (self.lost or self.unexplained or self.stuck or self.no_comeback or
@@ -397,6 +418,9 @@ def run_chain(dm, seed, opts, ncuts, tot, fname, max_n=6000, force=None, lie=())
                 wid_base = wl._wid
                 continue
             tot.cuts += 1
+            lossy = tot.count_cut(p["first"], st_first)
+            lossy |= tot.count_cut("ssd" if p["first"] == "hdd" else "hdd", st_other)
+            tot.lossy_cuts += lossy
             tot.sectors += res["sectors"]
             tot.lost += res["lost"]
             tot.unexplained += res["unexplained"]

@@ -20,21 +20,48 @@ from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all,
 # --------------------------------------------------- differential tester ---
 
 
+def seed_hdd(hdd, size, seed):
+    """Write @size bytes of a seeded pattern at the start of the raw HDD
+    @hdd and return them: the independent initial content of a volume
+    created over @hdd afterwards (its data starts at HDD sector 0; a blank
+    SSD holds nothing over it)."""
+    data = random.Random(seed).randbytes(size)
+    with rawio.Fd(hdd) as f:
+        for off in range(0, size, 4 * MiB):
+            f.pwrite(off, data[off:off + 4 * MiB])
+        f.fsync()
+    return data
+
+
+def assert_healthy(vol):
+    """@vol is not degraded and counted no error: a differential run that
+    verified its data but made nxd fail an I/O (or give its log up) is a
+    failure too."""
+    st = vol.status()
+    bad = {k: st[k] for k in ("degraded", "ssd_errors", "hdd_errors", "acked_lost") if st[k]}
+    assert st["state"] == "ok" and not bad, f"{vol.name}: state {st['state']}, {bad}: {st}"
+    return st
+
+
 class DiffTester:
     """Seeded random reads, writes, overwrites, discards and flushes through a
     device, checked byte for byte against an in-memory model.
 
-    `size` bytes of the device are used.  Discards are expected to read back
-    as zeros (the HDD must zero on discard: loop over a file does).
+    `size` bytes of the device are used.  @initial is what they hold before
+    the first op, as the caller knows it from what it wrote (seed_hdd()
+    before the volume was created), never read from the device under test.
+    Discards are expected to read back as zeros (the HDD must zero on
+    discard: loop over a file does).
     """
 
-    def __init__(self, dev, size, seed, max_io=4 << 20, hot=None):
+    def __init__(self, dev, size, seed, initial, max_io=4 << 20, hot=None):
+        assert len(initial) == size, (len(initial), size)
         self.dev, self.size, self.seed = dev, size, seed
         self.rng = random.Random(seed)
         self.max_io = max_io
         self.hot = hot or size  # region most writes land in, to force overwrites
         self.fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
-        self.model = bytearray(read_all(dev, size))
+        self.model = bytearray(initial)
         self.ops = {"write": 0, "read": 0, "discard": 0, "flush": 0}
         self.bytes_verified = 0
         self.log = []
