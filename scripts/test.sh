@@ -320,10 +320,12 @@ run_kernel() {
 	fi
 	# pytest's own exit status (saved before the folded boots ran).
 	guest_rc=$rc
-	if [ -s "$pytest_rc_file" ]; then
-		rc=$(cat "$pytest_rc_file")
-	elif [ "$rc" = 0 ] || [ "$rc" = 255 ]; then
-		rc=1	# pytest never saved its status: it did not end
+	if [ $do_rb = 1 ] || [ $do_pc = 1 ]; then
+		if [ -s "$pytest_rc_file" ]; then
+			rc=$(cat "$pytest_rc_file")
+		elif [ "$rc" = 0 ] || [ "$rc" = 255 ]; then
+			rc=1	# pytest never saved its status: it did not end
+		fi
 	fi
 	# pytest's closing line, e.g. "3 failed, 9 passed in 80.12s (0:01:20)"
 	# or "no tests ran in 0.01s" (exit 5: a failure here too).
