@@ -19,7 +19,7 @@
 #
 # Environment: DEMO_KVER (guest kernel), PFS_DEMO_SMALL, PFS_DEMO_BIG_MB,
 # PFS_DEMO_IOR_COUNT, HDD_SIZE_MB, HDDSIM_OPTS (see scripts/pfs_guest.py),
-# VM_TIMEOUT (default 900), VM_CPUS, VM_MEMORY.
+# VM_TIMEOUT (default 1800: a loaded host), VM_CPUS, VM_MEMORY.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -29,7 +29,7 @@ say() { echo "demo-pfs: $*" >&2; }
 nxd_demo_host demo-pfs glusterd || exit 1
 logs=${NXD_LOGS:-$here/build/logs}
 mkdir -p "$logs"
-export VM_TIMEOUT=${VM_TIMEOUT:-900}
+export VM_TIMEOUT=${VM_TIMEOUT:-1800}
 export VM_CONSOLE=${VM_CONSOLE:-$logs/demo-pfs-console.log}
 envs=
 for v in PFS_DEMO_SMALL PFS_DEMO_BIG_MB PFS_DEMO_IOR_COUNT HDD_SIZE_MB HDDSIM_OPTS; do

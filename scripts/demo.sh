@@ -25,7 +25,7 @@
 #   DEMO_SSD_MB    SSD log size in MiB (default 128)
 #   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
 #                  see bench/mkraid.sh
-#   VM_TIMEOUT     guest time limit in seconds (default 900)
+#   VM_TIMEOUT     guest time limit in seconds (default 1800: a loaded host)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -220,7 +220,7 @@ say() { echo "demo: $*" >&2; }
 . scripts/lib.sh
 nxd_demo_host demo fio || exit 1
 mkdir -p build/logs
-export VM_TIMEOUT=${VM_TIMEOUT:-900}
+export VM_TIMEOUT=${VM_TIMEOUT:-1800}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
 envs="DEMO_RUNTIME=$RUNTIME DEMO_SSD_MB=$SSD_MB"
 for v in HDD_SIZE_MB HDDSIM_OPTS; do
