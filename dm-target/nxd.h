@@ -480,8 +480,10 @@ void nxd_ctl_exit(void);
  * fault_skip, a mask of ordering steps to leave out.  Elsewhere
  * nxd_fault() is false at compile time.
  */
-#define NXD_FAULT_COMMIT_PREFLUSH	1	/* direct segment header: no PREFLUSH */
-#define NXD_FAULT_ROUND_HDD_FLUSH	2	/* destage round: no HDD flush before the tail moves */
+/* direct segment header: no PREFLUSH */
+#define NXD_FAULT_COMMIT_PREFLUSH	1
+/* destage round: no HDD flush before the tail moves */
+#define NXD_FAULT_ROUND_HDD_FLUSH	2
 #ifdef NXD_FAULT_INJECT
 extern unsigned int nxd_fault_skip;
 static inline bool nxd_fault(unsigned int step)
