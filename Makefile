@@ -237,7 +237,7 @@ crash-soak:
 # The package tests, the DKMS one included (too slow for make test).
 .PHONY: test-packages
 test-packages:
-	@NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
+	@NXD_FULL=1 NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_BENCH_SMOKE=0 NXD_DEMO=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
 
 bench-smoke:
 	@if [ -x bench/bench.sh ]; then BENCH_SMOKE=1 bench/bench.sh $(BENCH_ARGS); \
