@@ -218,7 +218,7 @@ boot_check() {
 # results under $logs; one verdict line.  bench.sh exits non-zero unless
 # every system was set up and ran every smoke job.
 bench_smoke() {
-	local kv=$1 out=$logs/$1-bench-smoke t rc
+	local kv=$1 out=$logs/bench-smoke-$1 t rc
 
 	t=$(date +%s)
 	rm -rf "$out"
@@ -228,15 +228,15 @@ bench_smoke() {
 	# on the other vCPU (docs/performance.md); the smoke measures nothing.
 	BENCH_CPUS=${NXD_BENCH_SMOKE_CPUS:-1} \
 	BENCH_SMOKE=1 BENCH_KVER=$kv BENCH_OUT=$out BENCH_NO_DOCS=1 \
-		bench/bench.sh >"$logs/$kv-bench-smoke.log" 2>&1
+		bench/bench.sh >"$logs/bench-smoke-$kv.log" 2>&1
 	rc=$?
 	if [ $rc = 0 ]; then
 		echo "bench-smoke $kv: PASS ($(grep -ao 'every system ran every job.*' \
-			"$logs/$kv-bench-smoke.log" | tail -n1), $(($(date +%s) - t)) s)"
+			"$logs/bench-smoke-$kv.log" | tail -n1), $(($(date +%s) - t)) s)"
 	else
-		grep -aE 'FAILED|did not run|could not|not run|Error' "$logs/$kv-bench-smoke.log" |
+		grep -aE 'FAILED|did not run|could not|not run|Error' "$logs/bench-smoke-$kv.log" |
 			tail -n 5 >&2
-		echo "bench-smoke $kv: FAIL (exit $rc, $(($(date +%s) - t)) s; see $rel/$kv-bench-smoke.log)"
+		echo "bench-smoke $kv: FAIL (exit $rc, $(($(date +%s) - t)) s; see $rel/bench-smoke-$kv.log)"
 	fi
 	return $rc
 }
@@ -451,7 +451,7 @@ side_lane() {
 	local t rc
 
 	if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
-		bench_smoke "$smoke_kv" >"$logs/bench-smoke.verdict" 2>"$logs/$smoke_kv-bench-smoke.err"
+		bench_smoke "$smoke_kv" >"$logs/bench-smoke.verdict" 2>"$logs/bench-smoke-$smoke_kv.err"
 	fi
 	if [ "${NXD_DEMO:-1}" = 1 ]; then
 		t=$(date +%s)
@@ -533,7 +533,7 @@ wait "$side_pid"
 side_l=()
 if [ "${NXD_BENCH_SMOKE:-1}" = 1 ]; then
 	side_l+=("$(tail -n1 "$logs/bench-smoke.verdict" 2>/dev/null)")
-	[ -n "${side_l[-1]}" ] || side_l[-1]="bench-smoke $smoke_kv: FAIL: no verdict (see $rel/$smoke_kv-bench-smoke.err)"
+	[ -n "${side_l[-1]}" ] || side_l[-1]="bench-smoke $smoke_kv: FAIL: no verdict (see $rel/bench-smoke-$smoke_kv.err)"
 fi
 if [ "${NXD_DEMO:-1}" = 1 ]; then
 	side_l+=("$(cat "$logs/demo.verdict" 2>/dev/null)")
