@@ -27,13 +27,12 @@ to the fault.
 import os
 import random
 import re
-import subprocess
 import time
 
 import pytest
 
 from nxdt import host, logwrites, pcut
-from nxdt.crashreplay import record_workload, replay_and_check
+from nxdt.crashreplay import ioctl_dm, made_devs, record_workload, replay_and_check
 from nxdt.dmlib import DMIoctl
 from nxdt.host import run, summary
 from nxdt.logwrites import F_DISCARD
@@ -191,25 +190,13 @@ class StalePlant:
 
 @pytest.fixture
 def lwdm():
-    for m in ("dm-log-writes", "dm-snapshot", "loop"):
-        subprocess.run(["modprobe", m], check=False)
-    d = DMIoctl()
-    yield d
-    errs = d.cleanup()
-    d.close()
-    assert not errs, errs
+    """dm devices by ioctl, udevd stopped (crashreplay.ioctl_dm)."""
+    yield from ioctl_dm(("dm-log-writes", "dm-snapshot", "loop"))
 
 
 @pytest.fixture
 def devs():
-    made = []
-
-    def add(x):
-        made.append(x)
-        return x
-    yield add
-    for x in reversed(made):
-        x.close()
+    yield from made_devs()
 
 
 @pytest.mark.guarantee("G16", "G3")

@@ -36,18 +36,16 @@ NXD_FLAKEY_SEEDS=21-60: the drop_writes test's seeds.
 """
 import os
 import random
-import subprocess
 import threading
 
 import pytest
 
 from nxdt import facts, rawio
 from nxdt.blkdev import Loop, NullBlk
-from nxdt.dmlib import DMIoctl
-from nxdt.host import summary, udev_stopped
+from nxdt.host import summary
 from nxdt.nxdvol import nxd_line
 from nxdt.rawio import DirectIO
-from nxdt.crashreplay import (assert_small_log_paths, HDD_MIB, KVER, flakey_once,
+from nxdt.crashreplay import (assert_small_log_paths, HDD_MIB, KVER, flakey_once, ioctl_dm, made_devs,
                               record_workload, replay_and_check)
 
 LONG = os.environ.get("NXD_CRASH_LONG") == "1"
@@ -83,29 +81,14 @@ VARIANT_CUTS = 3 if LONG else 1
 
 @pytest.fixture
 def dm():
-    """dm devices by ioctl, with udevd stopped (host.udev_stopped): the
-    replay makes and reloads devices hundreds of times."""
-    for m in ("dm-log-writes", "dm-snapshot", "dm-flakey", "loop"):
-        subprocess.run(["modprobe", m], check=False)
-    with udev_stopped():
-        d = DMIoctl()
-        yield d
-        errs = d.cleanup()
-        d.close()
-    assert not errs, errs
+    """dm devices by ioctl, udevd stopped (crashreplay.ioctl_dm)."""
+    yield from ioctl_dm(("dm-log-writes", "dm-snapshot", "dm-flakey", "loop"))
 
 
 @pytest.fixture
 def devs():
     """Devices made by the test, closed in reverse order."""
-    made = []
-
-    def add(x):
-        made.append(x)
-        return x
-    yield add
-    for x in reversed(made):
-        x.close()
+    yield from made_devs()
 
 
 # ------------------------------------------------------ log-writes run ---

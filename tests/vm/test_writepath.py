@@ -62,6 +62,7 @@ import pytest
 from nxdt import host, ondisk, pcut, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
+from nxdt.noloss import power_on_and_read
 from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import BgWrites, pattern
 from nxdt.writepath import (delayed_vol, direct_write_after_partial_in_open_batch, hdd_pattern,
@@ -392,6 +393,10 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
     old = bytes(BLOCK)                          # what the HDD holds: never written
     a = pattern("A", 0, BLOCK)
     big = b"".join(pattern("big", i, BLOCK) for i in range(32))
+    # Destaging paused until the overwrite is in: an idle round between the
+    # two writes (100 ms without I/O, which a loaded TCG host can give)
+    # would copy A to the HDD and flush it first.
+    v.pause()
     with rawio.Fd(v.dev) as f:
         f.pwrite(off, a)
         f.fsync()
@@ -400,18 +405,14 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
         r0 = st["segments_reclaimed"]
         f.pwrite(off, big)                      # aligned 128 KiB: the HDD, no flush
         assert f.pread(off, BLOCK) == big[:BLOCK], "live read"
+    v.message("resume_destage")
     # The destager's next round (the volume is idle now): wait for it by
     # its own counter, not for a time.
     host.wait_for(lambda: v.status()["segments_reclaimed"] > r0, timeout=120,
                   what="a destage round that frees the segment holding A")
     hdd.cut()
     ssd.cut()
-    v.remove()
-    hdd.power_on()
-    ssd.power_on()
-    v.recreate()
-    with rawio.Fd(v.dev, write=False) as g:
-        got = g.pread(off, BLOCK)
+    got = power_on_and_read(v, hdd, ssd, off // BLOCK)
     if got not in (a, big[:BLOCK]):
         raise AckedDataLost("the fsync'd block read back as "
                             + ("the HDD's data from before it" if got == old else "other data")

@@ -5,14 +5,15 @@ mark and check every durable write (replay_and_check), and dm-flakey
 runs that fail one device once."""
 import os
 import random
+import subprocess
 import threading
 import time
 
 from nxdt import facts, host, logwrites
 from nxdt.blkdev import Loop, NullBlk
-from nxdt.dmlib import DMError, params
+from nxdt.dmlib import DMError, DMIoctl, params
 from nxdt.facts import BLOCK, parse_status, SECTOR
-from nxdt.host import dmesg_tail, progress, summary
+from nxdt.host import dmesg_tail, progress, summary, udev_stopped
 from nxdt.logwrites import (choose_cuts, DevReplayer, hdd_mask_legit, Loader, parse_log,
                             save_failure, unstick, Watchdog)
 from nxdt.models import Checker, CrashFailure
@@ -374,3 +375,30 @@ def flakey_once(dm, devs, seed, where):
             f"recovered {st['recovered_segments']} segments"
             f"{'; SSD loss detected (degraded)' if noticed else ''}"
             f"{'; SSD loss detected (acked_lost)' if found and not noticed else ''}")
+
+
+def ioctl_dm(modules):
+    """The body of a crash test's `dm` fixture: dm devices by ioctl
+    (DMIoctl), with udevd stopped (host.udev_stopped: a replay makes and
+    reloads devices hundreds of times); everything made is removed after."""
+    for m in modules:
+        subprocess.run(["modprobe", m], check=False)
+    with udev_stopped():
+        d = DMIoctl()
+        yield d
+        errs = d.cleanup()
+        d.close()
+    assert not errs, errs
+
+
+def made_devs():
+    """The body of a crash test's `devs` fixture: add(x) returns x and
+    closes it after the test, in reverse order."""
+    made = []
+
+    def add(x):
+        made.append(x)
+        return x
+    yield add
+    for x in reversed(made):
+        x.close()
