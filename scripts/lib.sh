@@ -138,6 +138,11 @@ nxd_cut_boot1() {
 	return 0
 }
 
+# nxd_never_started CONSOLE: the guest of CONSOLE never started its command.
+nxd_never_started() {
+	! grep -aq "virtme-ng-init: starting script" "$1"
+}
+
 # nxd_cut_boot2 TAG KVER SEED DIR CONSOLE KEEP GUESTCMD: boot 2 runs
 # GUESTCMD, whose last "TAG ...: PASS|FAIL" line is the verdict, printed
 # here; returns 0 on PASS (the images removed unless KEEP is 1), else 1.
@@ -146,8 +151,18 @@ nxd_cut_boot2() {
 
 	out=$(VM_CONSOLE=$console nxd_vm "$kv" "$cmd" 2>&1)
 	rc=$?
-	echo "$out" >"$dir/boot2.out"
 	line=$(grep -E "^$tag .*: (PASS|FAIL)" <<<"$out" | tail -n 1)
+	if [ -z "$line" ] && nxd_never_started "$console"; then
+		# The guest died before its command ran (a TCG "Oops: int3" while
+		# the kernel patches jump labels at boot): nothing touched the
+		# images, so boot once more.
+		echo "${tag}[$kv seed $seed]: boot 2 died before its command ran (exit $rc); booting again" >&2
+		cp "$console" "$console.failed-boot"
+		out=$(VM_CONSOLE=$console nxd_vm "$kv" "$cmd" 2>&1)
+		rc=$?
+		line=$(grep -E "^$tag .*: (PASS|FAIL)" <<<"$out" | tail -n 1)
+	fi
+	echo "$out" >"$dir/boot2.out"
 	if [ -z "$line" ]; then
 		echo "$out" | tail -n 30 >&2
 		echo "$tag $kv seed $seed: FAIL: no verdict from boot 2 (exit $rc)"

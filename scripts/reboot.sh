@@ -22,6 +22,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$here/scripts/lib.sh"
 cd "$here" || exit 2
 [ $# -ge 1 ] || { echo "usage: $0 KVER" >&2; exit 2; }
 kver=$1
@@ -60,10 +62,19 @@ else
 fi
 for b in $boots; do
 	echo "reboot[$kver]: boot $b" >&2
-	VM_CONSOLE=$logs/$kver-reboot-boot$b-console.log \
-		scripts/vm-run.sh "$kver" "python3 scripts/reboot_guest.py boot$b $dir" \
-		>"$dir/boot$b.out" 2>&1
-	verdict "$b" $? "$dir/boot$b.out"
+	for try in 1 2; do
+		VM_CONSOLE=$logs/$kver-reboot-boot$b-console.log \
+			scripts/vm-run.sh "$kver" "python3 scripts/reboot_guest.py boot$b $dir" \
+			>"$dir/boot$b.out" 2>&1
+		rc=$?
+		# A guest that died before its command ran (a TCG "Oops: int3" at
+		# boot) touched nothing: boot once more.
+		if [ "$try" = 2 ] || ! nxd_never_started "$logs/$kver-reboot-boot$b-console.log"; then
+			break
+		fi
+		echo "reboot[$kver]: boot $b died before its command ran (exit $rc); booting again" >&2
+	done
+	verdict "$b" "$rc" "$dir/boot$b.out"
 done
 echo "reboot $kver: ${last#reboot: }"
 [ "${REBOOT_KEEP:-0}" = 1 ] || rm -f "$dir"/*.img
