@@ -96,8 +96,9 @@ module-$(1):
 	@cmp -s '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko' || \
 		cp '$$(BUILD)/$(1)/src/dm-nxd.ko' '$$(BUILD)/$(1)/dm-nxd.ko'
 	@echo "  MODULE  build/$(1)/dm-nxd.ko"
-	@# with NXD_FAULT_CONTROL=1, the fault-injection test build (fault_skip)
-	@# for the ordering-step control of tests/vm/test_controls.py; never installed
+	@# with NXD_FAULT_CONTROL=1 (as scripts/test.sh builds), the fault-injection
+	@# test build (fault_skip) for the ordering-step control of
+	@# tests/vm/test_controls.py; never installed
 	$$(if $$(filter 1,$$(NXD_FAULT_CONTROL)),$$(call kbuild,$$(BUILD)/$(1)/fault,$(1),$(2),NXD_FAULT_INJECT=y))
 	@if [ '$$(NXD_FAULT_CONTROL)' = 1 ]; then \
 		cp '$$(BUILD)/$(1)/fault/src/dm-nxd.ko' '$$(BUILD)/$(1)/fault/dm-nxd.ko' && \

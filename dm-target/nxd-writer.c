@@ -306,6 +306,9 @@ static void nxd_inval_endio(struct bio *clone)
 
 	op->error = blk_status_to_errno(clone->bi_status);
 	WRITE_ONCE(op->hdd_state, op->error ? NXD_HDD_FAILED : NXD_HDD_OK);
+	/* Before nxd_lazy_add() drops the logged copies: see hdd_lazy_done. */
+	if (op->lazy)
+		atomic64_inc(&nc->hdd_lazy_done);
 	bio_put(clone);
 	nxd_fg_end(nc);
 	nxd_epoch_put(&nc->hw_ep, op->hw_epoch);

@@ -322,6 +322,13 @@ struct nxd_c {
 	atomic_t destage_paused;
 	atomic_t hdd_fg_inflight;
 	unsigned long hdd_fg_last;	/* jiffies: last foreground HDD start or end */
+	/*
+	 * Lazy HDD writes over logged blocks completed, and how many of them
+	 * the destager's last HDD flush covered: the tail may pass their
+	 * older logged copies only once a flush has (nxd_destage_round).
+	 */
+	atomic64_t hdd_lazy_done;
+	u64 hdd_lazy_flushed;
 	unsigned long fg_last;		/* jiffies: last bio mapped (nxd_fg_touch) */
 	bool fg_fenced;		/* a foreground HDD write waits for the round */
 	void *dbuf;			/* destage read buffer */

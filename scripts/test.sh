@@ -73,7 +73,10 @@ export TEST_KVERS="${kvers[*]}"
 
 # 2. build.
 say "building dm-nxd.ko for: ${kvers[*]}"
-$MAKE --no-print-directory modules-all TEST_KVERS="${kvers[*]}" || { say "module build FAILED"; exit 1; }
+# NXD_FAULT_CONTROL=1: also the fault-injection build that the ordering-step
+# control of tests/vm/test_controls.py loads (never installed).
+$MAKE --no-print-directory modules-all TEST_KVERS="${kvers[*]}" NXD_FAULT_CONTROL=1 ||
+	{ say "module build FAILED"; exit 1; }
 $MAKE --no-print-directory tools || { say "tools build FAILED"; exit 1; }
 # The Debian packages test_admin.py installs, built here once: dpkg-deb's
 # xz takes minutes under TCG, and both guests would build them at once.

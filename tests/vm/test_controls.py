@@ -17,6 +17,11 @@ to the fault.
    be acknowledged while its data is still in the SSD's cache.  The
    oracle must report lost or unexplained sectors.  The production module
    must not have the knob.
+ - test_pcut_chain_catches_skipped_round_hdd_flush: the fault-injection
+   build with fault_skip=2 (a destage round moves the log tail without
+   flushing the HDD), one cut of the chain after an idle gap (the writers
+   stop, a round copies and moves the tail, both devices cut).  The
+   oracle must report lost sectors.
  - test_logwrites_replay_catches_planted_stale_copy: a workload recorded
    on dm-log-writes (crashreplay.record_workload), replayed to its last
    durability point: the check passes there; then, with every HDD sector
@@ -46,7 +51,11 @@ FAULT_PARAM = "/sys/module/dm_nxd/parameters/fault_skip"
 # of the recovery, no admin thread, few fsyncs (long windows in which only
 # FUA writes are durable).
 FORCE = {"keep": 0, "torn": 0, "first": "ssd", "gap": 0, "n": 1000, "p_fsync": 0.01,
-         "rcut": 0, "admin": False}
+         "rcut": 0, "admin": False, "idle": False}
+# The same with the idle gap before the cut (pcutchain.idle_then_cut): the
+# writers stop after 1000 group ops, the destager's next round copies the
+# logged blocks to the HDD and moves the tail, then both devices are cut.
+FORCE_IDLE = dict(FORCE, p_fsync=0.08, idle=True)
 
 
 @pytest.fixture
@@ -145,6 +154,32 @@ def _skipped_commit_preflush(fault_module, pdm):
 
 if FAULT_CONTROL:
     test_pcut_chain_catches_skipped_commit_preflush = _skipped_commit_preflush
+
+
+@pytest.mark.guarantee("G16", "G5")
+def test_pcut_chain_catches_skipped_round_hdd_flush(fault_module, pdm):
+    """fault_skip=2 on the fault-injection build: a destage round moves the
+    log tail past its copies without flushing the HDD.  One cut of the
+    chain with the idle gap before it (the campaign's idle cuts, FORCE_IDLE)
+    must report lost sectors: the round's copies were in the HDD's cache
+    only, and the log no longer held them."""
+    with open(fault_module, "w") as f:
+        f.write("2")
+    for r in range(REPEAT):
+        seed = 720 + 2 * r
+        tot = Totals()
+        t0 = time.monotonic()
+        run_chain(pdm, seed, "", 1, tot, "crash-controls.txt", max_n=2000, force=FORCE_IDLE)
+        secs = time.monotonic() - t0
+        with open(fault_module) as f:
+            assert f.read().strip() == "2"
+        summary("crash-controls.txt", f"control {KVER}: fault_skip=2 (no HDD flush in a destage "
+                f"round), idle cut, seed {seed}: {tot.line()} in {secs:.0f}s")
+        assert tot.cuts == 1 and tot.durable > 0, \
+            f"the oracle did not judge a cut: {tot.line()}; {tot.failures[:1]}"
+        assert tot.lost + tot.unexplained > 0, \
+            (f"seed {seed}: nxd without the destager's HDD flush lost nothing by the oracle "
+             f"after an idle round: {tot.line()}")
 
 
 def last_mark_cut(logpaths, k):

@@ -39,8 +39,12 @@ reaped, flush start before fsync(), so every "before" is certain):
 
 Tests:
   test_pcut_crash_slice[opts]: the CI slice, one chain of NXD_PCUT_SLICE_CUTS
-      (default 3) cuts per nxd option set.  One cut in three also cuts
-      the recovery after it (1-40 group ops into it, either device first);
+      (default 3) cuts per nxd option set.  The second cut of a chain,
+      and about one in five of the others, comes after an idle gap
+      (pcutchain.idle_then_cut: the writers stop, a destage round moves
+      the log tail, both devices are cut at once).  One cut in three also
+      cuts the recovery after it (1-40 group ops into it, either device
+      first);
       in half the rounds an admin thread drains, suspends and resumes, and
       pauses and resumes the destager while the writers run.  Odd seeds
       also cut the first load 1-4 group ops in (the format of blank

@@ -164,6 +164,10 @@ def stripe_fill(dm, hdd, ssd, region, writer, slow=None):
             d = os.urandom(4096)
             pwrite_direct(fd, b * 4096, d)
             model[b * 4096:(b + 1) * 4096] = d
+        # Acknowledged direct log writes join the index at their segment's
+        # commit: without this, a round may start before the last commits
+        # and leave their copies to a second round (an extra bio).
+        os.fsync(fd)
         before = v.status()
         per = {}
         for b in blocks:

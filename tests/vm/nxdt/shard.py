@@ -57,6 +57,7 @@ HEAVY = {
     "test_controls.py::test_logwrites_replay_catches_planted_stale_copy": (68, 0),
     "test_controls.py::test_pcut_chain_catches_lying_device[ssd]": (32, 1),
     "test_controls.py::test_pcut_chain_catches_lying_device[hdd]": (28, 1),
+    "test_controls.py::test_pcut_chain_catches_skipped_round_hdd_flush": (30, 0),
     "test_fs.py::test_fs_workload_on_raid6[xfs]": (566, 0),          # x2
     "test_fs.py::test_fs_workload_on_raid6[ext4]": (560, 1),         # x2
     "test_fs.py::test_fs_detach_ssd_then_new_ssd": (290, 1),         # x2
