@@ -822,7 +822,7 @@ static struct target_type nxd_target = {
 unsigned int nxd_fault_skip;
 module_param_named(fault_skip, nxd_fault_skip, uint, 0644);
 MODULE_PARM_DESC(fault_skip,
-		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round)");
+		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round; 4: the writer's window widened)");
 #endif
 
 static int __init dm_nxd_init(void)

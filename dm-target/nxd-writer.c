@@ -39,6 +39,7 @@
  * - Whatever waits on the destager fails with EIO when a destage round
  *   fails: it was never acknowledged, and the device may be gone.
  */
+#include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
@@ -609,6 +610,10 @@ static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 	spin_unlock(&nc->lock);
 	if (busy)
 		nxd_fast_sync(nc, U64_MAX);
+	/* Test build: direct writes may map in this window (issue 44). */
+	if (nxd_fault(NXD_FAULT_WRITER_WINDOW) && bio_op(bio) == REQ_OP_WRITE &&
+	    pb->route == NXD_H_HDD)
+		msleep(500);
 	if ((bio->bi_opf & REQ_PREFLUSH) && !atomic_read(&nc->degraded)) {
 		/* Writes acknowledged before this flush: their INVALs first. */
 		if (nxd_lazy_commit(nc) && !atomic_read(&nc->degraded)) {

@@ -491,6 +491,8 @@ void nxd_ctl_exit(void);
 #define NXD_FAULT_COMMIT_PREFLUSH	1
 /* destage round: no HDD flush before the tail moves */
 #define NXD_FAULT_ROUND_HDD_FLUSH	2
+/* writer: 500 ms between an HDD write's direct-segment check and its registration */
+#define NXD_FAULT_WRITER_WINDOW		4
 #ifdef NXD_FAULT_INJECT
 extern unsigned int nxd_fault_skip;
 static inline bool nxd_fault(unsigned int step)

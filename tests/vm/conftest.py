@@ -181,23 +181,58 @@ def nxd_module(guest_setup):
     host.modprobe("libcrc32c", check=False)
     if host.module_loaded("dm_nxd"):
         run(["rmmod", "dm_nxd"])
-    # NXD_MODULE_PARAMS="a=1,b=Y": module parameters for the whole run
-    # (make crash-campaign PARAMS=...), as insmod arguments.
-    params = os.environ.get("NXD_MODULE_PARAMS", "").replace(",", " ").split()
-    run(["insmod", ko] + params)
+    run(["insmod", ko] + _module_params())
     yield ko
-    p = None
-    for _ in range(40):
-        p = run(["rmmod", "dm_nxd"], check=False)
-        if p.returncode == 0:
-            break
-        time.sleep(0.25)
+    p = _rmmod_nxd()
     lines = host.dmesg_since(marker)
     bad = host.find_kernel_problems(lines)
     if bad:
         host.save_log("dmesg-session.txt", "\n".join(lines) + "\n")
     assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
     assert not bad, "kernel problems around module load/unload:\n" + "\n".join(bad[:40])
+
+
+def _module_params():
+    # NXD_MODULE_PARAMS="a=1,b=Y": module parameters for the whole run
+    # (make crash-campaign PARAMS=...), as insmod arguments.
+    return os.environ.get("NXD_MODULE_PARAMS", "").replace(",", " ").split()
+
+
+def _rmmod_nxd():
+    p = None
+    for _ in range(40):
+        p = run(["rmmod", "dm_nxd"], check=False)
+        if p.returncode == 0:
+            break
+        time.sleep(0.25)
+    return p
+
+
+FAULT_KO = os.path.join(os.path.dirname(host.MODULE_KO), "fault", "dm-nxd.ko")
+FAULT_PARAM = "/sys/module/dm_nxd/parameters/fault_skip"
+
+
+@pytest.fixture
+def fault_module(nxd_module):
+    """The fault-injection build (build/<kver>/fault/dm-nxd.ko, NXD_FAULT_INJECT,
+    never installed) loaded in place of the module under test for one test,
+    then the module under test again.  Yields the path of its fault_skip
+    parameter."""
+    if not os.path.exists(FAULT_KO):
+        pytest.fail(f"{FAULT_KO} not built: run `make modules-all NXD_FAULT_CONTROL=1`",
+                    pytrace=False)
+    assert not os.path.exists(FAULT_PARAM), \
+        f"the module under test ({host.MODULE_KO}) has the fault-injection knob fault_skip"
+    p = _rmmod_nxd()
+    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
+    try:
+        run(["insmod", FAULT_KO, "fault_skip=0"])
+        assert os.path.exists(FAULT_PARAM), f"{FAULT_KO} has no fault_skip parameter"
+        yield FAULT_PARAM
+    finally:
+        p = _rmmod_nxd()
+        assert p.returncode == 0, f"rmmod of the fault build failed: {p.stderr.strip()}"
+        run(["insmod", host.MODULE_KO] + _module_params())
 
 
 # ----------------------------------------------------------------- dmesg ---
@@ -289,16 +324,25 @@ def brd():
         raise host.CmdError("rmmod brd failed: a ram disk is still in use")
 
 
+@pytest.fixture(scope="session")
+def devpool():
+    """Loop and null_blk devices reused across tests (blkdev.DevPool)."""
+    pool = blkdev.DevPool()
+    yield pool
+    pool.close()
+    host.summary("devpool.txt", f"{host.KVER}: {pool.made} devices made, {pool.reused} reused")
+
+
 @pytest.fixture
-def loopdev():
+def loopdev(devpool):
     made = []
 
     def make(size_mb=256, sector_size=None, direct_io=False):
-        dev, path = blkdev.loop_create(size_mb, sector_size, direct_io)
-        made.append((dev, path))
+        dev, path = devpool.loop(size_mb, sector_size, direct_io)
+        made.append((dev, path, size_mb, sector_size, direct_io))
         return dev
     yield make
-    _teardown_all([lambda d=d, p=p: blkdev.loop_destroy(d, p) for d, p in reversed(made)])
+    _teardown_all([lambda a=a: devpool.loop_back(*a) for a in reversed(made)])
 
 
 @pytest.fixture
@@ -317,15 +361,15 @@ def md_raid6(loopdev):
 
 
 @pytest.fixture
-def nullb():
+def nullb(devpool):
     made = []
 
     def make(size_mb=256, blocksize=512, **attrs):
-        dev, folder = blkdev.nullb_create(size_mb, blocksize, **attrs)
-        made.append(folder)
+        dev, folder = devpool.nullb(size_mb, blocksize, **attrs)
+        made.append((dev, folder, size_mb, blocksize, attrs))
         return dev
     yield make
-    _teardown_all([lambda f=f: blkdev.nullb_destroy(f) for f in reversed(made)])
+    _teardown_all([lambda a=a: devpool.nullb_back(*a[:4], **a[4]) for a in reversed(made)])
 
 
 @pytest.fixture

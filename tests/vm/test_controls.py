@@ -36,17 +36,15 @@ import time
 
 import pytest
 
-from nxdt import host, logwrites, pcut
+from nxdt import logwrites, pcut
 from nxdt.crashreplay import ioctl_dm, made_devs, record_workload, replay_and_check
 from nxdt.dmlib import DMIoctl
-from nxdt.host import run, summary
+from nxdt.host import summary
 from nxdt.logwrites import F_DISCARD
 from nxdt.models import CrashFailure
 from nxdt.pcutchain import KVER, Totals, run_chain
 
 SECTOR = 512
-FAULT_KO = os.path.join(os.path.dirname(host.MODULE_KO), "fault", "dm-nxd.ko")
-FAULT_PARAM = "/sys/module/dm_nxd/parameters/fault_skip"
 # One cut, nothing cached kept, both devices cut at the same op, no cut
 # of the recovery, no admin thread, few fsyncs (long windows in which only
 # FUA writes are durable).
@@ -66,35 +64,6 @@ def pdm():
     errs = d.cleanup()
     d.close()
     assert not errs, errs
-
-
-def rmmod_nxd():
-    p = None
-    for _ in range(40):
-        p = run(["rmmod", "dm_nxd"], check=False)
-        if p.returncode == 0:
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"rmmod dm_nxd failed: {p.stderr.strip()}")
-
-
-@pytest.fixture
-def fault_module():
-    """The fault-injection build loaded in place of the module under test
-    for one test, then the module under test again (as conftest loads it)."""
-    if not os.path.exists(FAULT_KO):
-        pytest.fail(f"{FAULT_KO} not built: run `make modules-all`", pytrace=False)
-    assert not os.path.exists(FAULT_PARAM), \
-        f"the module under test ({host.MODULE_KO}) has the fault-injection knob fault_skip"
-    rmmod_nxd()
-    try:
-        run(["insmod", FAULT_KO, "fault_skip=0"])
-        assert os.path.exists(FAULT_PARAM), f"{FAULT_KO} has no fault_skip parameter"
-        yield FAULT_PARAM
-    finally:
-        rmmod_nxd()
-        params = os.environ.get("NXD_MODULE_PARAMS", "").replace(",", " ").split()
-        run(["insmod", host.MODULE_KO] + params)
 
 
 def one_cut(pdm, seed, lie=()):

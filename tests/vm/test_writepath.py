@@ -34,6 +34,11 @@ the volume.
    volatile caches, what a flush covered reads as the HDD write (with the
    small writes that followed it, whole or partial), what it did not reads
    as either version, and a clean stop keeps the HDD write too.
+ - test_direct_write_in_the_writers_window_survives_a_replay (fault-
+   injection build): a 4 KiB direct write sent while the writer holds a
+   128 KiB write over logged blocks between its check and its
+   registration must read back the same after a reload as after the
+   fsync (xfail: issue 44's second loss).
  - test_lazy_invals_of_an_out_of_order_stream_join: 40 plain 1 MiB HDD
    writes over logged blocks, sent last region first, leave one pending
    lazy INVAL range, not 40: no segment is written before the next flush,
@@ -55,6 +60,7 @@ the volume.
    SSD left it, chained with no completion count, it completed after its
    first HDD piece and again after the second: the 6.12 crash campaign's
    NULL bi_blkg oops in the writer)."""
+import threading
 import time
 
 import pytest
@@ -414,6 +420,69 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
         raise AckedDataLost("the fsync'd block read back as "
                             + ("the HDD's data from before it" if got == old else "other data")
                             + " after the power cut")
+
+
+@pytest.mark.guarantee("G5", "G3")
+@pytest.mark.xfail(strict=True, raises=AckedDataLost,
+                   reason="known loss, issue 44: a direct log write that maps between the "
+                          "writer's direct-segment check of an HDD write over logged blocks "
+                          "and that write's registration reads back right, and the HDD "
+                          "write's INVAL, logged after it, kills it at the next replay")
+def test_direct_write_in_the_writers_window_survives_a_replay(fault_module, dm, nullb):
+    """A 128 KiB write over a range with a logged block goes through the
+    writer (an HDD write over logged blocks); the fault-injection build
+    holds it 500 ms between the writer's check for direct segments over
+    the range and its registration (fault_skip=4, a window that is
+    otherwise microseconds wide).  A 4 KiB write of another block of the
+    range, sent inside that window, completes; after both and an fsync,
+    the block must read back the same live and after a clean reload (a
+    replay of the log).  Today it reads as the 4 KiB write live and as the
+    128 KiB write after the reload (xfail, strict: it fails the run once
+    the write path keeps the block)."""
+    with open(fault_module, "w") as f:
+        f.write("4")
+    v = Volume(dm, "nxww", nullb(64), nullb(16))
+    v.pause()
+    off = 64 * (128 << 10)                      # 128 KiB aligned
+    y = off + 5 * BLOCK                         # the block the 4 KiB write hits
+    big = b"".join(pattern("big", i, BLOCK) for i in range(32))
+    d = pattern("D", 0, BLOCK)
+    with rawio.Fd(v.dev) as f:
+        f.pwrite(off, pattern("X", 0, BLOCK))   # a logged block in the range
+        f.fsync()
+        assert v.status()["index_entries"] == 1, v.status()
+        errs = []
+
+        def big_write():
+            try:
+                with rawio.Fd(v.dev) as g:
+                    g.pwrite(off, big)
+            except OSError as e:
+                errs.append(e)
+        t = threading.Thread(target=big_write)
+        t0 = time.monotonic()
+        t.start()
+        time.sleep(0.15)                        # inside the writer's 500 ms
+        f.pwrite(y, d)
+        t_d = time.monotonic() - t0
+        t.join(60)
+        t_big = time.monotonic() - t0
+        assert not t.is_alive() and not errs, errs
+        f.fsync()
+        live = f.pread(y, BLOCK)
+    assert live in (d, big[5 * BLOCK:6 * BLOCK]), "live read: neither write"
+    # The 4 KiB write must have been inside the window to test anything.
+    assert t_d < t_big, f"the 4 KiB write completed at {t_d:.2f}s, after the big one ({t_big:.2f}s)"
+    v.remove()
+    v.recreate()
+    with rawio.Fd(v.dev, write=False) as f:
+        after = f.pread(y, BLOCK)
+    if after != live:
+        raise AckedDataLost(f"block read back as the {'4 KiB' if live == d else '128 KiB'} write "
+                            f"after an fsync, as the "
+                            f"{'128 KiB' if after == big[5 * BLOCK:6 * BLOCK] else 'other'} "
+                            f"data after a reload (4 KiB write done at {t_d:.2f}s, 128 KiB "
+                            f"at {t_big:.2f}s)")
 
 
 @pytest.mark.guarantee("G3")

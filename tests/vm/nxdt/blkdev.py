@@ -248,6 +248,115 @@ def loop_bytes(nbytes, made):
     host.wait_for(lambda: os.path.exists(dev), what=dev)
     return dev
 
+
+# ------------------------------------------------------------ the pool ---
+
+
+def _unused(dev):
+    """Nothing stacked on @dev, and nobody holds it open exclusively (a
+    mount, dm, md)."""
+    try:
+        if os.listdir(f"/sys/block/{blk_name(dev)}/holders"):
+            return False
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
+        return True
+    except OSError:
+        return False
+
+
+def _udev_signature(dev):
+    """Whether udev's database shows a signature on @dev (a file system,
+    an md member, a partition table): after zeroing it must hear of it."""
+    p = run(["udevadm", "info", "--query=property", f"--name={dev}"], check=False)
+    return any(ln.split("=", 1)[0] in ("ID_FS_TYPE", "ID_PART_TABLE_TYPE", "MD_LEVEL")
+               and ln.split("=", 1)[1] for ln in p.stdout.splitlines() if "=" in ln)
+
+
+class DevPool:
+    """Backing devices kept from one test to the next (the loopdev and
+    nullb fixtures): each creation and removal of a loop or null_blk
+    device costs udev events, seconds under TCG.  A device goes back to
+    the pool only as it was made (same size and settings, nothing stacked
+    on it, still attached); it is zeroed before it is handed out again,
+    and udev is told when it had a signature, so a test sees what a fresh
+    device would show."""
+
+    def __init__(self):
+        self.loops = {}         # (size_mb, sector_size, direct_io) -> [(dev, path)]
+        self.nullbs = {}        # (size_mb, blocksize) -> [(dev, folder)]
+        self.reused = self.made = 0
+
+    @staticmethod
+    def _zero(dev, nbytes, discard):
+        sig = _udev_signature(dev)
+        if discard:
+            run(["blkdiscard", dev])
+        else:
+            wipe(dev, nbytes)
+        if sig:
+            run(["udevadm", "trigger", "--action=change", "--settle", dev], check=False)
+
+    def loop(self, size_mb, sector_size=None, direct_io=False):
+        key = (size_mb, sector_size, direct_io)
+        free = self.loops.get(key)
+        if free:
+            dev, path = free.pop()
+            # Over tmpfs a discard punches holes: the device reads zeros.
+            self._zero(dev, size_mb << 20, True)
+            self.reused += 1
+            return dev, path
+        self.made += 1
+        return loop_create(size_mb, sector_size, direct_io)
+
+    def loop_back(self, dev, path, size_mb, sector_size=None, direct_io=False):
+        name = blk_name(dev)
+        try:
+            with open(f"/sys/block/{name}/loop/backing_file") as f:
+                attached = f.read().strip() == path
+        except OSError:
+            attached = False
+        if attached and _unused(dev) and dev_size_bytes(dev) == size_mb << 20 and \
+                discard_zeroes(dev):
+            self.loops.setdefault((size_mb, sector_size, direct_io), []).append((dev, path))
+        else:
+            loop_destroy(dev, path)
+
+    def nullb(self, size_mb, blocksize=512, **attrs):
+        # Only plain memory-backed ones of up to 64 MiB: zeroing a larger
+        # one costs about what a new one does, and other settings (caches,
+        # power cuts, zones) are the test's own.
+        key = (size_mb, blocksize)
+        free = None if attrs or size_mb > 64 else self.nullbs.get(key)
+        if free:
+            dev, folder = free.pop()
+            self._zero(dev, size_mb << 20, False)
+            self.reused += 1
+            return dev, folder
+        self.made += 1
+        return nullb_create(size_mb, blocksize, **attrs)
+
+    def nullb_back(self, dev, folder, size_mb, blocksize=512, **attrs):
+        try:
+            with open(f"{folder}/power") as f:
+                on = f.read().strip() == "1"
+        except OSError:
+            on = False
+        if not attrs and size_mb <= 64 and on and os.path.exists(dev) and \
+                _unused(dev) and dev_size_bytes(dev) == size_mb << 20:
+            self.nullbs.setdefault((size_mb, blocksize), []).append((dev, folder))
+        else:
+            nullb_destroy(folder)
+
+    def close(self):
+        for free in self.loops.values():
+            for dev, path in free:
+                loop_destroy(dev, path)
+        for free in self.nullbs.values():
+            for _, folder in free:
+                nullb_destroy(folder)
+        self.loops, self.nullbs = {}, {}
+
+
 # --------- device objects (test_datapath, test_destage, the crash tests) ---
 
 
