@@ -136,6 +136,19 @@ static bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
 	return false;
 }
 
+/* Does an uncommitted direct segment hold a copy of a block of [first, last]? */
+bool nxd_fast_holds_range_locked(struct nxd_c *nc, u64 first, u64 last)
+{
+	u64 b;
+
+	if (!nxd_fast_range_busy(nc, first, last))
+		return false;
+	for (b = first; b <= last; b++)
+		if (nxd_fast_holds_locked(nc, b))
+			return true;
+	return false;
+}
+
 /*
  * May a partial block go to a direct segment, its other sectors left to
  * the HDD as the writer does for a block with no logged copy?  Only if no

@@ -457,8 +457,32 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 		return;
 	}
 	if (op->lazy) {
-		nxd_lazy_add(nc, op);
-		return;
+		bool held = false;
+
+		/*
+		 * A direct write that mapped before this op was registered may
+		 * sit in a segment not yet committed (so not indexed): a lazy
+		 * drop now would miss it, and the INVAL logged after its
+		 * segment would kill it at the next replay although it reads
+		 * back now.  Such an op takes the logged INVAL's way, whose
+		 * drop comes at its commit, after those segments are indexed;
+		 * the HDD write had no FUA, so a flush first.
+		 */
+		if (op->full_first <= op->full_last) {
+			spin_lock(&nc->lock);
+			held = nxd_fast_holds_range_locked(nc, op->full_first, op->full_last);
+			spin_unlock(&nc->lock);
+		}
+		if (!held) {
+			nxd_lazy_add(nc, op);
+			return;
+		}
+		op->lazy = false;
+		op->error = nxd_hdd_flush(nc);
+		if (op->error) {
+			nxd_inval_ack(nc, op);
+			return;
+		}
 	}
 	recs = op->full_first <= op->full_last ?
 	       DIV_ROUND_UP_ULL(op->full_last - op->full_first + 1, U32_MAX) : 0;

@@ -38,7 +38,7 @@ the volume.
    injection build): a 4 KiB direct write sent while the writer holds a
    128 KiB write over logged blocks between its check and its
    registration must read back the same after a reload as after the
-   fsync (xfail: issue 44's second loss).
+   fsync.
  - test_lazy_invals_of_an_out_of_order_stream_join: 40 plain 1 MiB HDD
    writes over logged blocks, sent last region first, leave one pending
    lazy INVAL range, not 40: no segment is written before the next flush,
@@ -423,11 +423,6 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
 
 
 @pytest.mark.guarantee("G5", "G3")
-@pytest.mark.xfail(strict=True, raises=AckedDataLost,
-                   reason="known loss, issue 44: a direct log write that maps between the "
-                          "writer's direct-segment check of an HDD write over logged blocks "
-                          "and that write's registration reads back right, and the HDD "
-                          "write's INVAL, logged after it, kills it at the next replay")
 def test_direct_write_in_the_writers_window_survives_a_replay(fault_module, dm, nullb):
     """A 128 KiB write over a range with a logged block goes through the
     writer (an HDD write over logged blocks); the fault-injection build
@@ -436,9 +431,9 @@ def test_direct_write_in_the_writers_window_survives_a_replay(fault_module, dm, 
     otherwise microseconds wide).  A 4 KiB write of another block of the
     range, sent inside that window, completes; after both and an fsync,
     the block must read back the same live and after a clean reload (a
-    replay of the log).  Today it reads as the 4 KiB write live and as the
-    128 KiB write after the reload (xfail, strict: it fails the run once
-    the write path keeps the block)."""
+    replay of the log).  When the lazy drop of the big write missed the
+    4 KiB write's segment, not yet committed, the block read as the 4 KiB
+    write live and as the 128 KiB write after the reload (6.12)."""
     with open(fault_module, "w") as f:
         f.write("4")
     v = Volume(dm, "nxww", nullb(64), nullb(16))
