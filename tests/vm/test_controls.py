@@ -86,7 +86,6 @@ def test_pcut_chain_catches_lying_device(pdm, dev):
                           f"write by the oracle: {tot.line()}")
 
 
-SKIP_OPTS = ""
 REPEAT = int(os.environ.get("NXD_CONTROL_REPEAT", "1"))
 
 
@@ -98,27 +97,33 @@ REPEAT = int(os.environ.get("NXD_CONTROL_REPEAT", "1"))
 FAULT_CONTROL = os.environ.get("NXD_FAULT_CONTROL") == "1"
 
 
+def fault_step_cuts(fault_module, pdm, step, what, seed0, force):
+    """REPEAT single cuts of the chain (seeds @seed0, @seed0 + 2, ...) with
+    ordering step @step of the fault-injection build left out: each must
+    judge a cut and find lost or unexplained sectors."""
+    with open(fault_module, "w") as f:
+        f.write(str(step))
+    for r in range(REPEAT):
+        seed = seed0 + 2 * r
+        tot = Totals()
+        t0 = time.monotonic()
+        run_chain(pdm, seed, "", 1, tot, "crash-controls.txt", max_n=2000, force=force)
+        secs = time.monotonic() - t0
+        with open(fault_module) as f:
+            assert f.read().strip() == str(step)
+        summary("crash-controls.txt", f"control {KVER}: fault_skip={step} ({what}), "
+                f"{'idle cut' if force['idle'] else 'cut'}, seed {seed}: {tot.line()} in {secs:.0f}s")
+        assert tot.cuts == 1 and tot.durable > 0, \
+            f"the oracle did not judge a cut: {tot.line()}; {tot.failures[:1]}"
+        assert tot.lost + tot.unexplained > 0, \
+            f"seed {seed}: nxd with {what} lost nothing by the oracle: {tot.line()}"
+
+
 @pytest.mark.guarantee("G16", "G6")
 def _skipped_commit_preflush(fault_module, pdm):
     """fault_skip=1: direct segment headers without PREFLUSH; a FUA write
     is acknowledged while its data may still be in the SSD's cache."""
-    with open(fault_module, "w") as f:
-        f.write("1")
-    for r in range(REPEAT):
-        seed = 706 + 2 * r
-        tot = Totals()
-        t0 = time.monotonic()
-        run_chain(pdm, seed, SKIP_OPTS, 1, tot, "crash-controls.txt", max_n=2000, force=FORCE)
-        secs = time.monotonic() - t0
-        with open(fault_module) as f:
-            assert f.read().strip() == "1"
-        summary("crash-controls.txt", f"control {KVER}: fault_skip=1 (no PREFLUSH on direct "
-                f"segment headers), opts '{SKIP_OPTS}', seed {seed}: {tot.line()} in {secs:.0f}s")
-        assert tot.cuts == 1 and tot.durable > 0, \
-            f"the oracle did not judge a cut: {tot.line()}; {tot.failures[:1]}"
-        assert tot.lost + tot.unexplained > 0, \
-            (f"seed {seed}: nxd without the PREFLUSH of direct segment headers lost nothing "
-             f"by the oracle: {tot.line()}")
+    fault_step_cuts(fault_module, pdm, 1, "no PREFLUSH on direct segment headers", 706, FORCE)
 
 
 if FAULT_CONTROL:
@@ -132,23 +137,7 @@ def test_pcut_chain_catches_skipped_round_hdd_flush(fault_module, pdm):
     chain with the idle gap before it (the campaign's idle cuts, FORCE_IDLE)
     must report lost sectors: the round's copies were in the HDD's cache
     only, and the log no longer held them."""
-    with open(fault_module, "w") as f:
-        f.write("2")
-    for r in range(REPEAT):
-        seed = 720 + 2 * r
-        tot = Totals()
-        t0 = time.monotonic()
-        run_chain(pdm, seed, "", 1, tot, "crash-controls.txt", max_n=2000, force=FORCE_IDLE)
-        secs = time.monotonic() - t0
-        with open(fault_module) as f:
-            assert f.read().strip() == "2"
-        summary("crash-controls.txt", f"control {KVER}: fault_skip=2 (no HDD flush in a destage "
-                f"round), idle cut, seed {seed}: {tot.line()} in {secs:.0f}s")
-        assert tot.cuts == 1 and tot.durable > 0, \
-            f"the oracle did not judge a cut: {tot.line()}; {tot.failures[:1]}"
-        assert tot.lost + tot.unexplained > 0, \
-            (f"seed {seed}: nxd without the destager's HDD flush lost nothing by the oracle "
-             f"after an idle round: {tot.line()}")
+    fault_step_cuts(fault_module, pdm, 2, "no HDD flush in a destage round", 720, FORCE_IDLE)
 
 
 def last_mark_cut(logpaths, k):

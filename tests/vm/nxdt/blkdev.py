@@ -296,15 +296,20 @@ class DevPool:
         if sig:
             run(["udevadm", "trigger", "--action=change", "--settle", dev], check=False)
 
+    def _take(self, free, nbytes, discard):
+        """A device of @free, zeroed, or None."""
+        if not free:
+            return None
+        dev, handle = free.pop()
+        self._zero(dev, nbytes, discard)
+        self.reused += 1
+        return dev, handle
+
     def loop(self, size_mb, sector_size=None, direct_io=False):
-        key = (size_mb, sector_size, direct_io)
-        free = self.loops.get(key)
-        if free:
-            dev, path = free.pop()
-            # Over tmpfs a discard punches holes: the device reads zeros.
-            self._zero(dev, size_mb << 20, True)
-            self.reused += 1
-            return dev, path
+        # Over tmpfs a discard punches holes: the device reads zeros.
+        got = self._take(self.loops.get((size_mb, sector_size, direct_io)), size_mb << 20, True)
+        if got:
+            return got
         self.made += 1
         return loop_create(size_mb, sector_size, direct_io)
 
@@ -325,13 +330,10 @@ class DevPool:
         # Only plain memory-backed ones of up to 64 MiB: zeroing a larger
         # one costs about what a new one does, and other settings (caches,
         # power cuts, zones) are the test's own.
-        key = (size_mb, blocksize)
-        free = None if attrs or size_mb > 64 else self.nullbs.get(key)
-        if free:
-            dev, folder = free.pop()
-            self._zero(dev, size_mb << 20, False)
-            self.reused += 1
-            return dev, folder
+        if not attrs and size_mb <= 64:
+            got = self._take(self.nullbs.get((size_mb, blocksize)), size_mb << 20, False)
+            if got:
+                return got
         self.made += 1
         return nullb_create(size_mb, blocksize, **attrs)
 
