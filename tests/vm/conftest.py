@@ -188,8 +188,30 @@ def nxd_module(guest_setup):
     bad = host.find_kernel_problems(lines)
     if bad:
         host.save_log("dmesg-session.txt", "\n".join(lines) + "\n")
-    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
+    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}; {_module_users()}"
     assert not bad, "kernel problems around module load/unload:\n" + "\n".join(bad[:40])
+
+
+def _module_users():
+    """What may hold dm_nxd: its reference count, the dm devices, and the
+    processes with /dev/nxd-control or a dm device open."""
+    try:
+        with open("/sys/module/dm_nxd/refcnt") as f:
+            ref = f.read().strip()
+    except OSError as e:
+        ref = str(e)
+    devs = run(["dmsetup", "table"], check=False).stdout.strip().replace("\n", "; ")
+    users = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                t = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if t == "/dev/nxd-control" or t.startswith("/dev/dm-"):
+                    with open(f"/proc/{pid}/cmdline") as f:
+                        users.append(f"{pid} {f.read().replace(chr(0), ' ').strip()} -> {t}")
+        except OSError:
+            continue
+    return f"refcnt {ref}; dm tables: {devs or 'none'}; open by: {users or 'nobody'}"
 
 
 def _module_params():
@@ -224,7 +246,7 @@ def fault_module(nxd_module):
     assert not os.path.exists(FAULT_PARAM), \
         f"the module under test ({host.MODULE_KO}) has the fault-injection knob fault_skip"
     p = _rmmod_nxd()
-    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}"
+    assert p.returncode == 0, f"rmmod dm_nxd failed: {p.stderr.strip()}; {_module_users()}"
     try:
         run(["insmod", FAULT_KO, "fault_skip=0"])
         assert os.path.exists(FAULT_PARAM), f"{FAULT_KO} has no fault_skip parameter"
@@ -324,25 +346,16 @@ def brd():
         raise host.CmdError("rmmod brd failed: a ram disk is still in use")
 
 
-@pytest.fixture(scope="session")
-def devpool():
-    """Loop and null_blk devices reused across tests (blkdev.DevPool)."""
-    pool = blkdev.DevPool()
-    yield pool
-    pool.close()
-    host.summary("devpool.txt", f"{host.KVER}: {pool.made} devices made, {pool.reused} reused")
-
-
 @pytest.fixture
-def loopdev(devpool):
+def loopdev():
     made = []
 
     def make(size_mb=256, sector_size=None, direct_io=False):
-        dev, path = devpool.loop(size_mb, sector_size, direct_io)
-        made.append((dev, path, size_mb, sector_size, direct_io))
+        dev, path = blkdev.loop_create(size_mb, sector_size, direct_io)
+        made.append((dev, path))
         return dev
     yield make
-    _teardown_all([lambda a=a: devpool.loop_back(*a) for a in reversed(made)])
+    _teardown_all([lambda d=d, p=p: blkdev.loop_destroy(d, p) for d, p in reversed(made)])
 
 
 @pytest.fixture
@@ -361,15 +374,15 @@ def md_raid6(loopdev):
 
 
 @pytest.fixture
-def nullb(devpool):
+def nullb():
     made = []
 
     def make(size_mb=256, blocksize=512, **attrs):
-        dev, folder = devpool.nullb(size_mb, blocksize, **attrs)
-        made.append((dev, folder, size_mb, blocksize, attrs))
+        dev, folder = blkdev.nullb_create(size_mb, blocksize, **attrs)
+        made.append(folder)
         return dev
     yield make
-    _teardown_all([lambda a=a: devpool.nullb_back(*a[:4], **a[4]) for a in reversed(made)])
+    _teardown_all([lambda f=f: blkdev.nullb_destroy(f) for f in reversed(made)])
 
 
 @pytest.fixture
