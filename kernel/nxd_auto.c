@@ -22,11 +22,12 @@
  *     destager keeps up, and the new threshold fits under the occupancy
  *     cap computed at occupancy + occ_hyst;
  * a latency vote needs min_samples fresh samples of both devices in its
- * bucket.  A lower for headroom also bars raises to the old value or above
- * until the epoch ends, so that the latency vote does not undo it at once.  A vote changes the threshold once it has lasted hold_ticks
+ * bucket.  A vote changes the threshold once it has lasted hold_ticks
  * counted ticks (ticks closer than interval_ms are not counted): a raise
- * takes in bucket hi, a lower drops bucket lo.  So a change needs a margin,
- * fresh samples and time, and the margin on both sides is a dead band.
+ * takes in bucket hi, a lower drops bucket lo.  So a change needs a
+ * margin, fresh samples and time, and the margin on both sides is a dead
+ * band.  A lower for headroom also bars raises to the old value or above
+ * until the epoch ends, so that the latency vote does not undo it at once.
  *
  * The log must not starve the destager: log occupancy caps the threshold,
  * max_thr up to low_wm, halved per step of (high_wm - low_wm) / n above it

@@ -55,7 +55,7 @@ struct nxd_auto_bucket {
 };
 
 #define NXD_AUTO_FP		4		/* fraction bits of an EWMA */
-#define NXD_AUTO_NS_CAP		(1ULL << 40)	/* a sample's ns are capped */
+#define NXD_AUTO_NS_CAP		0x10000000000ULL	/* 2^40 ns cap a sample */
 
 struct nxd_auto_stats {
 	u64 samples[NXD_AUTO_DEVS];
