@@ -279,8 +279,6 @@ bool nxd_auto_tick(struct nxd_auto *a, u64 now_ns)
 		dir = -1;
 		why = NXD_AUTO_R_HEADROOM;
 		to = a->lo ? nxd_auto_bucket_top(a->lo - 1) : 0;
-		if (to >= a->thr)	/* lo has no samples below thr */
-			to = a->thr >> 1;
 	} else if (!behind && a->hi > nxd_hist_bucket(a->thr)) {
 		occ_up = a->occ + c->occ_hyst;
 		to = nxd_auto_clamp(c, nxd_auto_bucket_top(a->hi));

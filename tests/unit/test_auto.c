@@ -403,8 +403,10 @@ static void test_hysteresis(void)
 
 	/* with the defaults' margin and hold: still */
 	CHECK_EQ(noisy_run(20, 3), 0);
-	/* without them the same noise flaps: the test can see flapping */
-	CHECK(noisy_run(0, 1) > 50);
+	/* without the margin the same noise flaps, held or not: the test
+	 * can see flapping */
+	CHECK(noisy_run(0, 3) > 50);
+	CHECK(noisy_run(0, 1) > 3 * noisy_run(0, 3));
 
 	/* a vote interrupted before hold_ticks starts again */
 	cfg_test(&c);
@@ -618,6 +620,15 @@ static void test_probe(void)
 
 /* ---- stream detection ---- */
 
+static unsigned int stream_used(const struct nxd_streams *s)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < NXD_STREAM_SLOTS; i++)
+		n += !!s->e[i].used;
+	return n;
+}
+
 static void test_stream_runs(void)
 {
 	struct nxd_streams s;
@@ -661,8 +672,17 @@ static void test_stream_runs(void)
 						  64);
 	}
 	CHECK(s.merges > 0);
+	CHECK(s.ahead > 0);
 	CHECK(longs >= 300 - 40);
 	CHECK(nxd_stream_write(&s, 300 * 64, 64));
+	/* merged entries are freed: one run, one entry */
+	CHECK_EQ(stream_used(&s), 1);
+	for (i = 0; i < NXD_STREAM_SLOTS; i++) {
+		if (s.e[i].used) {
+			CHECK_EQ(s.e[i].start, 0);
+			CHECK_EQ(s.e[i].next, 301 * 64);
+		}
+	}
 }
 
 static void test_stream_random(void)
