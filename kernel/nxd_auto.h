@@ -101,13 +101,17 @@ int nxd_auto_init(struct nxd_auto *a, const struct nxd_auto_cfg *cfg,
  * NXD_AUTO_R_BOUNDS).  1 if it changed, 0 if not, -EINVAL on bad bounds.
  */
 int nxd_auto_set_bounds(struct nxd_auto *a, u32 min, u32 max, u64 now_ns);
-/* A completed request: @dev served @bytes in @ns. */
+/*
+ * A completed write: @dev served @bytes in @ns, from submission to
+ * completion (the latency its issuer sees).  Reads, flushes and
+ * discards are not samples: their costs differ.
+ */
 void nxd_auto_sample(struct nxd_auto *a, enum nxd_auto_dev dev, u64 bytes,
 		     u64 ns);
 /*
- * Log occupancy and destage headroom, each 0-100 %.  Headroom is how
- * much faster the destager drains the log than writes fill it: 100 * (drain
- * - fill) / drain over the last interval, 0 when it does not keep up.
+ * Log occupancy and destage headroom, each 0-100 %.  Headroom is how much
+ * faster the destager drains the log than writes fill it, over the last
+ * interval: 100 * (drain - fill) / drain, 0 when it does not keep up.
  */
 void nxd_auto_set_log(struct nxd_auto *a, u32 occ_pct, u32 headroom_pct);
 /* The periodic step: true if the threshold changed. */

@@ -343,6 +343,36 @@ static void test_bounds(void)
 	CHECK(a.st.changes > 10);
 	CHECK(a.occ <= 100 && a.headroom <= 100);
 
+	/* extreme settings and times: no overflow (UBSan) */
+	c.margin_pct = 1000;
+	c.interval_ms = NXD_U32_MAX;
+	c.min_thr = 1;
+	c.max_thr = NXD_U32_MAX;
+	CHECK_EQ(nxd_auto_init(&a, &c, NXD_U32_MAX - 1), 0);
+	for (i = 0; i < NXD_HIST_BUCKETS; i++) {
+		u64 sz = i ? 4096ULL << (i - 1) : 1;
+
+		feed(&a, NXD_AUTO_SSD, sz, ~0ULL, 8);
+		feed(&a, NXD_AUTO_HDD, sz, 1, 8);
+	}
+	now = ~0ULL - 5;
+	CHECK(nxd_auto_tick(&a, now));		/* hold 1: at once */
+	CHECK_EQ(a.st.last_reason, NXD_AUTO_R_HDD_FASTER);
+	CHECK_EQ(nxd_auto_threshold(&a), 32 * M);
+	/* the interval across the clock's wrap */
+	CHECK(!nxd_auto_tick(&a, now + (u64)NXD_U32_MAX * MS - 1));
+	CHECK_EQ(a.st.ticks, 1);
+	CHECK(!nxd_auto_tick(&a, now + (u64)NXD_U32_MAX * MS));
+	CHECK_EQ(a.st.ticks, 2);
+	nxd_auto_set_log(&a, NXD_U32_MAX, NXD_U32_MAX);
+	CHECK_EQ(a.occ, 100);
+	CHECK(nxd_auto_tick(&a, now + 2 * (u64)NXD_U32_MAX * MS));
+	CHECK_EQ(nxd_auto_threshold(&a), 1);
+	CHECK_EQ(a.st.last_reason, NXD_AUTO_R_LOG_FULL);
+	cfg_test(&c);
+	c.min_thr = 8 * K;
+	c.max_thr = 512 * K;
+
 	/* new bounds clamp at once, counted as such */
 	CHECK_EQ(nxd_auto_init(&a, &c, 256 * K), 0);
 	CHECK_EQ(nxd_auto_set_bounds(&a, 4 * K, 128 * K, 77), 1);
