@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Kernel-neutral core of dm-nxd, one header per concept: on-disk codec,
- * log ring accounting, extent index, routing and histogram, tunables.
+ * log ring accounting, extent index, routing and histogram, tunables,
+ * the automatic routing (threshold controller, streams, stripe splits).
  * Compiled into the module, nxdctl, nxd-probe, the userspace unit tests
  * and the fuzzer.
  * This header only gathers them for the callers that use several.
@@ -14,5 +15,6 @@
 #include "nxd_index.h"
 #include "nxd_route.h"
 #include "nxd_tun.h"
+#include "nxd_auto.h"
 
 #endif /* NXD_CORE_H */
