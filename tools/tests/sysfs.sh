@@ -203,12 +203,20 @@ printf 'vol0 UUID=%s\n' $U0 >"$OUT/healthy.tab"
 t "status, healthy: exit 0" 0 "$NXDCTL" status vol0 --interval 0
 grep -q "action" "$OUT/last.out" && ko "status, healthy: no action line" ||
 	ok "status, healthy: no action line"
+t "list: the default config may be missing" 0 "$NXDCTL" list
+t "status: the default config may be missing" 0 "$NXDCTL" status \
+	--interval 0
 t "list, healthy, config all active: exit 0" 0 "$NXDCTL" list \
 	--config "$OUT/healthy.tab"
 has "list: the active volume" "^vol0  *253:0 .* ok "
 t "status, healthy, config all active: exit 0" 0 "$NXDCTL" status \
 	--interval 0 --config "$OUT/healthy.tab"
 has "status: every volume" "^vol0: ok$"
+NXDCTL_TEST_SYSLOG="$OUT/syslog1" t "monitor --oneshot, healthy: exit 0" 0 \
+	"$NXDCTL" monitor --oneshot --config "$OUT/healthy.tab"
+[ ! -s "$OUT/last.out" ] && [ ! -e "$OUT/syslog1" ] &&
+	ok "monitor --oneshot, healthy: nothing reported" ||
+	ko "monitor --oneshot, healthy: nothing reported"
 t "list: a configured volume not active: exit 2" 2 "$NXDCTL" list \
 	--config "$OUT/health.tab"
 has "list: the missing volume's row" "^ghost  *-  *-  *inactive  *- .* $UG$"
@@ -247,6 +255,34 @@ t "list, degraded: exit 5" 5 "$NXDCTL" list --config "$OUT/healthy.tab"
 has "list, degraded: state" "^vol0  *253:0 .* degraded "
 t "status, degraded and missing: exit 2" 2 "$NXDCTL" status --interval 0 \
 	--config "$OUT/health.tab"
+NXDCTL_TEST_SYSLOG="$OUT/syslog1" t "monitor --oneshot, degraded: exit 5" 5 \
+	"$NXDCTL" monitor --oneshot --config "$OUT/healthy.tab"
+has "monitor --oneshot: the degraded volume" "^20[0-9-]*T[0-9:.]*Z vol0 degraded state degraded, .* (at start, event 0)$"
+[ "$(wc -l <"$OUT/last.out")" = 1 ] && ok "monitor --oneshot: one report" ||
+	ko "monitor --oneshot: one report"
+grep -q "^<26>vol0 degraded state degraded" "$OUT/syslog1" &&
+	ok "monitor --oneshot: syslog" || ko "monitor --oneshot: syslog"
+NXDCTL_TEST_SYSLOG="$OUT/syslog2" t \
+	"monitor --oneshot --json, degraded and missing: exit 2" 2 "$NXDCTL" \
+	monitor --oneshot --json --config "$OUT/health.tab"
+grep -q "^<27>ghost missing state inactive (in the configuration file, not active)$" \
+	"$OUT/syslog2" && ok "monitor --oneshot: a missing volume is daemon.err" ||
+	ko "monitor --oneshot: a missing volume is daemon.err"
+cp "$OUT/last.out" "$OUT/oneshot.ndjson"
+if python3 -c '
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+assert [(l["volume"], l["events"], l["state"], l["initial"]) for l in ls] == [
+    ("vol0", ["degraded"], "degraded", True),
+    ("ghost", ["missing"], "inactive", True)], ls
+assert "counters" not in ls[1]' "$OUT/oneshot.ndjson" 2>"$OUT/py.err"; then
+	ok "monitor --oneshot --json: degraded, and the configured volume missing"
+else
+	ko "monitor --oneshot --json: degraded, and the configured volume missing"
+	cat "$OUT/py.err" "$OUT/oneshot.ndjson"
+fi
+t "monitor --oneshot VOL, degraded: exit 5" 5 "$NXDCTL" monitor vol0 \
+	--oneshot
 t "stats --prometheus, degraded, missing" 0 "$NXDCTL" stats --prometheus \
 	--config "$OUT/health.tab"
 cp "$OUT/last.out" "$OUT/prom-missing.txt"
