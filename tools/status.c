@@ -118,11 +118,11 @@ bool nxdctl_status_action(const struct nxdctl_status *s, char *buf,
 	} else if (nxdctl_status_health(s) != NXDCTL_HEALTH_DEGRADED) {
 		return false;
 	} else if (s->have_stats && s->st.c.index_entries) {
-		snprintf(buf, len, "the SSD failed: its frozen log is being "
-			 "copied to the HDD (%llu blocks left, drain_done when "
-			 "done); then replace the SSD online (nxdctl "
-			 "replace-ssd %s NEW_SSD) or fix its path and reload "
-			 "the same table",
+		snprintf(buf, len, "the SSD failed: its frozen log holds "
+			 "%llu blocks not yet on the HDD (the destager copies "
+			 "them; drain_done when it is empty); replace the SSD "
+			 "online (nxdctl replace-ssd %s NEW_SSD) or fix its "
+			 "path and reload the same table",
 			 (unsigned long long)s->st.c.index_entries, n);
 	} else {
 		snprintf(buf, len, "the SSD failed and its log is on the HDD: "
