@@ -240,6 +240,12 @@ t "status VOL --config" 1 "$NXDCTL" status vol0 --config "$OUT/health.tab"
 t "list --config missing file" 1 "$NXDCTL" list --config "$OUT/nope.tab"
 err_has "list --config missing file: says so" "^nxdctl: --config $OUT/nope.tab: no such file"
 t "status --config missing file" 1 "$NXDCTL" status --config "$OUT/nope.tab"
+NXDCTL_TEST_STATS="$OUT/acked-lost.stats" t "status, acked_lost: exit 5" 5 \
+	"$NXDCTL" status vol0 --interval 0
+has "status, acked_lost: action" "^  action  *acknowledged log writes were lost and flushes fail: check the file system (xfs_repair, e2fsck), replace the SSD, then reload the table (nxdctl stop vol0; nxdctl assemble), which clears it$"
+NXDCTL_TEST_STATS="$OUT/acked-lost.stats" t \
+	"monitor --oneshot, acked_lost: exit 5" 5 "$NXDCTL" monitor vol0 --oneshot
+has "monitor --oneshot, acked_lost" " vol0 acked_lost state ok, .* (at start, event 0)$"
 echo degraded >"$SYS/block/dm-0/nxd/state"
 t "status, degraded: exit 5" 5 "$NXDCTL" status vol0 --interval 0
 has "status, degraded: state" "^vol0: degraded$"

@@ -528,6 +528,17 @@ static void events_seq_fn(FILE *f, const void *arg)
 	}
 }
 
+/* NXDCTL_TEST_STATS of a volume that lost acknowledged writes. */
+static void acked_lost_fn(FILE *f, const void *arg)
+{
+	static struct nxd_ioc_stats r;
+
+	r = *(const struct nxd_ioc_stats *)arg;
+	r.c.acked_lost = 1;
+	r.c.events_acked_lost = 1;
+	fwrite(&r, sizeof(r), 1, f);
+}
+
 /* NXDCTL_TEST_EVENTS for a volume degraded before the monitor starts. */
 static void events_degraded_fn(FILE *f, const void *arg)
 {
@@ -635,6 +646,8 @@ static void test_events(const struct nxd_ioc_stats *st, const char *out)
 	      "write events.stats");
 	check(!write_file(out, "events-degraded.stats", events_degraded_fn,
 			  st), "write events-degraded.stats");
+	check(!write_file(out, "acked-lost.stats", acked_lost_fn, st),
+	      "write acked-lost.stats");
 
 	/* The state at start: reported only if abnormal. */
 	memset(&e, 0, sizeof(e));
