@@ -61,7 +61,8 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       libclang-rt-14-dev rsync
       flex bison libelf-dev    # these three: make debug-kernel (kconfig, objtool)
       glusterfs-server glusterfs-client attr fuse3   # make test-pfs, make demo-pfs
-      shellcheck)   # make lint-sh
+      shellcheck    # make lint-sh
+      prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 # A previous install cut short (machine restart, killed job) leaves dpkg
@@ -87,6 +88,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
 	say "Debian packages present"
+fi
+# The prometheus package is here for promtool; its postinst enables and
+# starts a Prometheus server, which was not asked for: put it back.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+	say "prometheus: only promtool is needed; disabling the server it started"
+	systemctl disable --now prometheus.service || true
 fi
 if [ $bpo_needed = 1 ]; then
 	say "installing the 6.12 kernel and headers from bookworm-backports"

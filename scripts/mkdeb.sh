@@ -13,7 +13,8 @@
 #                                 removes it from DKMS.
 #   nxdctl_VERSION_ARCH.deb       /usr/sbin/nxdctl, /usr/lib/udev/nxd-probe,
 #                                 the udev rules, nxd-assemble.service
-#                                 (not enabled), the man pages and the
+#                                 and nxd-monitor.service (not
+#                                 enabled), the man pages and the
 #                                 admin guide.
 #
 # VERSION is dkms.conf's PACKAGE_VERSION (the module's, which the DKMS
@@ -111,6 +112,8 @@ install -m 0755 tools/nxd-probe "$root/usr/lib/udev/nxd-probe"
 install -m 0644 udev/*.rules "$root/usr/lib/udev/rules.d/"
 # Not enabled: without /etc/nxd/nxdtab it would assemble every volume found.
 install -m 0644 systemd/nxd-assemble.service "$root/usr/lib/systemd/system/"
+# Not enabled either: systemctl enable --now nxd-monitor.
+install -m 0644 systemd/nxd-monitor.service "$root/usr/lib/systemd/system/"
 gzip -9n -c docs/man/nxdctl.8 >"$root/usr/share/man/man8/nxdctl.8.gz"
 gzip -9n -c docs/man/dm-nxd.4 >"$root/usr/share/man/man4/dm-nxd.4.gz"
 install -m 0644 docs/admin-guide.md "$root/usr/share/doc/nxdctl/"

@@ -270,7 +270,7 @@ static int tab_entry(const char *dev, const char *config,
 
 	if (probe_role(dev, 0, &od, &bytes, &e) == ROLE_NONE)
 		return 0;			/* assemble_one says why */
-	rc = nxdtab_read(nxdtab_path(config), &t);
+	rc = nxdtab_load(config, &t);
 	if (rc)
 		return rc;
 	v = nxdtab_find(&t, od.vol_uuid);
@@ -327,6 +327,13 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 	rc = want_args(c, argc, argv, 0, all ? 0 : 1);
 	if (rc)
 		return rc;
+	/* A --config FILE that is not there is an error, used or not. */
+	if (config) {
+		rc = nxdtab_load(config, &t);
+		if (rc)
+			return rc;
+		nxdtab_free(&t);
+	}
 	if (optind < argc) {
 		const char *dev = argv[optind];
 
@@ -369,7 +376,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 				   "--auto); the config names volumes");
 	if (accept_loss)
 		return usage_error(c->name, "--accept-log-loss needs a DEVICE");
-	rc = nxdtab_read(nxdtab_path(config), &t);
+	rc = nxdtab_load(config, &t);
 	if (rc)
 		return rc;
 	if (!t.missing && co.nargs) {
@@ -432,7 +439,7 @@ static int do_stop(const struct cmd *c, int argc, char **argv)
 	rc = want_args(c, argc, argv, all ? 0 : 1, all ? 0 : INT_MAX);
 	if (rc)
 		return rc;
-	rc = nxdtab_read(nxdtab_path(config), &t);
+	rc = nxdtab_load(config, &t);
 	if (rc)
 		return rc;
 	worst = t.bad ? NXDCTL_EXIT_USAGE : 0;

@@ -11,12 +11,26 @@
  * child process per volume doing the same, and the list looked at again
  * every 2 seconds for new ones.
  *
- * Test hook: NXDCTL_TEST_EVENTS names a file of raw struct nxd_ioc_stats
- * records; the first is the reading at start, each "wait" returns the
- * next, and the end of the file is the volume going away.
+ * The first reading is also reported when it shows an abnormal state
+ * (degraded, log full, acknowledged writes lost): a volume that is
+ * already degraded when the monitor starts, or that appears degraded,
+ * is reported once.  Without VOL, the volumes of the configuration file
+ * that are not active are reported at start (missing).  --oneshot:
+ * those reports only, then exit (non-zero if there was any).
+ *
+ * Every report also goes to syslog(3), facility LOG_DAEMON, unless
+ * --no-syslog.
+ *
+ * Test hooks: NXDCTL_TEST_EVENTS names a file of raw struct
+ * nxd_ioc_stats records; the first is the reading at start, each "wait"
+ * returns the next, and the end of the file is the volume going away.
+ * NXDCTL_TEST_SYSLOG names a file that gets "<PRIORITY>MESSAGE" lines
+ * instead of syslog(3); with a test hook and without it, nothing is
+ * logged.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <syslog.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -38,7 +53,11 @@ struct mon {
 	bool json;
 	const char *exec;	/* --exec PROG: run with sh -c */
 	unsigned long count;	/* --count N: stop after N events (0: never) */
+	bool oneshot;		/* --oneshot: the state now, then exit */
+	bool syslog;		/* not --no-syslog */
+	const char *config;	/* --config FILE */
 	const char *test_events;
+	const char *test_syslog;
 	FILE *test_f;
 };
 
@@ -146,12 +165,47 @@ static void run_prog(const struct mon *m, const struct nxdctl_event *e)
 	nxdctl_env_free(env);
 }
 
+/* The event's text line, without its time stamp, to syslog. */
+static void log_event(const struct mon *m, const struct nxdctl_event *e)
+{
+	int prio = LOG_DAEMON | nxdctl_event_level(e);
+	char *buf = NULL, *msg;
+	size_t len = 0;
+	FILE *f;
+	int fd;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	nxdctl_event_text(f, e);
+	fclose(f);
+	if (!buf)
+		return;
+	msg = strchr(buf, ' ');
+	msg = msg ? msg + 1 : buf;
+	msg[strcspn(msg, "\n")] = 0;
+	if (m->test_syslog) {
+		fd = open(m->test_syslog, O_WRONLY | O_CREAT | O_APPEND |
+			  O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dprintf(fd, "<%d>%s\n", prio, msg);
+			close(fd);
+		}
+	} else {
+		syslog(prio, "%s", msg);
+	}
+	free(buf);
+}
+
 /* One line, written at once: several volumes' processes share stdout. */
 static void report(const struct mon *m, const struct nxdctl_event *e)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
+
+	if (m->syslog)
+		log_event(m, e);
 
 	if (m->json || !m->exec) {
 		f = open_memstream(&buf, &len);
@@ -194,6 +248,20 @@ static int monitor_one(struct mon *m, const struct watched *w)
 	if (r)
 		return fail(errno_code(-r), "%s: reading its counters: %s",
 			    w->name, strerror(-r));
+	/* The state it is in: reported if abnormal, once. */
+	memset(&e, 0, sizeof(e));
+	e.volume = w->name;
+	e.major = w->major;
+	e.minor = w->minor;
+	e.event_nr = nr;
+	e.time_ms = now_ms();
+	if (!m->test_f)
+		read_state(w, e.state, sizeof(e.state));
+	if (nxdctl_event_current(&e, &prev)) {
+		report(m, &e);
+		if (m->count && ++seen >= m->count)
+			return 0;
+	}
 	for (;;) {
 		memset(&e, 0, sizeof(e));
 		e.volume = w->name;
@@ -226,6 +294,57 @@ static int monitor_one(struct mon *m, const struct watched *w)
 	}
 }
 
+/*
+ * The state now of the volumes @vols (every volume if @nvols is 0, and
+ * the configured ones that are not active): one report for each that is
+ * missing or abnormal.  With @missing_only, only the missing ones (the
+ * others are reported by monitor_one()).  The exit status of --oneshot:
+ * NXDCTL_EXIT_NOVOL if a configured volume is missing, else
+ * NXDCTL_EXIT_DEGRADED if any was reported, else 0; or an error's code.
+ */
+static int report_now(struct mon *m, int nvols, char **vols,
+		      bool missing_only)
+{
+	struct nxdctl_status *s;
+	struct nxdctl_event e;
+	unsigned int n, total, i;
+	int rc, worst = 0;
+
+	rc = collect_status(nvols, vols, 0, false, &s, &n, &total);
+	if (rc)
+		return rc;
+	if (!nvols) {
+		rc = collect_missing(m->config, &s, &n);
+		if (rc) {
+			free(s);
+			return rc;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		memset(&e, 0, sizeof(e));
+		e.volume = s[i].name;
+		e.major = s[i].major;
+		e.minor = s[i].minor;
+		e.time_ms = now_ms();
+		if (s[i].missing) {
+			e.missing = true;
+			report(m, &e);
+			worst = NXDCTL_EXIT_NOVOL;
+			continue;
+		}
+		if (missing_only || !s[i].have_stats)
+			continue;
+		scopy(e.state, sizeof(e.state), s[i].state);
+		if (!nxdctl_event_current(&e, &s[i].st.c))
+			continue;
+		report(m, &e);
+		if (!worst)
+			worst = NXDCTL_EXIT_DEGRADED;
+	}
+	free(s);
+	return worst;
+}
+
 /* Every nxd volume, one child each; new ones are picked up on the way. */
 static int monitor_all(struct mon *m)
 {
@@ -244,6 +363,10 @@ static int monitor_all(struct mon *m)
 		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
 	rc = get_list(l);
 	if (rc)
+		goto out;
+	/* Configured volumes that are not active: said once, at start. */
+	rc = report_now(m, 0, NULL, true);
+	if (rc != 0 && rc != NXDCTL_EXIT_NOVOL)
 		goto out;
 	for (;;) {
 		for (i = 0; i < l->count; i++) {
@@ -297,9 +420,13 @@ static int do_monitor(const struct cmd *c, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "exec", required_argument, NULL, 'e' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "oneshot", no_argument, NULL, '1' },
+		{ "no-syslog", no_argument, NULL, 'S' },
+		{ "config", required_argument, NULL, O_CONFIG },
 		HELP_OPT, { 0 }
 	};
-	struct mon m = { 0 };
+	struct mon m = { .syslog = true };
+	const char *e;
 	struct watched w;
 	struct vol v;
 	int o, rc;
@@ -308,6 +435,15 @@ static int do_monitor(const struct cmd *c, int argc, char **argv)
 		switch (o) {
 		case 'j':
 			m.json = true;
+			break;
+		case '1':
+			m.oneshot = true;
+			break;
+		case 'S':
+			m.syslog = false;
+			break;
+		case O_CONFIG:
+			m.config = optarg;
 			break;
 		case 'e':
 			if (!*optarg)
@@ -328,9 +464,32 @@ static int do_monitor(const struct cmd *c, int argc, char **argv)
 	rc = want_args(c, argc, argv, 0, 1);
 	if (rc)
 		return rc;
+	if (m.config && optind < argc)
+		return usage_error(c->name, "--config is for every volume "
+				   "(without VOL)");
+	if (m.oneshot && m.count)
+		return usage_error(c->name, "--oneshot takes no --count");
+	if (m.config) {
+		struct nxdtab t;
+
+		rc = nxdtab_load(m.config, &t);
+		if (rc)
+			return rc;
+		nxdtab_free(&t);
+	}
 	/* Lines go out as they happen, even into a pipe or a file. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	e = getenv("NXDCTL_TEST_SYSLOG");
+	m.test_syslog = e && *e ? e : NULL;
 	m.test_events = getenv("NXDCTL_TEST_EVENTS");
+	/* The test hooks never write to the real syslog. */
+	if (!m.test_syslog && (test_stats || (m.test_events &&
+					      *m.test_events)))
+		m.syslog = false;
+	if (m.syslog && !m.test_syslog)
+		openlog("nxdctl", LOG_PID, LOG_DAEMON);
+	if (m.oneshot)
+		return report_now(&m, argc - optind, argv + optind, false);
 	if (m.test_events && *m.test_events) {
 		if (optind == argc)
 			return usage_error(c->name, "NXDCTL_TEST_EVENTS needs "
@@ -361,13 +520,20 @@ static int do_monitor(const struct cmd *c, int argc, char **argv)
 }
 
 const struct cmd cmd_monitor = {
-	"monitor", do_monitor, "[VOL] [--json] [--exec PROG] [--count N]",
+	"monitor", do_monitor,
+	"[VOL] [--json] [--exec PROG] [--count N] [--oneshot] [--no-syslog]\n"
+	"       [--config FILE]",
 	"Wait for the events dm-nxd raises and report each one: degraded "
 	"(an SSD\nwrite failed), log_full (writes began going round a full "
 	"log), drain_done\n(a drain finished, or a degraded volume's log "
 	"emptied), acked_lost (the destager\nfound acknowledged log writes "
 	"lost: flushes fail from then on).  Without\nVOL, every nxd volume, "
-	"including those that appear later.",
+	"including those that appear later.  A volume that is\ndegraded, "
+	"has a full log or lost acknowledged writes when the monitor starts\n"
+	"(or when it appears) is reported once, with \"initial\"; without "
+	"VOL, so is\neach volume of the configuration file that is not "
+	"active (missing).\nEvery report also goes to syslog (facility "
+	"daemon).",
 	"Options:\n"
 	"  --json         one JSON object per line (NDJSON): volume, device, "
 	"time,\n"
@@ -382,6 +548,13 @@ const struct cmd cmd_monitor = {
 	"nothing unless\n"
 	"                 --json\n"
 	"  --count N      exit after N events of VOL\n"
+	"  --oneshot      report the abnormal state now and exit: 0 if "
+	"nothing, 2 if\n"
+	"                 a configured volume is not active, else 5 (for "
+	"cron)\n"
+	"  --no-syslog    do not log to syslog\n"
+	"  --config FILE  the configuration file (default $NXD_CONFIG or "
+	"/etc/nxd/nxdtab)\n"
 	"Events that come close together are reported in one line (events "
 	"lists\n"
 	"them all).  When VOL goes away a last line says \"removed\".\n"

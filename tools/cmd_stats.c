@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nxdctl.h"
 
@@ -162,19 +163,40 @@ static int do_histogram(const struct cmd *c, int argc, char **argv)
 	return 0;
 }
 
-static int prometheus(int nvols, char **vols)
+/*
+ * Without dm-nxd loaded: nxd_up 0 (and the configured volumes, inactive)
+ * and exit 0; a control device that cannot be read: nxd_up 0 too, and
+ * the error.
+ */
+static int prometheus(int nvols, char **vols, const char *config)
 {
-	struct nxdctl_status *s;
-	unsigned int n, total;
+	struct nxdctl_status *s = NULL;
+	unsigned int n = 0, total;
+	bool up = true;
 	int rc;
 
-	rc = collect_status(nvols, vols, 0, false, &s, &n, &total);
-	if (rc)
-		return rc;
-	nxdctl_prometheus(stdout, s, n);
+	if (!test_stats && access(CONTROL_PATH, F_OK) && errno == ENOENT) {
+		up = false;
+		rc = 0;
+	} else {
+		rc = collect_status(nvols, vols, 0, true, &s, &n, &total);
+		up = !rc;
+	}
+	if (rc && rc != NXDCTL_EXIT_KERNEL && rc != NXDCTL_EXIT_PERM)
+		return rc;	/* a VOL not found */
+	if (!nvols) {
+		int mrc = collect_missing(config, &s, &n);
+
+		if (mrc) {
+			free(s);
+			return mrc;
+		}
+	}
+	nxdctl_prometheus(stdout, s, n, up);
 	free(s);
-	return fflush(stdout) ? fail(NXDCTL_EXIT_KERNEL, "write: %s",
-				     strerror(errno)) : 0;
+	if (fflush(stdout))
+		return fail(NXDCTL_EXIT_KERNEL, "write: %s", strerror(errno));
+	return rc;
 }
 
 static int do_stats(const struct cmd *c, int argc, char **argv)
@@ -183,12 +205,14 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "reset", no_argument, NULL, 'r' },
 		{ "prometheus", no_argument, NULL, 'P' },
+		{ "config", required_argument, NULL, O_CONFIG },
 		HELP_OPT, { 0 }
 	};
 	bool json = false, reset = false, prom = false;
+	const char *config = NULL;
 	const struct simple_opt so[] = {
 		{ 'j', &json, NULL }, { 'r', &reset, NULL },
-		{ 'P', &prom, NULL }, { 0 }
+		{ 'P', &prom, NULL }, { O_CONFIG, NULL, &config }, { 0 }
 	};
 	struct nxd_ioc_stats st;
 	struct vol v;
@@ -202,8 +226,14 @@ static int do_stats(const struct cmd *c, int argc, char **argv)
 			return usage_error(c->name, "--prometheus takes no "
 					   "--json or --reset");
 		rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
-		return rc ? rc : prometheus(argc - optind, argv + optind);
+		if (!rc && config && optind < argc)
+			rc = usage_error(c->name, "--config is for every "
+					 "volume (without VOL)");
+		return rc ? rc : prometheus(argc - optind, argv + optind,
+					    config);
 	}
+	if (config)
+		return usage_error(c->name, "--config goes with --prometheus");
 	rc = want_vol(c, argc, argv, &v);
 	if (!rc)
 		rc = get_stats(&v, reset ? NXD_IOC_F_RESET : 0, &st);
@@ -255,15 +285,19 @@ const struct cmd cmd_histogram = {
 };
 
 const struct cmd cmd_stats = {
-	"stats", do_stats, "VOL [--json] [--reset] | [VOL...] --prometheus",
+	"stats", do_stats,
+	"VOL [--json] [--reset] | [VOL...] --prometheus [--config FILE]",
 	"Show all counters of VOL by name.",
 	"Options:\n"
 	"  --json         as a JSON object\n"
 	"  --reset        clear the counters as they are read (CAP_SYS_ADMIN)\n"
-	"  --prometheus   every counter, the state and the histogram of VOL "
-	"(or of\n"
-	"                 every volume) in the Prometheus text format, for "
-	"node_exporter's\n"
-	"                 textfile collector\n"
+	"  --prometheus   every counter, the state, the settings and the "
+	"histogram of\n"
+	"                 VOL (or of every volume, and the configured ones "
+	"not active)\n"
+	"                 in the Prometheus text format, for node_exporter's "
+	"textfile\n"
+	"                 collector; nxd_up 0 (exit 0) without dm-nxd\n"
+	"  --config FILE  (with --prometheus) the configuration file\n"
 	VOL_HELP,
 };

@@ -59,10 +59,26 @@ static void fill_live(struct nxdctl_status *s)
 				    s->name, &s->st);
 	if (vol_attr(s, "state", s->state, sizeof(s->state)))
 		s->state[0] = 0;
+	/* The test hook's list entry has no threshold: sysfs's. */
+	if (test_stats && !vol_attr(s, "write_threshold", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (!*end && v >= 0)
+			s->write_threshold = (uint32_t)v;
+	}
 	if (!vol_attr(s, "destage_rate", buf, sizeof(buf))) {
 		v = strtol(buf, &end, 10);
 		if (!*end && v >= 0)
 			s->destage_limit = v;
+	}
+	if (!vol_attr(s, "low_watermark", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (!*end && v >= 0 && v <= 100)
+			s->low_wm = (int)v;
+	}
+	if (!vol_attr(s, "high_watermark", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (!*end && v >= 0 && v <= 100)
+			s->high_wm = (int)v;
 	}
 }
 
@@ -84,7 +100,17 @@ int collect_status(int nvols, char **vols, double interval, bool devices,
 		rc = fail(NXDCTL_EXIT_KERNEL, "out of memory");
 		goto out;
 	}
-	if (test_stats) {
+	if (test_stats && !nvols) {
+		/* The test hook, every volume: dm-0 of the fake sysfs. */
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/block/dm-0/dm/name",
+			 sysfs_root);
+		if (sysfs_read(path, l->vols[0].name, NXD_NAME_LEN))
+			snprintf(l->vols[0].name, NXD_NAME_LEN, "vol0");
+		l->vols[0].dev = nxdctl_encode_dev(253, 0);
+		l->count = l->total = 1;
+	} else if (test_stats) {
 		/* The test hook: VOLs named, statistics from the file. */
 		for (k = 0; (int)k < nvols; k++) {
 			snprintf(l->vols[k].name, NXD_NAME_LEN, "%s", vols[k]);
@@ -149,15 +175,67 @@ out:
 	return rc;
 }
 
+int collect_missing(const char *config, struct nxdctl_status **s,
+		    unsigned int *n)
+{
+	struct nxdctl_status *ns;
+	struct nxdtab t;
+	unsigned int i, k;
+	int rc;
+
+	rc = nxdtab_load(config, &t);
+	if (rc || !t.n)
+		return rc;
+	ns = realloc(*s, (*n + t.n) * sizeof(*ns));
+	if (!ns) {
+		nxdtab_free(&t);
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	}
+	*s = ns;
+	for (i = 0; i < t.n; i++) {
+		/* noauto: assembled by hand (or an HA manager), when wanted. */
+		if (t.vols[i].noauto)
+			continue;
+		for (k = 0; k < *n && !uuid_eq(ns[k].uuid, t.vols[i].uuid); k++)
+			;
+		if (k < *n)
+			continue;
+		k = (*n)++;
+		memset(&ns[k], 0, sizeof(ns[k]));
+		scopy(ns[k].name, sizeof(ns[k].name), t.vols[i].name);
+		memcpy(ns[k].uuid, t.vols[i].uuid, 16);
+		ns[k].destage_limit = -1;
+		ns[k].low_wm = -1;
+		ns[k].high_wm = -1;
+		ns[k].missing = true;
+	}
+	nxdtab_free(&t);
+	return 0;
+}
+
+int health_exit(const struct nxdctl_status *s, unsigned int n)
+{
+	switch (nxdctl_status_worst(s, n)) {
+	case NXDCTL_HEALTH_MISSING:
+		return NXDCTL_EXIT_NOVOL;
+	case NXDCTL_HEALTH_DEGRADED:
+		return NXDCTL_EXIT_DEGRADED;
+	default:
+		return 0;
+	}
+}
+
 static int do_status(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "config", required_argument, NULL, O_CONFIG },
 		HELP_OPT, { 0 }
 	};
 	struct nxdctl_status *s;
 	unsigned int n, total, i;
+	const char *config = NULL;
 	double interval = 1.0;
 	bool json = false;
 	int o, rc;
@@ -166,6 +244,9 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 		switch (o) {
 		case 'j':
 			json = true;
+			break;
+		case O_CONFIG:
+			config = optarg;
 			break;
 		case 'i':
 			if (!strcmp(optarg, "0")) {
@@ -191,6 +272,18 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 			    &n, &total);
 	if (rc)
 		return rc;
+	/* Without VOL: the configured volumes that are not active too. */
+	if (argc == optind) {
+		rc = collect_missing(config, &s, &n);
+		if (rc) {
+			free(s);
+			return rc;
+		}
+	} else if (config) {
+		free(s);
+		return usage_error(c->name, "--config is for every volume "
+				   "(without VOL)");
+	}
 	if (json) {
 		nxdctl_json_status(stdout, s, n, (uint64_t)time(NULL));
 	} else {
@@ -205,18 +298,27 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 	if (total > n && argc == optind)
 		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", n,
 			total);
+	rc = health_exit(s, n);
 	free(s);
-	return 0;
+	return rc;
 }
 
 const struct cmd cmd_status = {
-	"status", do_status, "[VOL...] [--json] [--interval SECONDS]",
+	"status", do_status,
+	"[VOL...] [--json] [--interval SECONDS] [--config FILE]",
 	"Show the health of VOL (or of every nxd volume): state, HDD and SSD "
 	"(with\ntheir /dev/disk/by-id names), log use, logged blocks not yet "
 	"on the HDD,\ndestage rate, write routing, errors, index memory and "
-	"the last recovery.",
+	"the last recovery;\nfor a volume that is not healthy, an action "
+	"line with the way out.\nWithout VOL, the volumes of the "
+	"configuration file that are not active\ntoo (state inactive).",
 	"Options:\n"
 	"  --interval S   measure the destage rate over S seconds (default "
 	"1; 0: not)\n"
 	"  --json         as JSON, with a \"time\" member\n"
+	"  --config FILE  the configuration file (default $NXD_CONFIG or "
+	"/etc/nxd/nxdtab)\n"
+	"Exit status: 0 healthy, 2 a configured volume is not active (or VOL "
+	"not\nfound), 5 a volume is degraded or lost acknowledged writes; "
+	"1, 3, 4 errors.\n"
 	VOL_HELP };

@@ -157,12 +157,16 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "config", required_argument, NULL, O_CONFIG },
 		HELP_OPT, { 0 }
 	};
 	struct nxdctl_status *s;
-	unsigned int n, total;
+	unsigned int n, total, active;
+	const char *config = NULL;
 	bool json = false;
-	const struct simple_opt so[] = { { 'j', &json, NULL }, { 0 } };
+	const struct simple_opt so[] = {
+		{ 'j', &json, NULL }, { O_CONFIG, NULL, &config }, { 0 }
+	};
 	int rc;
 
 	rc = simple_opts(c, argc, argv, "jh", opts, so);
@@ -174,11 +178,20 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 	rc = collect_status(0, NULL, 0, false, &s, &n, &total);
 	if (rc)
 		return rc;
-	if (nxdctl_print_health(stdout, s, n, total, json))
+	active = n;
+	rc = collect_missing(config, &s, &n);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	/* The configured volumes not active count in "total" too. */
+	if (nxdctl_print_health(stdout, s, n, total + n - active, json))
 		rc = fail(NXDCTL_EXIT_KERNEL, "cannot print the list");
-	if (!rc && total > n)
-		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", n,
+	if (!rc && total > active)
+		fprintf(stderr, "nxdctl: showing %u of %u volumes\n", active,
 			total);
+	if (!rc)
+		rc = health_exit(s, n);
 	free(s);
 	return rc;
 }
@@ -243,9 +256,15 @@ const struct cmd cmd_resume_destage = {
 };
 
 const struct cmd cmd_list = {
-	"list", do_list, "[--json]",
+	"list", do_list, "[--json] [--config FILE]",
 	"List the nxd volumes the kernel knows, with their health: state, "
 	"log use,\nlogged data not yet on the HDD (DIRTY, an upper bound), "
-	"I/O errors\n(SSD + HDD), write threshold, mode and volume UUID.",
-	"Options:\n  --json    as JSON\n",
+	"I/O errors\n(SSD + HDD), write threshold, mode and volume UUID; "
+	"and the volumes of the\nconfiguration file that are not active "
+	"(state inactive).",
+	"Options:\n  --json         as JSON\n"
+	"  --config FILE  the configuration file (default $NXD_CONFIG or "
+	"/etc/nxd/nxdtab)\n"
+	"Exit status: 0 healthy, 2 a configured volume is not active, 5 a "
+	"volume is\ndegraded or lost acknowledged writes; 1, 3, 4 errors.\n",
 };

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "events.h"
@@ -62,6 +63,41 @@ uint64_t nxdctl_event_diff(struct nxdctl_event *e,
 	return n;
 }
 
+/* Kind @k is in the report: new events of it, or its condition at start. */
+static bool has_kind(const struct nxdctl_event *e, unsigned int k)
+{
+	return e->initial ? !!(e->current & (1U << k)) : !!e->count[k];
+}
+
+unsigned int nxdctl_event_current(struct nxdctl_event *e,
+				  const struct nxd_ioc_counters *c)
+{
+	e->initial = true;
+	e->current = 0;
+	memset(e->count, 0, sizeof(e->count));
+	e->c = *c;
+	if (c->degraded || !strcmp(e->state, "degraded"))
+		e->current |= 1U << NXD_EV_DEGRADED;
+	if (c->log_full)
+		e->current |= 1U << NXD_EV_LOG_FULL;
+	if (c->acked_lost)
+		e->current |= 1U << NXD_EV_ACKED_LOST;
+	return e->current;
+}
+
+int nxdctl_event_level(const struct nxdctl_event *e)
+{
+	if (e->missing)
+		return LOG_ERR;
+	if (e->removed)
+		return LOG_NOTICE;
+	if (has_kind(e, NXD_EV_DEGRADED) || has_kind(e, NXD_EV_ACKED_LOST))
+		return LOG_CRIT;
+	if (has_kind(e, NXD_EV_LOG_FULL))
+		return LOG_WARNING;
+	return LOG_INFO;
+}
+
 void nxdctl_event_kinds(const struct nxdctl_event *e, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -70,14 +106,14 @@ void nxdctl_event_kinds(const struct nxdctl_event *e, char *buf, size_t len)
 	if (!len)
 		return;
 	buf[0] = 0;
-	if (e->removed) {
-		snprintf(buf, len, "removed");
+	if (e->removed || e->missing) {
+		snprintf(buf, len, e->removed ? "removed" : "missing");
 		return;
 	}
 	for (k = 1; k < NXDCTL_EV_NR; k++) {
 		int w;
 
-		if (!e->count[k] || used >= len)
+		if (!has_kind(e, k) || used >= len)
 			continue;
 		w = snprintf(buf + used, len - used, "%s%s", used ? "," : "",
 			     kind_names[k]);
@@ -90,6 +126,8 @@ const char *nxdctl_event_state(const struct nxdctl_event *e)
 {
 	if (e->removed)
 		return "removed";
+	if (e->missing)
+		return "inactive";
 	if (e->state[0])
 		return e->state;
 	return e->c.degraded ? "degraded" : "unknown";
@@ -126,16 +164,17 @@ void nxdctl_event_json(FILE *f, const struct nxdctl_event *e)
 	jw_str(&j, "timestamp", ts);
 	jw_u64(&j, "event_nr", e->event_nr);
 	jw_open(&j, "events", '[');
-	if (e->removed) {
-		jw_str(&j, NULL, "removed");
+	if (e->removed || e->missing) {
+		jw_str(&j, NULL, e->removed ? "removed" : "missing");
 	} else {
 		for (k = 1; k < NXDCTL_EV_NR; k++)
-			if (e->count[k])
+			if (has_kind(e, k))
 				jw_str(&j, NULL, kind_names[k]);
 	}
 	jw_close(&j, ']');
 	jw_str(&j, "state", nxdctl_event_state(e));
-	if (!e->removed) {
+	jw_bool(&j, "initial", e->initial || e->missing);
+	if (!e->removed && !e->missing) {
 		jw_open(&j, "new", '{');
 		for (k = 1; k < NXDCTL_EV_NR; k++)
 			jw_u64(&j, kind_names[k], e->count[k]);
@@ -157,6 +196,10 @@ void nxdctl_event_text(FILE *f, const struct nxdctl_event *e)
 	nxdctl_event_kinds(e, kinds, sizeof(kinds));
 	fprintf(f, "%s %s %s state %s", ts, e->volume, kinds,
 		nxdctl_event_state(e));
+	if (e->missing) {
+		fputs(" (in the configuration file, not active)\n", f);
+		return;
+	}
 	if (!e->removed && e->c.log_blocks)
 		fprintf(f, ", log used %" PRIu64 "%%, dirty blocks %" PRIu64,
 			(uint64_t)(e->c.log_used_blocks * 100 / e->c.log_blocks),
@@ -164,7 +207,8 @@ void nxdctl_event_text(FILE *f, const struct nxdctl_event *e)
 	if (!e->removed)
 		fprintf(f, ", ssd_errors %" PRIu64 ", hdd_errors %" PRIu64,
 			(uint64_t)e->c.ssd_errors, (uint64_t)e->c.hdd_errors);
-	fprintf(f, " (event %u)\n", e->event_nr);
+	fprintf(f, " (%sevent %u)\n", e->initial ? "at start, " : "",
+		e->event_nr);
 }
 
 /* Append "NAME=VALUE" to @env (room for it was made by the caller). */
@@ -212,14 +256,17 @@ char **nxdctl_event_env(const struct nxdctl_event *e)
 	     env_add(env, &n, "NXD_EVENT_NR", "%u", e->event_nr) &&
 	     env_add(env, &n, "NXD_TIME", "%" PRIu64, e->time_ms / 1000) &&
 	     env_add(env, &n, "NXD_TIMESTAMP", "%s", ts) &&
-	     env_add(env, &n, "NXD_STATE", "%s", nxdctl_event_state(e));
-	for (k = 1; ok && !e->removed && k < NXDCTL_EV_NR; k++) {
+	     env_add(env, &n, "NXD_STATE", "%s", nxdctl_event_state(e)) &&
+	     env_add(env, &n, "NXD_INITIAL", "%d", e->initial || e->missing);
+	for (k = 1; ok && !e->removed && !e->missing && k < NXDCTL_EV_NR;
+	     k++) {
 		snprintf(name, sizeof(name), "NXD_NEW_%s", kind_names[k]);
 		for (i = 0; name[i]; i++)
 			name[i] = (char)toupper((unsigned char)name[i]);
 		ok = env_add(env, &n, name, "%" PRIu64, e->count[k]);
 	}
-	for (i = 0; ok && !e->removed && i < nxdctl_nr_counters; i++) {
+	for (i = 0; ok && !e->removed && !e->missing &&
+	     i < nxdctl_nr_counters; i++) {
 		/* NXD_EVENTS is the kinds; the counter is the total. */
 		snprintf(name, sizeof(name), "NXD_%s%s", nxdctl_counters[i].name,
 			 strcmp(nxdctl_counters[i].name, "events") ? "" :

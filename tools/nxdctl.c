@@ -52,7 +52,9 @@ static void main_usage(FILE *f)
 		fprintf(f, "  %-18s %s\n", cmds[i]->name, cmds[i]->args);
 	fprintf(f, "\nRun 'nxdctl COMMAND --help' for more.\n\n"
 		"Exit status: 0 ok, 1 usage error, 2 volume not found or not "
-		"nxd,\n3 permission denied, 4 kernel or ioctl error.\n");
+		"nxd,\n3 permission denied, 4 kernel or ioctl error; status, "
+		"list and\nmonitor --oneshot: 2 a configured volume not active, "
+		"5 a volume degraded.\n");
 }
 
 static const struct cmd *find_cmd(const char *name)

@@ -34,6 +34,8 @@
 #define NXDCTL_EXIT_NOVOL	2
 #define NXDCTL_EXIT_PERM	3
 #define NXDCTL_EXIT_KERNEL	4
+/* status, list, monitor --oneshot: a volume is degraded (or lost writes). */
+#define NXDCTL_EXIT_DEGRADED	5
 
 #define CONTROL_PATH	"/dev/" NXD_CONTROL_NAME
 #define TARGET_NAME	"nxd"
@@ -312,6 +314,12 @@ const char *nxdtab_path(const char *opt);
  * reported and counted in @t->bad, the others kept.  0 or an exit code.
  */
 int nxdtab_read(const char *path, struct nxdtab *t);
+/*
+ * nxdtab_read() of --config @opt (NULL: not given), else of the default
+ * path: only the default may be missing; a --config FILE that does not
+ * exist is a usage error (reported).  0 or an exit code.
+ */
+int nxdtab_load(const char *opt, struct nxdtab *t);
 void nxdtab_free(struct nxdtab *t);
 const struct nxdtab_vol *nxdtab_find(const struct nxdtab *t,
 				     const uint8_t *uuid);
@@ -388,6 +396,19 @@ int checks_verdict(int problems, bool force, const char *refusal);
 int collect_status(int nvols, char **vols, double interval, bool devices,
 		   struct nxdctl_status **out, unsigned int *n,
 		   unsigned int *total);
+/*
+ * Append to *@s (*@n entries, reallocated) the volumes of the
+ * configuration file (--config @config) that are not among them, marked
+ * missing; noauto ones are not.  0 or an exit code.
+ */
+int collect_missing(const char *config, struct nxdctl_status **s,
+		    unsigned int *n);
+/*
+ * The exit status of status and list: NXDCTL_EXIT_NOVOL if a configured
+ * volume is not active, else NXDCTL_EXIT_DEGRADED if one is degraded or
+ * lost acknowledged writes, else 0.
+ */
+int health_exit(const struct nxdctl_status *s, unsigned int n);
 
 /* ---- lifecycle.c (grow, detach, attach, replace-ssd) ---- */
 

@@ -201,6 +201,17 @@ out:
 	return rc;
 }
 
+int nxdtab_load(const char *opt, struct nxdtab *t)
+{
+	int rc = nxdtab_read(nxdtab_path(opt), t);
+
+	if (!rc && t->missing && opt)
+		return fail(NXDCTL_EXIT_USAGE, "--config %s: no such file "
+			    "(only the default configuration file may be "
+			    "missing)", opt);
+	return rc;
+}
+
 void nxdtab_free(struct nxdtab *t)
 {
 	free(t->vols);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* nxdctl's health model of a volume (status.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -17,6 +18,8 @@ void nxdctl_status_from_vol(struct nxdctl_status *s,
 	s->write_threshold = v->write_threshold;
 	s->mode = v->mode;
 	s->destage_limit = -1;
+	s->low_wm = -1;
+	s->high_wm = -1;
 }
 
 uint64_t nxdctl_status_log_bytes(const struct nxdctl_status *s)
@@ -63,9 +66,69 @@ double nxdctl_status_destage_bps(const struct nxdctl_status *s)
 
 const char *nxdctl_status_state(const struct nxdctl_status *s)
 {
+	if (s->missing)
+		return "inactive";
 	if (s->state[0])
 		return s->state;
 	if (s->have_stats && s->st.c.degraded)
 		return "degraded";
 	return "unknown";
+}
+
+enum nxdctl_health nxdctl_status_health(const struct nxdctl_status *s)
+{
+	if (s->missing)
+		return NXDCTL_HEALTH_MISSING;
+	if (!strcmp(nxdctl_status_state(s), "degraded") ||
+	    (s->have_stats && s->st.c.acked_lost))
+		return NXDCTL_HEALTH_DEGRADED;
+	return NXDCTL_HEALTH_OK;
+}
+
+enum nxdctl_health nxdctl_status_worst(const struct nxdctl_status *s,
+				       unsigned int n)
+{
+	enum nxdctl_health h, w = NXDCTL_HEALTH_OK;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		h = nxdctl_status_health(&s[i]);
+		if (h > w)
+			w = h;
+	}
+	return w;
+}
+
+/* The ways out the admin guide gives (Failure cookbook, Monitoring). */
+bool nxdctl_status_action(const struct nxdctl_status *s, char *buf,
+			  size_t len)
+{
+	const char *n = s->name;
+
+	buf[0] = 0;
+	if (s->missing) {
+		snprintf(buf, len, "configured but not active: nxdctl assemble "
+			 "--all (with --dry-run it says which half is missing)");
+	} else if (s->have_stats && s->st.c.acked_lost) {
+		snprintf(buf, len, "acknowledged log writes were lost and "
+			 "flushes fail: check the file system (xfs_repair, "
+			 "e2fsck), replace the SSD, then reload the table "
+			 "(nxdctl stop %s; nxdctl assemble), which clears it",
+			 n);
+	} else if (nxdctl_status_health(s) != NXDCTL_HEALTH_DEGRADED) {
+		return false;
+	} else if (s->have_stats && s->st.c.index_entries) {
+		snprintf(buf, len, "the SSD failed: its frozen log holds "
+			 "%llu blocks not yet on the HDD (the destager copies "
+			 "them; drain_done when it is empty); replace the SSD "
+			 "online (nxdctl replace-ssd %s NEW_SSD) or fix its "
+			 "path and reload the same table",
+			 (unsigned long long)s->st.c.index_entries, n);
+	} else {
+		snprintf(buf, len, "the SSD failed and its log is on the HDD: "
+			 "replace the SSD online (nxdctl replace-ssd %s "
+			 "NEW_SSD) or fix its path and reload the same table",
+			 n);
+	}
+	return true;
 }

@@ -9,6 +9,7 @@
 #define NXDCTL_STATUS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stats.h"
@@ -24,6 +25,9 @@ struct nxdctl_status {
 	char hdd[256], ssd[256];	/* device nodes, "": unknown */
 	char hdd_id[256], ssd_id[256];	/* /dev/disk/by-id links, "": none */
 	int64_t destage_limit;	/* sysfs destage_rate, MiB/s (0: none); -1: ? */
+	int low_wm, high_wm;	/* sysfs watermarks, percent; -1: ? */
+	/* In the configuration file but not active: name and UUID only. */
+	bool missing;
 	bool have_stats;
 	struct nxd_ioc_stats st;	/* GET_STATS now */
 	/* A second reading @interval_s earlier, for rates (0: none). */
@@ -46,5 +50,23 @@ uint64_t nxdctl_status_errors(const struct nxdctl_status *s);
 double nxdctl_status_destage_bps(const struct nxdctl_status *s);
 /* "degraded" from the counters if sysfs said nothing. */
 const char *nxdctl_status_state(const struct nxdctl_status *s);
+
+/* What a volume's health asks of its admin, worst last. */
+enum nxdctl_health {
+	NXDCTL_HEALTH_OK,
+	NXDCTL_HEALTH_DEGRADED,	/* degraded, or acknowledged writes lost */
+	NXDCTL_HEALTH_MISSING,	/* configured, not active */
+};
+
+enum nxdctl_health nxdctl_status_health(const struct nxdctl_status *s);
+/* The worst health of @n volumes. */
+enum nxdctl_health nxdctl_status_worst(const struct nxdctl_status *s,
+				       unsigned int n);
+/*
+ * The way out for a volume that is not healthy, one line without its
+ * newline, in @buf; false (and "") if there is nothing to do.
+ */
+bool nxdctl_status_action(const struct nxdctl_status *s, char *buf,
+			  size_t len);
 
 #endif /* NXDCTL_STATUS_H */

@@ -58,10 +58,11 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 
 /*
  * view_prom.c: Prometheus text exposition format (node_exporter's textfile
- * collector): every counter, the state, and the request size histogram
- * of each volume with statistics.
+ * collector): nxd_up (@up: the statistics could be read), the state of
+ * each volume (missing ones: inactive), its settings, every counter and
+ * the request size histogram of each volume with statistics.
  */
 void nxdctl_prometheus(FILE *f, const struct nxdctl_status *s,
-		       unsigned int n);
+		       unsigned int n, bool up);
 
 #endif /* NXDCTL_VIEW_H */

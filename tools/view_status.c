@@ -26,12 +26,19 @@ static void dev_line(FILE *f, const char *what, const char *dev,
 void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 {
 	const struct nxd_ioc_counters *c = &s->st.c;
-	char a[32], b[32], u[40];
+	char a[32], b[32], u[40], act[512];
 	double bps;
 
 	nxdctl_fmt_uuid(u, s->uuid);
 	nxdctl_fmt_human(a, sizeof(a), s->size_bytes);
 	fprintf(f, "%s: %s\n", s->name, nxdctl_status_state(s));
+	if (nxdctl_status_action(s, act, sizeof(act)))
+		fprintf(f, "  %-10s %s\n", "action", act);
+	if (s->missing) {
+		fprintf(f, "  %-10s UUID %s, in the configuration file, not "
+			"active\n", "volume", u);
+		return;
+	}
 	fprintf(f, "  %-10s %u:%u, %s, UUID %s\n", "volume", s->major,
 		s->minor, a, u);
 	dev_line(f, "HDD", s->hdd, s->hdd_id);
@@ -81,12 +88,21 @@ void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 {
 	const struct nxd_ioc_counters *c = &s->st.c;
-	char u[40];
+	char u[40], act[512];
 	double bps;
 
 	nxdctl_fmt_uuid(u, s->uuid);
 	jw_open(j, NULL, '{');
 	jw_str(j, "name", s->name);
+	if (s->missing) {
+		jw_str(j, "state", nxdctl_status_state(s));
+		jw_str(j, "uuid", u);
+		jw_bool(j, "active", false);
+		if (full && nxdctl_status_action(s, act, sizeof(act)))
+			jw_str(j, "action", act);
+		jw_close(j, '}');
+		return;
+	}
 	jw_u64(j, "major", s->major);
 	jw_u64(j, "minor", s->minor);
 	jw_str(j, "state", nxdctl_status_state(s));
@@ -95,7 +111,10 @@ static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 	jw_u64(j, "write_threshold", s->write_threshold);
 	jw_str(j, "mode", nxd_mode_name(s->mode));
 	jw_str(j, "uuid", u);
+	jw_bool(j, "active", true);
 	if (full) {
+		if (nxdctl_status_action(s, act, sizeof(act)))
+			jw_str(j, "action", act);
 		jw_str(j, "hdd", s->hdd);
 		jw_str(j, "ssd", s->ssd);
 		jw_str(j, "hdd_by_id", s->hdd_id);
@@ -164,7 +183,7 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 		"ERRORS", "WRITE_THR", "MODE", "UUID",
 	};
 	struct libscols_table *tb;
-	unsigned int i;
+	unsigned int i, k;
 	char buf[64];
 	int rc = 0;
 
@@ -187,6 +206,15 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 			break;
 		}
 		rc |= scols_line_set_data(ln, 0, v->name);
+		if (v->missing) {
+			/* Configured, not active: its name and UUID only. */
+			for (k = 1; k < ARRAY_SIZE_NXDCTL(cols) - 1; k++)
+				rc |= scols_line_set_data(ln, k, k == 3 ?
+					nxdctl_status_state(v) : "-");
+			nxdctl_fmt_uuid(buf, v->uuid);
+			rc |= scols_line_set_data(ln, k, buf);
+			continue;
+		}
 		snprintf(buf, sizeof(buf), "%u:%u", v->major, v->minor);
 		rc |= scols_line_set_data(ln, 1, buf);
 		nxdctl_fmt_human(buf, sizeof(buf), v->size_bytes);

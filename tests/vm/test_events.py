@@ -3,8 +3,10 @@
 when the volume degrades, when its log fills, and when a drain completes,
 seen the way an admin's alerting sees them: `nxdctl monitor --json` (every
 volume, DM_DEVICE_WAITEVENT per volume) and `nxdctl monitor VOL --exec`,
-`dmsetup wait`, the device's event number, poll(2) on nxd/events; and the
-error counters surviving `nxdctl histogram --reset`.
+`dmsetup wait`, the device's event number, poll(2) on nxd/events; the
+error counters surviving `nxdctl histogram --reset`; and a volume degraded
+before any monitor ran paging all the same (status and list exit codes,
+monitor at start and --oneshot, syslog, Prometheus).
 
 The HDD and the SSD are test_faults.py's fault injectors (dm-flakey
 switched live), the volume is made and degraded with its helpers.
@@ -12,12 +14,14 @@ switched live), the volume is made and degraded with its helpers.
 import json
 import os
 import select
+import shutil
+import socket
 import subprocess
 import time
 
 import pytest
 
-from nxdt import ctl, rawio
+from nxdt import ctl, host, rawio
 from nxdt.ctl import nxdctl
 from nxdt.facts import BLOCK, MiB
 from nxdt.faultrig import degrade, rig_setup, setup_vol
@@ -168,4 +172,81 @@ def test_error_counters_survive_histogram_reset(rig):
     c = ctl.get_stats(v.name)["counters"]
     assert c["ssd_errors"] == before["ssd_errors"], c
     assert c["hdd_errors"] == before["hdd_errors"], c
+    m.close()
+
+
+@pytest.mark.guarantee("G13")
+def test_degraded_before_the_monitor_pages(rig, tmp_path):
+    """A volume degraded while nothing watched is still reported, as
+    mdadm --monitor reports a DegradedArray at start: `nxdctl status`
+    exits 5 with an action line naming replace-ssd, `list` exits 5, a
+    configured volume that is not active makes status exit 2,
+    `monitor --oneshot` reports it to stdout and to syslog(3) (a socket
+    bound at /dev/log, facility daemon, level crit) and exits 5, a
+    monitor started afterwards reports it once ("initial") and then only
+    new events, and stats --prometheus says degraded (promtool check
+    metrics passes, where promtool is installed)."""
+    v, m = setup_vol(rig, "nxdpage", size=4 * MiB, seed=21, nfull=8, npart=2)
+    p = nxdctl("status", v.name, "--interval", "0", check=False)
+    assert p.returncode == 0 and "action" not in p.stdout, p
+    v.pause()
+    m.log_blocks(m.free_blocks(16))             # something for the frozen log
+    degrade(v, m, rig)
+
+    p = nxdctl("status", v.name, "--interval", "0", check=False)
+    assert p.returncode == 5, (p.returncode, p.stdout, p.stderr)
+    assert p.stdout.startswith(f"{v.name}: degraded\n"), p.stdout
+    act = next(x for x in p.stdout.splitlines() if x.startswith("  action"))
+    assert "blocks not yet on the HDD" in act, act
+    assert f"nxdctl replace-ssd {v.name} NEW_SSD" in act, act
+    p = nxdctl("list", check=False)
+    assert p.returncode == 5, (p.returncode, p.stdout, p.stderr)
+    tab = tmp_path / "nxdtab"
+    tab.write_text("ghost UUID=9a8b7c6d-0000-4000-8000-00000000abcd\n")
+    p = nxdctl("status", "--interval", "0", "--config", tab, check=False)
+    assert p.returncode == 2 and "ghost: inactive\n" in p.stdout, p
+
+    # syslog(3) writes datagrams to /dev/log: be the syslog daemon.
+    log = None
+    if not os.path.exists("/dev/log"):
+        log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        log.bind("/dev/log")
+        log.settimeout(10)
+    try:
+        p = nxdctl("monitor", v.name, "--oneshot", check=False)
+        assert p.returncode == 5, (p.returncode, p.stdout, p.stderr)
+        assert f" {v.name} degraded state degraded, " in p.stdout, p.stdout
+        assert "(at start, event " in p.stdout, p.stdout
+        if log:
+            msg = log.recv(4096).decode()
+            assert msg.startswith("<26>") and "nxdctl[" in msg, msg
+            assert f": {v.name} degraded state degraded, " in msg, msg
+    finally:
+        if log:
+            log.close()
+            os.unlink("/dev/log")
+
+    mon = Monitor(v.name, "--json", "--no-syslog")
+    try:
+        mon.waiting()
+        host.wait_for(lambda: len(mon.lines) >= 1, timeout=30,
+                      what="the report at start")
+        d = json.loads(mon.lines[0])
+        assert d["events"] == ["degraded"] and d["initial"] is True, d
+        assert d["state"] == "degraded" and d["counters"]["degraded"] == 1, d
+        # The frozen log empties: one new event, not the degrade again.
+        v.message("resume_destage")
+        mon.wait_event(v.name, "drain_done", timeout=120)
+    finally:
+        err = mon.stop()
+    assert mon.events(v.name) == ["degraded", "drain_done"], (mon.lines, err)
+    assert [json.loads(x)["initial"] for x in mon.lines] == [True, False]
+
+    prom = nxdctl("stats", "--prometheus").stdout
+    assert f'nxd_state{{volume="{v.name}",state="degraded"}} 1\n' in prom, prom
+    assert "nxd_up 1\n" in prom, prom
+    if shutil.which("promtool"):
+        host.run(["promtool", "check", "metrics"], input=prom)
+    m.verify()
+    rig.ssdi.set("ok")
     m.close()

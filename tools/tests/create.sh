@@ -101,6 +101,26 @@ t "assemble --all --config FILE" 0 "$NXDCTL" assemble --all --config \
 has "assemble --all --config FILE read" "^v: noauto in $OUT/one.tab"
 t "assemble --all: unreadable config" 4 "$NXDCTL" assemble --all --config \
 	"$OUT"
+# An explicit --config FILE must exist; only the default may be missing.
+t "assemble --all --config FILE missing" 1 "$NXDCTL" assemble --all \
+	--dry-run --config "$OUT/nope.tab"
+err_has "assemble --all --config FILE missing: says so" \
+	"^nxdctl: --config $OUT/nope.tab: no such file (only the default"
+grep -q "nxd SSD\|dmsetup" "$OUT/last.out" &&
+	ko "assemble --all --config FILE missing: assembles nothing" ||
+	ok "assemble --all --config FILE missing: assembles nothing"
+t "assemble DEVICE --config FILE missing" 1 "$NXDCTL" assemble \
+	"$OUT/one.tab" --dry-run --config "$OUT/nope.tab"
+t "assemble --auto DEVICE --config FILE missing" 1 "$NXDCTL" assemble \
+	--auto "$OUT/one.tab" --dry-run --config "$OUT/nope.tab"
+t "stop --all --config FILE missing" 1 "$NXDCTL" stop --all \
+	--config "$OUT/nope.tab"
+t "stop VOL --config FILE missing" 1 "$NXDCTL" stop v0 \
+	--config "$OUT/nope.tab"
+if [ ! -e /dev/nxd-control ]; then
+	NXD_CONFIG="$OUT/nope.tab" t "stop --all: the default config may be missing" \
+		0 "$NXDCTL" stop --all
+fi
 
 # ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
 truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"

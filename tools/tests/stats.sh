@@ -104,6 +104,57 @@ NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor --json --exec" 0 \
 	"$NXDCTL" monitor ev0 --json --exec true
 [ "$(wc -l <"$OUT/last.out")" = 3 ] && ok "monitor --json --exec prints" ||
 	ko "monitor --json --exec prints"
+# A volume already degraded when the monitor starts: reported once, at
+# start; then its events; every report in syslog (facility daemon).
+NXDCTL_TEST_SYSLOG="$OUT/syslog" NXDCTL_TEST_EVENTS="$OUT/events-degraded.stats" \
+	t "monitor --json: degraded at start" 0 "$NXDCTL" monitor ev0 --json
+cp "$OUT/last.out" "$OUT/monitor-start.ndjson"
+if python3 -c '
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["events"] for l in ls] == [["degraded"], ["drain_done"],
+                                     ["removed"]], ls
+assert [l["initial"] for l in ls] == [True, False, False], ls
+assert ls[0]["state"] == "degraded" and ls[0]["counters"]["index_entries"] == 5
+assert ls[0]["new"] == {"degraded": 0, "log_full": 0, "drain_done": 0,
+                        "acked_lost": 0}, ls[0]
+assert ls[1]["new"]["drain_done"] == 1 and ls[1]["new"]["degraded"] == 0' \
+	"$OUT/monitor-start.ndjson" 2>"$OUT/py.err"; then
+	ok "monitor: a volume degraded at start is reported once, then its events"
+else
+	ko "monitor: a volume degraded at start is reported once, then its events"
+	cat "$OUT/py.err" "$OUT/monitor-start.ndjson"
+fi
+if [ "$(cat "$OUT/syslog" 2>/dev/null)" = "<26>ev0 degraded state degraded, log used 0%, dirty blocks 5, ssd_errors 1, hdd_errors 0 (at start, event 0)
+<30>ev0 drain_done state degraded, log used 0%, dirty blocks 0, ssd_errors 1, hdd_errors 0 (event 1)
+<29>ev0 removed state removed (event 2)" ]; then
+	ok "monitor: syslog, daemon.crit for degraded, the volume named"
+else
+	ko "monitor: syslog, daemon.crit for degraded, the volume named"
+	cat "$OUT/syslog"
+fi
+rm -f "$OUT/syslog"
+NXDCTL_TEST_SYSLOG="$OUT/syslog" NXDCTL_TEST_EVENTS="$OUT/events-degraded.stats" \
+	t "monitor --no-syslog" 0 "$NXDCTL" monitor ev0 --no-syslog --count 1
+has "monitor text line at start" "^20[0-9-]*T[0-9:.]*Z ev0 degraded state degraded, log used 0%, dirty blocks 5, ssd_errors 1, hdd_errors 0 (at start, event 0)$"
+[ "$(wc -l <"$OUT/last.out")" = 1 ] && [ ! -e "$OUT/syslog" ] &&
+	ok "monitor --no-syslog --count 1: the report at start, no syslog" ||
+	ko "monitor --no-syslog --count 1: the report at start, no syslog"
+# shellcheck disable=SC2016  # expanded by the shell nxdctl runs --exec in
+EXEC_OUT="$OUT/exec2.out" NXDCTL_TEST_EVENTS="$OUT/events-degraded.stats" \
+	t "monitor --exec: degraded at start" 0 "$NXDCTL" monitor ev0 \
+	--exec 'echo "$NXD_EVENTS $NXD_INITIAL $NXD_STATE" >>"$EXEC_OUT"'
+if [ "$(cat "$OUT/exec2.out")" = "degraded 1 degraded
+drain_done 0 degraded
+removed 0 removed" ]; then
+	ok "monitor --exec: NXD_INITIAL for the state at start"
+else
+	ko "monitor --exec: NXD_INITIAL for the state at start"
+	cat "$OUT/exec2.out"
+fi
+t "monitor: --config FILE missing" 1 "$NXDCTL" monitor --config "$OUT/nope.tab"
+err_has "monitor: --config FILE missing: says so" "^nxdctl: --config $OUT/nope.tab: no such file"
+t "monitor: --oneshot --count" 1 "$NXDCTL" monitor ev0 --oneshot --count 1
 t "monitor: --count needs a number" 1 "$NXDCTL" monitor ev0 --count 0
 t "monitor: two volumes" 1 "$NXDCTL" monitor a b
 NXDCTL_TEST_EVENTS="$OUT/events.stats" t "monitor: hook needs a VOL" 1 \

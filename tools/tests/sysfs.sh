@@ -121,7 +121,215 @@ else
 	sed 's/^/    /' "$OUT/py.out"
 fi
 t "stats --prometheus --json" 1 "$NXDCTL" stats vol0 --prometheus --json
+
+# Prometheus: nxd_up, settings, base units, promtool's own check
+PROM_FAM_PY='
+import sys
+from prometheus_client.parser import text_string_to_metric_families as parse
+fam = {f.name: f for f in parse(open(sys.argv[1]).read())}
+def val(name, **labels):
+    for f in fam.values():
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise KeyError((name, labels))
+'
+if $PY3 -c "$PROM_FAM_PY"'
+assert fam["nxd_up"].type == "gauge" and val("nxd_up") == 1
+assert val("nxd_info", volume="vol0", mode="auto", hdd="", ssd="",
+           uuid="00000000-0000-0000-0000-000000000000") == 1
+assert val("nxd_write_threshold_bytes", volume="vol0") == 32768
+assert val("nxd_low_watermark_ratio", volume="vol0") == 0.30
+assert val("nxd_high_watermark_ratio", volume="vol0") == 0.90
+assert val("nxd_destage_rate_limit_bytes_per_second", volume="vol0") == 0
+assert val("nxd_recovery_seconds", volume="vol0") == 0.001234
+assert fam["nxd_destage_throttled_seconds"].type == "counter"
+assert fam["nxd_destage_busy_seconds"].type == "counter"
+assert not [n for n in fam if n.endswith(("_ms", "_us"))], list(fam)
+' "$OUT/prom.txt" >"$OUT/py.out" 2>&1; then
+	ok "stats --prometheus: nxd_up, nxd_info, settings, seconds"
+else
+	ko "stats --prometheus: nxd_up, nxd_info, settings, seconds"
+	sed 's/^/    /' "$OUT/py.out"
+fi
+# Counters in ms and us are exported in seconds.
+if python3 - "$OUT/fig6.stats" "$OUT/prom.txt" >"$OUT/py.out" 2>&1 <<'PYEOF'
+import sys
+names = ["log_blocks", "log_used_blocks", "index_entries", "index_bytes",
+         "writes_logged", "writes_direct", "writes_around_full", "reads_hdd",
+         "reads_ssd", "segments_written", "log_blocks_written",
+         "invalidations", "rmw_reads", "destaged_blocks", "destaged_bytes",
+         "destage_bios", "destage_throttled_ms", "segments_reclaimed",
+         "ssd_errors", "hdd_errors", "flushes", "discards",
+         "recovered_segments", "recovered_blocks", "recovery_us",
+         "degraded", "events", "last_event", "events_degraded",
+         "events_log_full", "events_drain_done", "log_full",
+         "destage_stripe_bios", "destage_busy_us"]
+prom = {}
+for line in open(sys.argv[2]):
+    if not line.startswith("#"):
+        k, v = line.rsplit(" ", 1)
+        prom[k] = float(v)
+import json
+c = json.load(open(sys.argv[1].replace("fig6.stats", "stats.json")))["counters"]
+for n, per in (("destage_busy_us", 1e6), ("destage_throttled_ms", 1e3)):
+    k = 'nxd_%s_seconds_total{volume="vol0"}' % n.rsplit("_", 1)[0]
+    assert abs(prom[k] - c[n] / per) < 1e-6, (k, prom[k], c[n])
+PYEOF
+then
+	ok "stats --prometheus: _seconds_total = the ms and us counters converted"
+else
+	ko "stats --prometheus: _seconds_total = the ms and us counters converted"
+	sed 's/^/    /' "$OUT/py.out"
+fi
+if command -v promtool >/dev/null; then
+	if promtool check metrics <"$OUT/prom.txt" >"$OUT/promtool.out" 2>&1
+	then
+		ok "promtool check metrics: stats --prometheus"
+	else
+		ko "promtool check metrics: stats --prometheus"
+		sed 's/^/    /' "$OUT/promtool.out"
+	fi
+else
+	echo "SKIP promtool check metrics: no promtool (Debian's prometheus package; make deps)"
+fi
+
+# ---- health: exit status, action line, configured volumes not active ----
+U0=00000000-0000-0000-0000-000000000000
+UG=9a8b7c6d-0000-4000-8000-00000000abcd
+printf 'vol0 UUID=%s\nghost UUID=%s\nha0 UUID=%s noauto\n' $U0 $UG \
+	"$(echo $UG | tr 0 1)" >"$OUT/health.tab"
+printf 'vol0 UUID=%s\n' $U0 >"$OUT/healthy.tab"
+t "status, healthy: exit 0" 0 "$NXDCTL" status vol0 --interval 0
+grep -q "action" "$OUT/last.out" && ko "status, healthy: no action line" ||
+	ok "status, healthy: no action line"
+t "list: the default config may be missing" 0 "$NXDCTL" list
+t "status: the default config may be missing" 0 "$NXDCTL" status \
+	--interval 0
+t "list, healthy, config all active: exit 0" 0 "$NXDCTL" list \
+	--config "$OUT/healthy.tab"
+has "list: the active volume" "^vol0  *253:0 .* ok "
+t "status, healthy, config all active: exit 0" 0 "$NXDCTL" status \
+	--interval 0 --config "$OUT/healthy.tab"
+has "status: every volume" "^vol0: ok$"
+NXDCTL_TEST_SYSLOG="$OUT/syslog1" t "monitor --oneshot, healthy: exit 0" 0 \
+	"$NXDCTL" monitor --oneshot --config "$OUT/healthy.tab"
+[ ! -s "$OUT/last.out" ] && [ ! -e "$OUT/syslog1" ] &&
+	ok "monitor --oneshot, healthy: nothing reported" ||
+	ko "monitor --oneshot, healthy: nothing reported"
+t "list: a configured volume not active: exit 2" 2 "$NXDCTL" list \
+	--config "$OUT/health.tab"
+has "list: the missing volume's row" "^ghost  *-  *-  *inactive  *- .* $UG$"
+grep -q "^ha0" "$OUT/last.out" && ko "list: a noauto volume is not missing" ||
+	ok "list: a noauto volume is not missing"
+NXD_CONFIG="$OUT/health.tab" t "list --json: missing, \$NXD_CONFIG" 2 \
+	"$NXDCTL" list --json
+cp "$OUT/last.out" "$OUT/list-missing.json"
+py "list --json: the missing volume" '
+v = d["volumes"]
+assert d["total"] == 2 and len(v) == 2, d
+assert v[0]["name"] == "vol0" and v[0]["active"] is True, v[0]
+assert v[1] == {"name": "ghost", "state": "inactive",
+                "uuid": "9a8b7c6d-0000-4000-8000-00000000abcd",
+                "active": False}, v[1]' "$OUT/list-missing.json"
+t "status: a configured volume not active: exit 2" 2 "$NXDCTL" status \
+	--interval 0 --config "$OUT/health.tab"
+has "status: missing volume state" "^ghost: inactive$"
+has "status: missing volume action" "^  action  *configured but not active: nxdctl assemble --all"
+t "status VOL --config" 1 "$NXDCTL" status vol0 --config "$OUT/health.tab"
+t "list --config missing file" 1 "$NXDCTL" list --config "$OUT/nope.tab"
+err_has "list --config missing file: says so" "^nxdctl: --config $OUT/nope.tab: no such file"
+t "status --config missing file" 1 "$NXDCTL" status --config "$OUT/nope.tab"
+NXDCTL_TEST_STATS="$OUT/acked-lost.stats" t "status, acked_lost: exit 5" 5 \
+	"$NXDCTL" status vol0 --interval 0
+has "status, acked_lost: action" "^  action  *acknowledged log writes were lost and flushes fail: check the file system (xfs_repair, e2fsck), replace the SSD, then reload the table (nxdctl stop vol0; nxdctl assemble), which clears it$"
+NXDCTL_TEST_STATS="$OUT/acked-lost.stats" t \
+	"monitor --oneshot, acked_lost: exit 5" 5 "$NXDCTL" monitor vol0 --oneshot
+has "monitor --oneshot, acked_lost" " vol0 acked_lost state ok, .* (at start, event 0)$"
+echo degraded >"$SYS/block/dm-0/nxd/state"
+t "status, degraded: exit 5" 5 "$NXDCTL" status vol0 --interval 0
+has "status, degraded: state" "^vol0: degraded$"
+has "status, degraded: action names replace-ssd" "^  action  *the SSD failed and its log is on the HDD: replace the SSD online (nxdctl replace-ssd vol0 NEW_SSD) or fix its path and reload the same table$"
+t "status --json, degraded: exit 5" 5 "$NXDCTL" status vol0 --json \
+	--interval 0
+cp "$OUT/last.out" "$OUT/status-degraded.json"
+py "status --json, degraded: action" '
+v = d["volumes"][0]
+assert v["state"] == "degraded" and v["active"] is True
+assert v["action"].startswith("the SSD failed"), v' "$OUT/status-degraded.json"
+t "list, degraded: exit 5" 5 "$NXDCTL" list --config "$OUT/healthy.tab"
+has "list, degraded: state" "^vol0  *253:0 .* degraded "
+t "status, degraded and missing: exit 2" 2 "$NXDCTL" status --interval 0 \
+	--config "$OUT/health.tab"
+NXDCTL_TEST_SYSLOG="$OUT/syslog1" t "monitor --oneshot, degraded: exit 5" 5 \
+	"$NXDCTL" monitor --oneshot --config "$OUT/healthy.tab"
+has "monitor --oneshot: the degraded volume" "^20[0-9-]*T[0-9:.]*Z vol0 degraded state degraded, .* (at start, event 0)$"
+[ "$(wc -l <"$OUT/last.out")" = 1 ] && ok "monitor --oneshot: one report" ||
+	ko "monitor --oneshot: one report"
+grep -q "^<26>vol0 degraded state degraded" "$OUT/syslog1" &&
+	ok "monitor --oneshot: syslog" || ko "monitor --oneshot: syslog"
+NXDCTL_TEST_SYSLOG="$OUT/syslog2" t \
+	"monitor --oneshot --json, degraded and missing: exit 2" 2 "$NXDCTL" \
+	monitor --oneshot --json --config "$OUT/health.tab"
+grep -q "^<27>ghost missing state inactive (in the configuration file, not active)$" \
+	"$OUT/syslog2" && ok "monitor --oneshot: a missing volume is daemon.err" ||
+	ko "monitor --oneshot: a missing volume is daemon.err"
+cp "$OUT/last.out" "$OUT/oneshot.ndjson"
+if python3 -c '
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+assert [(l["volume"], l["events"], l["state"], l["initial"]) for l in ls] == [
+    ("vol0", ["degraded"], "degraded", True),
+    ("ghost", ["missing"], "inactive", True)], ls
+assert "counters" not in ls[1]' "$OUT/oneshot.ndjson" 2>"$OUT/py.err"; then
+	ok "monitor --oneshot --json: degraded, and the configured volume missing"
+else
+	ko "monitor --oneshot --json: degraded, and the configured volume missing"
+	cat "$OUT/py.err" "$OUT/oneshot.ndjson"
+fi
+t "monitor --oneshot VOL, degraded: exit 5" 5 "$NXDCTL" monitor vol0 \
+	--oneshot
+t "stats --prometheus, degraded, missing" 0 "$NXDCTL" stats --prometheus \
+	--config "$OUT/health.tab"
+cp "$OUT/last.out" "$OUT/prom-missing.txt"
+if $PY3 -c "$PROM_FAM_PY"'
+assert val("nxd_up") == 1
+assert val("nxd_state", volume="ghost", state="inactive") == 1
+assert val("nxd_state", volume="ghost", state="ok") == 0
+assert not any(s.labels.get("volume") == "ghost" for f in fam.values()
+               for s in f.samples if f.name != "nxd_state")
+' "$OUT/prom-missing.txt" >"$OUT/py.out" 2>&1; then
+	ok "stats --prometheus: a configured volume not active is inactive"
+else
+	ko "stats --prometheus: a configured volume not active is inactive"
+	sed 's/^/    /' "$OUT/py.out"
+fi
+t "stats --prometheus VOL, degraded" 0 "$NXDCTL" stats vol0 --prometheus
+has "stats --prometheus: degraded state" '^nxd_state{volume="vol0",state="degraded"} 1$'
+t "stats --prometheus --config missing file" 1 "$NXDCTL" stats \
+	--prometheus --config "$OUT/nope.tab"
+t "stats --config without --prometheus" 1 "$NXDCTL" stats vol0 \
+	--config "$OUT/health.tab"
+echo ok >"$SYS/block/dm-0/nxd/state"
 unset NXDCTL_TEST_STATS
+# Without dm-nxd: nxd_up 0, the configured volumes inactive, exit 0.
+if [ ! -e /dev/nxd-control ]; then
+	t "stats --prometheus without dm-nxd: exit 0" 0 "$NXDCTL" stats \
+		--prometheus --config "$OUT/health.tab"
+	has "stats --prometheus without dm-nxd: nxd_up 0" "^nxd_up 0$"
+	has "stats --prometheus without dm-nxd: configured, inactive" \
+		'^nxd_state{volume="ghost",state="inactive"} 1$'
+	cp "$OUT/last.out" "$OUT/prom-down.txt"
+	[ ! -s "$OUT/last.err" ] && ok "stats --prometheus without dm-nxd: quiet" ||
+		ko "stats --prometheus without dm-nxd: quiet"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <"$OUT/prom-down.txt" \
+			>"$OUT/promtool.out" 2>&1 &&
+			ok "promtool check metrics: without dm-nxd" ||
+			ko "promtool check metrics: without dm-nxd"
+	fi
+	t "list without dm-nxd: exit 4" 4 "$NXDCTL" list
+fi
 t "config unknown attr" 1 "$NXDCTL" config vol0 bogus
 chmod 0444 "$SYS/block/dm-0/nxd/mode"
 if [ "$(id -u)" != 0 ]; then

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "../kernel/nxd_core.h"
 #include "fmt.h"
@@ -527,6 +528,37 @@ static void events_seq_fn(FILE *f, const void *arg)
 	}
 }
 
+/* NXDCTL_TEST_STATS of a volume that lost acknowledged writes. */
+static void acked_lost_fn(FILE *f, const void *arg)
+{
+	static struct nxd_ioc_stats r;
+
+	r = *(const struct nxd_ioc_stats *)arg;
+	r.c.acked_lost = 1;
+	r.c.events_acked_lost = 1;
+	fwrite(&r, sizeof(r), 1, f);
+}
+
+/* NXDCTL_TEST_EVENTS for a volume degraded before the monitor starts. */
+static void events_degraded_fn(FILE *f, const void *arg)
+{
+	static struct nxd_ioc_stats r;
+
+	r = *(const struct nxd_ioc_stats *)arg;
+	r.c.degraded = 1;
+	r.c.events_degraded = 1;
+	r.c.ssd_errors = 1;
+	r.c.index_entries = 5;
+	r.c.last_event = NXD_EV_DEGRADED;
+	r.c.events = 1;
+	fwrite(&r, sizeof(r), 1, f);	/* at start: degraded */
+	r.c.events_drain_done = 1;
+	r.c.index_entries = 0;
+	r.c.last_event = NXD_EV_DRAIN_DONE;
+	r.c.events = 2;
+	fwrite(&r, sizeof(r), 1, f);	/* its frozen log emptied */
+}
+
 static bool env_has(char **env, const char *kv)
 {
 	for (; env && *env; env++)
@@ -612,6 +644,57 @@ static void test_events(const struct nxd_ioc_stats *st, const char *out)
 	free(txt);
 	check(!write_file(out, "events.stats", events_seq_fn, st),
 	      "write events.stats");
+	check(!write_file(out, "events-degraded.stats", events_degraded_fn,
+			  st), "write events-degraded.stats");
+	check(!write_file(out, "acked-lost.stats", acked_lost_fn, st),
+	      "write acked-lost.stats");
+
+	/* The state at start: reported only if abnormal. */
+	memset(&e, 0, sizeof(e));
+	e.volume = "ev0";
+	now = st->c;
+	check(!nxdctl_event_current(&e, &now) && e.initial,
+	      "events: a healthy start reports nothing");
+	now.log_full = 1;
+	now.acked_lost = 1;
+	check(nxdctl_event_current(&e, &now) ==
+	      ((1U << NXD_EV_LOG_FULL) | (1U << NXD_EV_ACKED_LOST)),
+	      "events: log full and acked_lost at start");
+	nxdctl_event_kinds(&e, kinds, sizeof(kinds));
+	check(!strcmp(kinds, "log_full,acked_lost") &&
+	      nxdctl_event_level(&e) == LOG_CRIT, "events: kinds at start "
+	      "'%s', critical", kinds);
+	now = st->c;
+	strcpy(e.state, "degraded");
+	check(nxdctl_event_current(&e, &now) == 1U << NXD_EV_DEGRADED,
+	      "events: sysfs degraded at start");
+	txt = capture(event_json_fn, &e, &len);
+	check(txt && strstr(txt, "\"events\":[\"degraded\"]") &&
+	      strstr(txt, "\"initial\":true") &&
+	      strstr(txt, "\"new\":{\"degraded\":0,"), "events: JSON at start");
+	free(txt);
+	txt = capture(event_text_fn, &e, &len);
+	check(txt && strstr(txt, " ev0 degraded state degraded, ") &&
+	      strstr(txt, "(at start, event 0)\n"), "events: text at start");
+	free(txt);
+	env = nxdctl_event_env(&e);
+	check(env && env_has(env, "NXD_INITIAL=1") &&
+	      env_has(env, "NXD_EVENTS=degraded"), "events: env at start");
+	nxdctl_env_free(env);
+	memset(&e, 0, sizeof(e));
+	e.volume = "ghost";
+	e.missing = true;
+	txt = capture(event_text_fn, &e, &len);
+	check(txt && strstr(txt, " ghost missing state inactive (in the "
+			    "configuration file, not active)\n") &&
+	      nxdctl_event_level(&e) == LOG_ERR, "events: missing");
+	free(txt);
+	e.missing = false;
+	e.count[NXD_EV_LOG_FULL] = 1;
+	check(nxdctl_event_level(&e) == LOG_WARNING, "events: log_full warns");
+	e.count[NXD_EV_LOG_FULL] = 0;
+	e.count[NXD_EV_DRAIN_DONE] = 1;
+	check(nxdctl_event_level(&e) == LOG_INFO, "events: drain_done informs");
 }
 
 int main(int argc, char **argv)
