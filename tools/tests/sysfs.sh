@@ -87,7 +87,7 @@ t "stats --prometheus" 0 "$NXDCTL" stats vol0 --prometheus
 cp "$OUT/last.out" "$OUT/prom.txt"
 PY3=python3
 [ -x /usr/bin/python3 ] && PY3=/usr/bin/python3
-if $PY3 -c '
+PROM_FAM_PY='
 import sys
 from prometheus_client.parser import text_string_to_metric_families as parse
 fam = {f.name: f for f in parse(open(sys.argv[1]).read())}
@@ -97,6 +97,8 @@ def val(name, **labels):
             if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
                 return s.value
     raise KeyError((name, labels))
+'
+if $PY3 -c "$PROM_FAM_PY"'
 assert fam["nxd_writes_logged"].type == "counter"
 assert val("nxd_writes_logged_total", volume="vol0") == 545386
 assert fam["nxd_log_blocks"].type == "gauge" and val("nxd_log_blocks") == 262144
@@ -123,17 +125,6 @@ fi
 t "stats --prometheus --json" 1 "$NXDCTL" stats vol0 --prometheus --json
 
 # Prometheus: nxd_up, settings, base units, promtool's own check
-PROM_FAM_PY='
-import sys
-from prometheus_client.parser import text_string_to_metric_families as parse
-fam = {f.name: f for f in parse(open(sys.argv[1]).read())}
-def val(name, **labels):
-    for f in fam.values():
-        for s in f.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                return s.value
-    raise KeyError((name, labels))
-'
 if $PY3 -c "$PROM_FAM_PY"'
 assert fam["nxd_up"].type == "gauge" and val("nxd_up") == 1
 assert val("nxd_info", volume="vol0", mode="auto", hdd="", ssd="",
