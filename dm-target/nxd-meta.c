@@ -131,6 +131,18 @@ int nxd_sb_new_gen(struct nxd_c *nc)
  * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
  * replay window.  Under sb_lock or in ctr.
  */
+static int nxd_label_put(struct nxd_c *nc, const struct nxd_label_info *l)
+{
+	nxd_label_encode(l, nc->sb_buf);
+	/*
+	 * A frozen window's tail passes copies the HDD now holds in their
+	 * place: those HDD writes durable first.
+	 */
+	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA |
+			  (l->flags & NXD_LABEL_LOG_FROZEN ? REQ_PREFLUSH : 0),
+			  nc->sb.hdd_label_sector, nc->sb_buf);
+}
+
 static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
 			   u64 tail_seq)
 {
@@ -145,14 +157,7 @@ static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
 		l.frozen_tail_pos = tail_pos;
 		l.frozen_tail_seq = tail_seq;
 	}
-	nxd_label_encode(&l, nc->sb_buf);
-	/*
-	 * A frozen window's tail passes copies the HDD now holds in their
-	 * place: those HDD writes durable first.
-	 */
-	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA |
-			  (flags & NXD_LABEL_LOG_FROZEN ? REQ_PREFLUSH : 0),
-			  nc->sb.hdd_label_sector, nc->sb_buf);
+	return nxd_label_put(nc, &l);
 }
 
 static int nxd_label_read(struct nxd_c *nc, sector_t where,
@@ -262,7 +267,7 @@ static int nxd_format(struct nxd_c *nc)
 	sb->data_sectors = nxd_hdd_data_sectors(nc->hdd_sectors);
 	sb->hdd_label_sector = sb->data_sectors;
 	sb->ring_start = NXD_RING_START;
-	sb->ring_blocks = min_t(u64, nc->ssd_blocks - NXD_RING_START, U32_MAX - 1);
+	sb->ring_blocks = min_t(u64, nc->ssd_blocks - NXD_RING_START, NXD_MAX_RING_BLOCKS);
 	sb->tail_pos = 0;
 	sb->tail_seq = 1;
 	sb->gen = 1;
@@ -281,6 +286,10 @@ static int nxd_format(struct nxd_c *nc)
 		DMINFO("%s: formatted volume %pU: log of %llu blocks, %llu data sectors",
 		       dm_table_device_name(nc->ti->table), sb->vol_uuid,
 		       sb->ring_blocks, sb->data_sectors);
+	if (!r && nc->ssd_blocks - NXD_RING_START > sb->ring_blocks)
+		DMINFO("%s: the log uses %llu of the SSD's %llu blocks (the largest log)",
+		       dm_table_device_name(nc->ti->table), sb->ring_blocks,
+		       nc->ssd_blocks);
 	return r;
 }
 
@@ -373,18 +382,24 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
  * of the longer table grows again.  Runs at preresume, after the previous
  * table's last superblock write; its failure fails the resume.
  */
-static int nxd_grow(struct nxd_c *nc)
+static int nxd_grow(struct nxd_c *nc, const struct nxd_label_info *old)
 {
 	const char *name = dm_table_device_name(nc->ti->table);
 	sector_t old_label = nc->sb.hdd_label_sector;
 	u64 old_data = nc->sb.data_sectors;
+	struct nxd_label_info l = *old;
 	int r;
 
 	mutex_lock(&nc->sb_lock);
 	nc->sb.hdd_sectors = nc->hdd_sectors;
 	nc->sb.data_sectors = nc->grow_to;
 	nc->sb.hdd_label_sector = nc->grow_to;
-	r = nxd_label_write(nc, 0, 0, 0);
+	/*
+	 * The old label's FROZEN window or ABANDONED flag moves with it: until
+	 * the new generation is written, a crash must find them there.
+	 */
+	l.hdd_sectors = nc->hdd_sectors;
+	r = nxd_label_put(nc, &l);
 	if (r) {
 		DMERR("%s: grow: cannot write the HDD label at %llu: %d", name,
 		      (u64)nc->grow_to, r);
@@ -565,7 +580,7 @@ int nxd_meta_load(struct nxd_c *nc)
 	nc->rec_clean = clean;
 	nc->rec_us = div_u64(ktime_get_ns() - t0, 1000);
 	if (nc->grow_to > nc->sb.data_sectors) {
-		r = nxd_grow(nc);
+		r = nxd_grow(nc, &l);
 		if (r)
 			return r;
 	}

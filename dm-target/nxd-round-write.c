@@ -506,6 +506,12 @@ int nxd_round_copy(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	u32 i;
 	int r;
 
+	/*
+	 * A foreground HDD write mapped before these blocks were logged may
+	 * still be queued below: a copy sent now could land before it, and
+	 * the older data would win once the round drops the entries.
+	 */
+	nxd_epoch_sync(&nc->hw_ep);
 	/* Sorted under the lock: nxd_destage_busy_locked() reads it. */
 	spin_lock(&nc->lock);
 	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);

@@ -267,14 +267,17 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	if (r)
 		goto bad;	/* ti->error set */
 
-	ti->error = "Cannot allocate index";
+	ti->error = "Cannot allocate the log's index (32 bytes a log block)";
 	r = nxd_index_init(&nc->ix, nc->sb.ring_blocks);
-	if (r)
+	if (!r)
+		r = nxd_ring_init(&nc->ring, nc->sb.ring_blocks, nc->sb.tail_pos,
+				  nc->sb.tail_seq);
+	if (r) {
+		DMERR("%s: no memory for the index of a log of %llu blocks (%llu MiB)",
+		      dm_table_device_name(ti->table), nc->sb.ring_blocks,
+		      nc->sb.ring_blocks >> 15);
 		goto bad;
-	r = nxd_ring_init(&nc->ring, nc->sb.ring_blocks, nc->sb.tail_pos,
-			  nc->sb.tail_seq);
-	if (r)
-		goto bad;
+	}
 	nc->commit_seq = nc->sb.tail_seq;
 
 	ti->error = "Cannot start threads";
@@ -325,6 +328,57 @@ static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
 	nxd_bio_to_hdd(nc, bio);
 	return DM_MAPIO_REMAPPED;
 }
+
+#ifdef NXD_FAULT_INJECT
+unsigned int nxd_fault_skip;
+module_param_named(fault_skip, nxd_fault_skip, uint, 0644);
+MODULE_PARM_DESC(fault_skip,
+		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round; 4: the writer's window widened; 8: direct HDD writes held 2 s)");
+
+/* NXD_FAULT_HDD_WRITE_LATE: an HDD that keeps a write queued for a second. */
+static DEFINE_SPINLOCK(nxd_late_lock);
+static struct bio_list nxd_late_bios = BIO_EMPTY_LIST;
+
+static void nxd_late_fn(struct work_struct *w)
+{
+	struct bio_list bl;
+	struct bio *bio;
+
+	spin_lock_irq(&nxd_late_lock);
+	bl = nxd_late_bios;
+	bio_list_init(&nxd_late_bios);
+	spin_unlock_irq(&nxd_late_lock);
+	while ((bio = bio_list_pop(&bl)))
+		submit_bio_noacct(bio);
+}
+
+static DECLARE_DELAYED_WORK(nxd_late_work, nxd_late_fn);
+
+static int nxd_late_submit(struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&nxd_late_lock, flags);
+	bio_list_add(&nxd_late_bios, bio);
+	spin_unlock_irqrestore(&nxd_late_lock, flags);
+	schedule_delayed_work(&nxd_late_work, 2 * HZ);
+	return DM_MAPIO_SUBMITTED;
+}
+
+static void nxd_late_flush(void)
+{
+	flush_delayed_work(&nxd_late_work);
+}
+#else
+static int nxd_late_submit(struct bio *bio)
+{
+	return DM_MAPIO_REMAPPED;
+}
+
+static void nxd_late_flush(void)
+{
+}
+#endif
 
 /* Where the newest copy of @blk is: a log slot and its sectors, or none. */
 struct nxd_src {
@@ -477,6 +531,10 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		if (!logged) {
 			pb->hw_epoch = ep;
 			nxd_count(nc, NXD_CTR(writes_direct), 1);
+			if (nxd_fault(NXD_FAULT_HDD_WRITE_LATE)) {
+				nxd_bio_to_hdd(nc, bio);
+				return nxd_late_submit(bio);
+			}
 			return nxd_remap_hdd(nc, bio);
 		}
 		nxd_epoch_put(&nc->hw_ep, ep);
@@ -818,13 +876,6 @@ static struct target_type nxd_target = {
 	.io_hints = nxd_io_hints,
 };
 
-#ifdef NXD_FAULT_INJECT
-unsigned int nxd_fault_skip;
-module_param_named(fault_skip, nxd_fault_skip, uint, 0644);
-MODULE_PARM_DESC(fault_skip,
-		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round; 4: the writer's window widened)");
-#endif
-
 static int __init dm_nxd_init(void)
 {
 	int r;
@@ -847,6 +898,7 @@ static int __init dm_nxd_init(void)
 
 static void __exit dm_nxd_exit(void)
 {
+	nxd_late_flush();
 	dm_unregister_target(&nxd_target);
 	nxd_ctl_exit();
 }

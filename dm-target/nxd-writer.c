@@ -389,6 +389,13 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
 		list_add_tail(&op->bnode, &nc->fenced);
 		WRITE_ONCE(nc->fg_fenced, true);	/* an idle round yields */
+		/*
+		 * A copy that landed after the check saw the list empty and
+		 * woke nobody: look again at the next pass.  Pairs with the
+		 * barrier of atomic_dec_and_test() in nxd_destage_endio().
+		 */
+		smp_mb();
+		atomic_set(&nc->kick, 1);
 		return;
 	}
 	nxd_inval_submit(nc, op);

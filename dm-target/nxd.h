@@ -494,6 +494,8 @@ void nxd_ctl_exit(void);
 #define NXD_FAULT_ROUND_HDD_FLUSH	2
 /* writer: 500 ms between an HDD write's direct-segment check and its registration */
 #define NXD_FAULT_WRITER_WINDOW		4
+/* map: a direct HDD write is held 2 s before it goes down (a slow HDD queue) */
+#define NXD_FAULT_HDD_WRITE_LATE	8
 #ifdef NXD_FAULT_INJECT
 extern unsigned int nxd_fault_skip;
 static inline bool nxd_fault(unsigned int step)

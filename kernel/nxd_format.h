@@ -31,6 +31,12 @@
 #define NXD_SEG_MAX_DATA	(NXD_SEG_MAX_BLOCKS - 1)
 #define NXD_MIN_RING_BLOCKS	(4 * NXD_SEG_MAX_BLOCKS)
 #define NXD_MIN_SSD_SECTORS	((NXD_RING_START + NXD_MIN_RING_BLOCKS) * NXD_SECTORS_PER_BLOCK)
+/*
+ * Largest log a format makes: 128 GiB.  The index, its filter and the
+ * ring FIFO are sized for a full log, 32 bytes a block (1 GiB here); the
+ * rest of a larger SSD stays unused.
+ */
+#define NXD_MAX_RING_BLOCKS	(32ULL << 20)
 
 /* HDD space we keep for the label: 1 MiB at the end. */
 #define NXD_HDD_RESERVED_SECTORS 2048ULL

@@ -21,7 +21,8 @@ static inline u32 nxd_crc32c(u32 seed, const void *p, size_t len)
 	return crc32c(seed, p, len);
 }
 
-#define nxd_zalloc_big(sz)	kvzalloc((sz), GFP_KERNEL)
+/* No WARN for a size over INT_MAX: the caller says what failed. */
+#define nxd_zalloc_big(sz)	kvzalloc((sz), GFP_KERNEL | __GFP_NOWARN)
 #define nxd_free_big(p)		kvfree(p)
 
 #else

@@ -66,6 +66,7 @@ import time
 import pytest
 
 from nxdt import host, ondisk, pcut, rawio
+from nxdt.destagerig import wait_until
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
 from nxdt.noloss import power_on_and_read
@@ -478,6 +479,55 @@ def test_direct_write_in_the_writers_window_survives_a_replay(fault_module, dm, 
                             f"{'128 KiB' if after == big[5 * BLOCK:6 * BLOCK] else 'other'} "
                             f"data after a reload (4 KiB write done at {t_d:.2f}s, 128 KiB "
                             f"at {t_big:.2f}s)")
+
+
+@pytest.mark.guarantee("G3")
+def test_destage_copy_waits_for_an_earlier_hdd_write(fault_module, dm, nullb):
+    """A 128 KiB write W, with nothing logged under it, goes straight to
+    the HDD; the fault-injection build keeps it queued 2 s before it goes
+    down (fault_skip=8, an HDD with a deep queue).  A 4 KiB write D of a
+    block in W's range, sent while W is held, is logged and completes;
+    then a drain destages it.  The round's copy of D must not reach the
+    HDD before W: otherwise W lands over the copy after the round dropped
+    D's entry, and the block, read as D after D completed, reads as W with
+    no write in flight (a round must wait for the HDD writes mapped before
+    its blocks were logged)."""
+    with open(fault_module, "w") as f:
+        f.write("8")
+    v = Volume(dm, "nxlw", nullb(64), nullb(16))
+    v.pause()
+    off = 64 * (128 << 10)                      # 128 KiB aligned
+    y = off + 5 * BLOCK
+    big = b"".join(pattern("W", i, BLOCK) for i in range(32))
+    d = pattern("D", 0, BLOCK)
+    done = threading.Event()
+    errs = []
+
+    def big_write():
+        try:
+            with rawio.Fd(v.dev) as g:
+                g.pwrite(off, big)
+        except OSError as e:
+            errs.append(e)
+        done.set()
+    with rawio.Fd(v.dev) as f:
+        t = threading.Thread(target=big_write)
+        t.start()
+        wait_until(lambda: v.status()["writes_direct"] >= 1 or done.is_set(),
+                   what="the 128 KiB write to be mapped to the HDD")
+        f.pwrite(y, d)
+        f.fsync()                               # D's segment committed: the drain takes it
+        st = v.status()
+        held = not done.is_set()
+        assert held, "the 128 KiB write landed before the 4 KiB one was logged: nothing tested"
+        assert st["writes_logged"] >= 1 and st["index_entries"] == 1, st
+        v.drain()
+        t.join(60)
+        assert not t.is_alive() and not errs, errs
+        assert v.status()["index_entries"] == 0, v.status()
+        after = f.pread(y, BLOCK)
+    assert after == d, ("the block reads as the earlier HDD write after a round destaged the "
+                        f"later logged one: {'W' if after == big[5 * BLOCK:6 * BLOCK] else 'other'}")
 
 
 @pytest.mark.guarantee("G3")
