@@ -294,7 +294,25 @@ t "status: a configured volume not active: exit 2" 2 "$NXDCTL" status \
 	--interval 0 --config "$OUT/health.tab"
 has "status: missing volume state" "^ghost: inactive$"
 has "status: missing volume action" "^  action  *configured but not active: nxdctl assemble --all"
-t "status VOL --config" 1 "$NXDCTL" status vol0 --config "$OUT/health.tab"
+t "status VOL --config, active" 0 "$NXDCTL" status vol0 --interval 0 \
+	--config "$OUT/health.tab"
+t "status VOL: configured, not active: exit 2" 2 "$NXDCTL" status ghost \
+	--interval 0 --config "$OUT/health.tab"
+has "status VOL: inactive" "^ghost: inactive$"
+has "status VOL: says configured but not active" \
+	"^  action  *configured but not active"
+[ ! -s "$OUT/last.err" ] && ok "status VOL: inactive is no error message" ||
+	ko "status VOL: inactive is no error message"
+NXD_CONFIG="$OUT/health.tab" t "status VOL, a noauto volume not active" 2 \
+	"$NXDCTL" status ha0 --interval 0 --json
+py "status VOL --json: inactive" '
+v = d["volumes"]
+assert len(v) == 1 and v[0]["name"] == "ha0" and v[0]["active"] is False, v
+assert v[0]["state"] == "inactive", v' "$OUT/last.out"
+t "status VOL VOL: active and inactive" 2 "$NXDCTL" status vol0 ghost \
+	--interval 0 --config "$OUT/health.tab"
+has "status VOL VOL: the active one" "^vol0: ok$"
+has "status VOL VOL: the inactive one" "^ghost: inactive$"
 t "list --config missing file" 1 "$NXDCTL" list --config "$OUT/nope.tab"
 err_has "list --config missing file: says so" "^nxdctl: --config $OUT/nope.tab: no such file"
 t "status --config missing file" 1 "$NXDCTL" status --config "$OUT/nope.tab"
