@@ -201,7 +201,8 @@ def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
     at once, an nxdtab line without options keeps every stored value, a line
     with options overrides only the keys it names; out-of-range values are
     refused by nxdctl and by the kernel (sysfs and table), which names the
-    range, and change nothing."""
+    range, and change nothing; status of the stopped, configured volume says
+    inactive (exit 2)."""
     env = Env(tmp_path)
     start = unit_cmd("ExecStart")
     hdd, ssd = loopdev(64), loopdev(16)
@@ -243,6 +244,8 @@ def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
     # An nxdtab line without options: every stored value comes back.
     env.tab.write_text(f"tunp UUID={uuid}\n")
     env.nxdctl("stop", "tunp")
+    p = env.nxdctl("status", "tunp", "--interval", "0", check=False)
+    assert p.returncode == 2 and "tunp: inactive" in p.stdout, (p.stdout, p.stderr)
     env.run(start)
     assert dm.exists("tunp")
     sysfs = f"/sys/block/{blkdev.blk_name(dm.path('tunp'))}/nxd"
@@ -263,12 +266,11 @@ def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
     assert opts["high_watermark"] == "90" and opts["ssd_discard"] == "0", opts
 
     # A table option out of range: refused with the range, nothing changed.
-    env.nxdctl("stop", "tunp")
     mark = host.kmsg_mark("tunp table range")
-    line = f"0 {ondisk.newest_sb(ssd)[1]['data_sectors']} nxd {hdd} {ssd} 2 high_watermark 101"
-    p = host.run(["dmsetup", "create", "tunp", "--table", line], check=False)
-    assert p.returncode != 0 and not dm.exists("tunp"), p.stdout
+    line = dm.table("tunp").split()
+    line = " ".join(line[:5] + ["2", "high_watermark", "101"])
+    p = host.run(["dmsetup", "load", "tunp", "--table", line], check=False)
+    assert p.returncode != 0, p.stdout
     assert host.wait_kmsg(mark, r"high_watermark must be 0 to 100"), \
         host.dmesg_since(mark)
-    sb = ondisk.newest_sb(ssd)[1]
-    assert sb["high_watermark"] == 90 and sb["write_threshold"] == 128 * KiB, sb
+    assert nxdvol.table_opts(dm.table("tunp")) == opts
