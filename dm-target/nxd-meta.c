@@ -35,11 +35,11 @@
 	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
 /*
- * The dm name and the tunables go into every superblock write, for the
- * next assembly (nxdctl assemble without a config line).  A table not yet
- * resumed stores its own options: they take over at its first resume.
- * A tunable changed in sysfs is stored by the next write (destage round,
- * suspend, removal); there is no write of its own.
+ * The dm name and the tunables go into every superblock write: the next
+ * activation starts from them (nxd_tun_merge).  A table not yet resumed
+ * stores its own options: they take over at its first resume.  A tunable
+ * changed in sysfs is stored by the next write (destage round, suspend,
+ * removal, or the save_tunables message that nxdctl config sends).
  *
  * The name is the ioctl interface's (dm_device_name() is "MAJ:MIN").  At
  * removal the device has left the name hash before the last postsuspend:
@@ -111,6 +111,25 @@ int nxd_sb_write(struct nxd_c *nc, bool clean)
 	nxd_ring_tail(&nc->ring, &pos, &seq);
 	spin_unlock(&nc->lock);
 	return nxd_sb_commit(nc, clean ? NXD_SB_CLEAN : 0, pos, seq);
+}
+
+/*
+ * Store the tunables now (message save_tunables, after a sysfs change):
+ * the rest of the superblock as last committed, so the tail it records
+ * does not move.
+ */
+int nxd_sb_save(struct nxd_c *nc)
+{
+	int r;
+
+	mutex_lock(&nc->sb_lock);
+	r = nxd_sb_write_locked(nc);
+	mutex_unlock(&nc->sb_lock);
+	if (r) {
+		nxd_ssd_failed(nc, r, "superblock write");
+		nxd_log_freeze(nc);
+	}
+	return r;
 }
 
 /*

@@ -35,6 +35,7 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 	static const struct dm_arg _args[] = {
 		{0, 32, "Invalid number of optional arguments"},
 	};
+	const struct nxd_tun_desc *d;
 	unsigned int argc;
 	const char *key, *val;
 	int r;
@@ -65,20 +66,16 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 		}
 		val = dm_shift_arg(as);
 		argc--;
-		r = nxd_tun_set(&nc->opt, key, val);
-		if (r == -ENOENT) {
+		d = nxd_tun_find(key);
+		if (!d) {
 			*error = "Unknown option";
 			return -EINVAL;
 		}
-		if (r) {
-			*error = "Invalid option value";
+		if (nxd_tun_parse(d, val, nxd_tun_field(&nc->opt, d))) {
+			*error = (char *)nxd_tun_err(d);
 			return -EINVAL;
 		}
-	}
-	/* Each value was checked: only the watermarks' order can fail. */
-	if (!nxd_tun_valid(&nc->opt)) {
-		*error = "low_watermark must not exceed high_watermark";
-		return -EINVAL;
+		nc->opt_given |= BIT(d - nxd_tuns);
 	}
 	if (as->argc) {
 		*error = "Too many arguments";
@@ -266,6 +263,13 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = nxd_meta_check(nc, vol_active);
 	if (r)
 		goto bad;	/* ti->error set */
+	nxd_tun_merge(nc, vol_active);
+	/* Each value was checked: only the watermarks' order can fail. */
+	r = -EINVAL;
+	if (!nxd_tun_valid(&nc->opt)) {
+		ti->error = NXD_ERR_WM_ORDER;
+		goto bad;
+	}
 
 	ti->error = "Cannot allocate the log's index (32 bytes a log block)";
 	r = nxd_index_init(&nc->ix, nc->sb.ring_blocks);
@@ -821,6 +825,12 @@ static int nxd_message(struct dm_target *ti, unsigned int argc, char **argv,
 		if (!nc->running)
 			return -EBUSY;
 		return nxd_drain(nc);
+	}
+	if (argc == 1 && !strcasecmp(argv[0], "save_tunables")) {
+		if (!nc->running || READ_ONCE(nc->frozen) ||
+		    atomic_read(&nc->degraded))
+			return -EBUSY;
+		return nxd_sb_save(nc);
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "pause_destage")) {
 		atomic_set(&nc->destage_paused, 1);

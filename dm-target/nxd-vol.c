@@ -11,6 +11,8 @@
 
 #include "nxd.h"
 
+#define DM_MSG_PREFIX "nxd"
+
 /* Guards the volume list, vol->active and nxd-target.c's table list. */
 DEFINE_MUTEX(nxd_vols_lock);
 LIST_HEAD(nxd_vols);
@@ -34,6 +36,38 @@ void nxd_tun_put(struct nxd_vol *vol, const struct nxd_tun *t)
 	mutex_lock(&nxd_tun_lock);
 	vol->tun = *t;
 	mutex_unlock(&nxd_tun_lock);
+}
+
+/*
+ * The tunables a new table does not name: the live volume's on a reload,
+ * else the ones its superblock stored (none stored: the defaults stay).
+ * The superblock is where tunables persist; the table only overrides.
+ */
+void nxd_tun_merge(struct nxd_c *nc, bool vol_active)
+{
+	const struct nxd_tun_desc *d;
+	struct nxd_tun t;
+	unsigned int i;
+
+	if (vol_active)
+		nxd_tun_get(nc->vol, &t);
+	else if (nc->sb.tun_valid)
+		t = nc->sb.tun;
+	else
+		return;
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		d = &nxd_tuns[i];
+		if (!(nc->opt_given & BIT(i)))
+			*nxd_tun_field(&nc->opt, d) = nxd_tun_val(&t, d);
+	}
+}
+
+/* "write_threshold must be 0 to 1G": built once, by nxd_sysfs_init(). */
+static char nxd_tun_errs[NXD_TUN_NR][NXD_TUN_RANGE_LEN + 32];
+
+const char *nxd_tun_err(const struct nxd_tun_desc *d)
+{
+	return nxd_tun_errs[d - nxd_tuns];
 }
 
 /* ---- sysfs ---- */
@@ -115,9 +149,13 @@ ATTRIBUTE_GROUPS(nxd);
 /* Before any volume exists (module init): the files' names and modes. */
 void nxd_sysfs_init(void)
 {
+	char range[NXD_TUN_RANGE_LEN];
 	unsigned int i;
 
 	for (i = 0; i < NXD_TUN_NR; i++) {
+		snprintf(nxd_tun_errs[i], sizeof(nxd_tun_errs[i]),
+			 "%s must be %s", nxd_tuns[i].name,
+			 nxd_tun_range(&nxd_tuns[i], range));
 		nxd_tun_attrs[i].attr.name = nxd_tuns[i].name;
 		nxd_tun_attrs[i].attr.mode = 0644;
 		nxd_tun_attrs[i].tun = &nxd_tuns[i];
@@ -161,14 +199,18 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 		/* The watermarks are checked against each other. */
 		*nxd_tun_field(&t, na->tun) = v;
 		if (!nxd_tun_valid(&t))
-			r = -EINVAL;
+			r = -EDOM;
 	}
 	/* Each field is read with READ_ONCE on the I/O path. */
 	if (!r)
 		WRITE_ONCE(*nxd_tun_field(&vol->tun, na->tun), v);
 	mutex_unlock(&nxd_tun_lock);
-	if (r)
+	if (r) {
+		DMWARN_LIMIT("%s: %s", dm_disk(vol->md)->disk_name,
+			     r == -EDOM ? NXD_ERR_WM_ORDER :
+			     nxd_tun_err(na->tun));
 		return -EINVAL;
+	}
 	mutex_lock(&nxd_vols_lock);
 	if (vol->active)
 		nxd_destager_wake(vol->active);

@@ -207,6 +207,7 @@ struct nxd_c {
 	struct bio_set bs;		/* clones */
 	struct bio_set dbs;		/* destage writes */
 	struct nxd_tun opt;		/* table options */
+	u32 opt_given;			/* BIT(i): the table named nxd_tuns[i] */
 	bool opt_format;
 	bool opt_accept_loss;		/* replay what is readable, drop the rest */
 	u64 ssd_blocks;
@@ -413,6 +414,9 @@ extern struct mutex nxd_vols_lock;
 extern struct list_head nxd_vols;
 void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
 void nxd_tun_put(struct nxd_vol *vol, const struct nxd_tun *t);
+void nxd_tun_merge(struct nxd_c *nc, bool vol_active);
+const char *nxd_tun_err(const struct nxd_tun_desc *d);
+#define NXD_ERR_WM_ORDER "low_watermark must not exceed high_watermark"
 void nxd_sysfs_init(void);
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_event_work(struct work_struct *w);
@@ -425,6 +429,7 @@ int nxd_meta_load(struct nxd_c *nc);
 int nxd_sb_write(struct nxd_c *nc, bool clean);
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq);
 int nxd_sb_new_gen(struct nxd_c *nc);
+int nxd_sb_save(struct nxd_c *nc);
 int nxd_log_freeze(struct nxd_c *nc);
 int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
 

@@ -81,6 +81,42 @@ const char *nxd_tun_str(const struct nxd_tun_desc *d, u32 v, char *buf)
 	return buf;
 }
 
+/* @v with the largest K/M/G suffix that divides it exactly. */
+static int nxd_tun_size_str(char *buf, size_t len, u32 v)
+{
+	static const char sfx[] = "GMK";
+	unsigned int i;
+
+	for (i = 0; v && i < 3; i++)
+		if (!(v & ((1U << (10 * (3 - i))) - 1)))
+			return snprintf(buf, len, "%u%c", v >> (10 * (3 - i)),
+					sfx[i]);
+	return snprintf(buf, len, "%u", v);
+}
+
+const char *nxd_tun_range(const struct nxd_tun_desc *d, char *buf)
+{
+	size_t len = NXD_TUN_RANGE_LEN, n = 0;
+	u32 i;
+
+	if (d->kind == NXD_TUN_MODE) {
+		for (i = d->min; i <= d->max && n < len; i++)
+			n += snprintf(buf + n, len - n, "%s%s",
+				      i == d->min ? "" :
+				      i == d->max ? " or " : ", ",
+				      nxd_mode_name(i));
+		return buf;
+	}
+	if (d->kind == NXD_TUN_BYTES) {
+		n = nxd_tun_size_str(buf, len, d->min);
+		n += snprintf(buf + n, len - n, " to ");
+		nxd_tun_size_str(buf + n, len - n, d->max);
+		return buf;
+	}
+	snprintf(buf, len, "%u to %u", d->min, d->max);
+	return buf;
+}
+
 bool nxd_tun_valid(const struct nxd_tun *t)
 {
 	unsigned int i;

@@ -65,6 +65,12 @@ int nxd_tun_parse(const struct nxd_tun_desc *d, const char *s, u32 *v);
 int nxd_tun_set(struct nxd_tun *t, const char *key, const char *val);
 /* @v as the table line and sysfs show it; @buf: NXD_TUN_STR_LEN bytes. */
 const char *nxd_tun_str(const struct nxd_tun_desc *d, u32 v, char *buf);
+/*
+ * What nxd_tun_parse() of @d takes ("0 to 1G", "auto, passthrough or
+ * log_all"), for error messages; @buf: NXD_TUN_RANGE_LEN bytes.
+ */
+#define NXD_TUN_RANGE_LEN	64
+const char *nxd_tun_range(const struct nxd_tun_desc *d, char *buf);
 /* Every value in its range, and low_watermark <= high_watermark. */
 bool nxd_tun_valid(const struct nxd_tun *t);
 

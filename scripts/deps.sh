@@ -65,6 +65,33 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
+say "this installs what is missing of: ${PKGS[*]}; from bookworm-backports:" \
+	"${BPO_PKGS[*]} (6.12); virtme-ng $VNG_VERSION into $VENV;" \
+	"checkpatch.pl into /usr/local/lib/nxd-checkpatch"
+say "it starts no service and keeps the kernel the host boots by default"
+
+# While apt installs, no package starts a service (invoke-rc.d and
+# deb-systemd-invoke ask policy-rc.d; 101: not allowed).  Ours only if
+# there is none; removed on exit.
+POLICY=/usr/sbin/policy-rc.d
+policy_ours=0
+policy_on() {
+	[ -e "$POLICY" ] && return 0
+	printf '#!/bin/sh\n# scripts/deps.sh: no service starts while it installs\nexit 101\n' >"$POLICY"
+	chmod 755 "$POLICY"
+	policy_ours=1
+}
+policy_off() {
+	if [ $policy_ours = 1 ]; then rm -f "$POLICY"; policy_ours=0; fi
+}
+trap policy_off EXIT
+# Unit files enabled now, to undo what a package's postinst enables.
+enabled_units() {
+	[ -d /run/systemd/system ] || return 0
+	systemctl list-unit-files --state=enabled --no-legend 2>/dev/null | awk '{print $1}' | sort
+}
+units_before=$(enabled_units)
+
 # A previous install cut short (machine restart, killed job) leaves dpkg
 # half-configured and every later apt-get refuses to run; finish it first.
 if [ -n "$(dpkg --audit 2>/dev/null)" ] || ls /var/lib/dpkg/updates/0* >/dev/null 2>&1; then
@@ -85,21 +112,62 @@ if [ ${#missing[@]} -gt 0 ] || [ $bpo_needed = 1 ]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	say "installing: ${missing[*]}"
+	policy_on
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	policy_off
 else
 	say "Debian packages present"
 fi
-# The prometheus package is here for promtool; its postinst enables and
-# starts a Prometheus server, which was not asked for: put it back.
-if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
-	say "prometheus: only promtool is needed; disabling the server it started"
-	systemctl disable --now prometheus.service || true
-fi
+
+# The default boot entry: Debian's GRUB_DEFAULT=0 boots the newest kernel,
+# which the backports 6.12 would become.  The tests only need its files
+# in /boot; the host keeps booting the kernel it runs (GRUB_DEFAULT=saved
+# in a drop-in, the running kernel's entry saved).  Left alone: no GRUB,
+# an admin's own GRUB_DEFAULT, or a running kernel that is the newest.
+GRUB_DROPIN=/etc/default/grub.d/50-nxd-deps.cfg
+keep_boot_kernel() {
+	local cfg=/boot/grub/grub.cfg def sub ent kver
+	kver=$(uname -r)
+	if ! command -v grub-set-default >/dev/null || ! command -v update-grub >/dev/null ||
+	   [ ! -f "$cfg" ]; then
+		say "no GRUB here: boot entry not touched"
+		return 0
+	fi
+	def=$(sed -n 's/^GRUB_DEFAULT=//p' /etc/default/grub /etc/default/grub.d/*.cfg 2>/dev/null | tail -1 | tr -d '"')
+	if [ -n "$def" ] && [ "$def" != 0 ] && [ ! -e "$GRUB_DROPIN" ]; then
+		say "GRUB_DEFAULT=$def is the admin's: boot entry not touched"
+		return 0
+	fi
+	[ -e "$GRUB_DROPIN" ] || printf '# scripts/deps.sh: boot the saved entry, not the newest kernel\nGRUB_DEFAULT=saved\n' >"$GRUB_DROPIN"
+	update-grub
+	sub=$(sed -n "s/^submenu .*\\\$menuentry_id_option '\(gnulinux-advanced-[^']*\)'.*/\\1/p" "$cfg" | head -1)
+	ent=$(sed -n "s/.*\\\$menuentry_id_option '\(gnulinux-$kver-advanced-[^']*\)'.*/\\1/p" "$cfg" | head -1)
+	if [ -z "$ent" ]; then
+		say "WARNING: no GRUB entry for the running kernel $kver; check the default boot entry"
+		return 0
+	fi
+	grub-set-default "${sub:+$sub>}$ent"
+	say "GRUB boots $kver by default, as before (grub-set-default; $GRUB_DROPIN)"
+}
 if [ $bpo_needed = 1 ]; then
 	say "installing the 6.12 kernel and headers from bookworm-backports"
+	policy_on
 	apt-get install -y -q --no-install-recommends -t bookworm-backports "${BPO_PKGS[@]}"
+	policy_off
 else
 	say "6.12 kernel and headers present"
+fi
+if [ $bpo_needed = 1 ] || [[ " ${missing[*]} " == *" linux-image-amd64 "* ]]; then
+	keep_boot_kernel
+fi
+
+# What a postinst enabled (glusterd, prometheus: the tests start their own
+# in the guest) is disabled and stopped again.
+if [ -d /run/systemd/system ]; then
+	for u in $(comm -13 <(echo "$units_before") <(enabled_units)); do
+		say "disabling $u, which a package enabled"
+		systemctl disable --now "$u" || true
+	done
 fi
 
 # virtme-ng, pinned, in a venv kept out of git.

@@ -106,6 +106,7 @@ root=$out/nxdctl
 mkdir -p "$root/DEBIAN" "$root/usr/sbin" "$root/usr/lib/udev/rules.d" \
 	"$root/usr/lib/systemd/system" \
 	"$root/usr/share/man/man8" "$root/usr/share/man/man4" \
+	"$root/usr/share/man/man5" \
 	"$root/usr/share/doc/nxdctl"
 install -m 0755 tools/nxdctl "$root/usr/sbin/nxdctl"
 install -m 0755 tools/nxd-probe "$root/usr/lib/udev/nxd-probe"
@@ -116,6 +117,8 @@ install -m 0644 systemd/nxd-assemble.service "$root/usr/lib/systemd/system/"
 install -m 0644 systemd/nxd-monitor.service "$root/usr/lib/systemd/system/"
 gzip -9n -c docs/man/nxdctl.8 >"$root/usr/share/man/man8/nxdctl.8.gz"
 gzip -9n -c docs/man/dm-nxd.4 >"$root/usr/share/man/man4/dm-nxd.4.gz"
+gzip -9n -c docs/man/nxdtab.5 >"$root/usr/share/man/man5/nxdtab.5.gz"
+gzip -9n -c docs/man/nxd-probe.8 >"$root/usr/share/man/man8/nxd-probe.8.gz"
 install -m 0644 docs/admin-guide.md "$root/usr/share/doc/nxdctl/"
 # Depends: the packages of the shared libraries the binaries link
 # directly (their NEEDED entries).

@@ -36,7 +36,9 @@ static int stored_opts(const struct nxd_sb_info *sb, struct create_opts *co)
  * DEVICE, which takes back an earlier nxdctl remove; automatic assembly
  * leaves a volume so removed alone.  Without @name, the name the
  * superblock stored, else nxd-<UUID prefix>; with @sb_tun (no config
- * line and no table options given), the tunables it stored.
+ * line and no table options given), the tunables it stored, written out.
+ * Otherwise the kernel takes the stored ones for the tunables that no
+ * option names.
  */
 static int assemble_one(const char *dev, const char *name,
 			const struct create_opts *opts, bool by_hand,
@@ -93,6 +95,9 @@ static int assemble_one(const char *dev, const char *name,
 		snprintf(vname, sizeof(vname), "%s", od.sb.name);
 	else
 		snprintf(vname, sizeof(vname), "nxd-%.8s", u);
+	/* The kernel keeps the stored tunables that no option names. */
+	co->base = od.sb.tun;
+	co->base_valid = od.sb.tun_valid;
 	if (sb_tun && od.sb.tun_valid) {
 		rc = stored_opts(&od.sb, co);
 		if (rc)

@@ -225,6 +225,56 @@ int health_exit(const struct nxdctl_status *s, unsigned int n)
 	}
 }
 
+/*
+ * VOL arguments that name a volume of the configuration file that is not
+ * active: moved to *@miss as inactive entries (exit status 2, "configured
+ * but not active"), the others kept in @vols.
+ */
+static int split_inactive(const char *config, int *nvols, char **vols,
+			  struct nxdctl_status **miss, unsigned int *nmiss)
+{
+	struct nxdctl_status *act = NULL, *m;
+	unsigned int na, tot, i, j;
+	struct nxdtab t;
+	int k, kept = 0, rc;
+
+	rc = nxdtab_load(config, &t);
+	if (rc || !t.n)
+		goto out;
+	rc = collect_status(0, NULL, 0, false, &act, &na, &tot);
+	if (rc)
+		goto out;
+	*miss = calloc(*nvols, sizeof(**miss));
+	if (!*miss) {
+		rc = fail(NXDCTL_EXIT_KERNEL, "out of memory");
+		goto out;
+	}
+	for (k = 0; k < *nvols; k++) {
+		for (i = 0; i < t.n && strcmp(t.vols[i].name, vols[k]); i++)
+			;
+		for (j = 0; i < t.n && j < na; j++)
+			if (uuid_eq(act[j].uuid, t.vols[i].uuid) ||
+			    !strcmp(act[j].name, vols[k]))
+				break;
+		if (i == t.n || j < na) {
+			vols[kept++] = vols[k];
+			continue;
+		}
+		m = &(*miss)[(*nmiss)++];
+		scopy(m->name, sizeof(m->name), t.vols[i].name);
+		memcpy(m->uuid, t.vols[i].uuid, 16);
+		m->destage_limit = -1;
+		m->low_wm = -1;
+		m->high_wm = -1;
+		m->missing = true;
+	}
+	*nvols = kept;
+out:
+	free(act);
+	nxdtab_free(&t);
+	return rc;
+}
+
 static int do_status(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -233,9 +283,10 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 		{ "config", required_argument, NULL, O_CONFIG },
 		HELP_OPT, { 0 }
 	};
-	struct nxdctl_status *s;
-	unsigned int n, total, i;
+	struct nxdctl_status *s = NULL, *miss = NULL, *m;
+	unsigned int n = 0, total = 0, i, nmiss = 0;
 	const char *config = NULL;
+	int nvols;
 	double interval = 1.0;
 	bool json = false;
 	int o, rc;
@@ -268,10 +319,31 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 	rc = want_args(c, argc, argv, 0, NXD_IOC_MAX_VOLS);
 	if (rc)
 		return rc;
-	rc = collect_status(argc - optind, argv + optind, interval, true, &s,
-			    &n, &total);
-	if (rc)
+	nvols = argc - optind;
+	if (nvols) {
+		rc = split_inactive(config, &nvols, argv + optind, &miss,
+				    &nmiss);
+		if (rc)
+			return rc;
+	}
+	if (nvols || !nmiss)
+		rc = collect_status(nvols, argv + optind, interval, true, &s,
+				    &n, &total);
+	if (!rc && nmiss) {
+		m = realloc(s, (n + nmiss) * sizeof(*s));
+		if (!m)
+			rc = fail(NXDCTL_EXIT_KERNEL, "out of memory");
+		else
+			s = m;
+	}
+	if (rc) {
+		free(miss);
+		free(s);
 		return rc;
+	}
+	for (i = 0; i < nmiss; i++)
+		s[n++] = miss[i];
+	free(miss);
 	/* Without VOL: the configured volumes that are not active too. */
 	if (argc == optind) {
 		rc = collect_missing(config, &s, &n);
@@ -279,10 +351,6 @@ static int do_status(const struct cmd *c, int argc, char **argv)
 			free(s);
 			return rc;
 		}
-	} else if (config) {
-		free(s);
-		return usage_error(c->name, "--config is for every volume "
-				   "(without VOL)");
 	}
 	if (json) {
 		nxdctl_json_status(stdout, s, n, (uint64_t)time(NULL));
@@ -311,14 +379,15 @@ const struct cmd cmd_status = {
 	"on the HDD,\ndestage rate, write routing, errors, index memory and "
 	"the last recovery;\nfor a volume that is not healthy, an action "
 	"line with the way out.\nWithout VOL, the volumes of the "
-	"configuration file that are not active\ntoo (state inactive).",
+	"configuration file that are not active\ntoo (state inactive); a VOL of "
+	"the configuration file that is not active\nis shown so.",
 	"Options:\n"
 	"  --interval S   measure the destage rate over S seconds (default "
 	"1; 0: not)\n"
 	"  --json         as JSON, with a \"time\" member\n"
 	"  --config FILE  the configuration file (default $NXD_CONFIG or "
 	"/etc/nxd/nxdtab)\n"
-	"Exit status: 0 healthy, 2 a configured volume is not active (or VOL "
-	"not\nfound), 5 a volume is degraded or lost acknowledged writes; "
+	"Exit status: 0 healthy, 2 a configured volume (or VOL) is not active "
+	"(or VOL\nnot found), 5 a volume is degraded or lost acknowledged writes; "
 	"1, 3, 4 errors.\n"
 	VOL_HELP };

@@ -27,6 +27,94 @@ static int print_size_attr(const struct vol *v, const char *attr)
 	return 0;
 }
 
+/* One KEY=VALUE of nxdctl config: checked, not yet written. */
+struct tun_change {
+	const struct nxd_tun_desc *d;
+	uint32_t old, v;
+};
+
+static int tun_write(const struct vol *v, const struct nxd_tun_desc *d,
+		     uint32_t x)
+{
+	char buf[NXD_TUN_STR_LEN];
+
+	return attr_set(v, d->name, nxd_tun_str(d, x, buf));
+}
+
+/*
+ * Write @n checked changes, all or none: in an order that keeps
+ * low_watermark <= high_watermark at every step, and on a refusal the
+ * ones written are put back.  Then ask the kernel to store them in the
+ * superblock, where the next activation reads them.
+ */
+static int tun_apply(const struct vol *v, struct tun_change *ch,
+		     unsigned int n, bool dry_run, bool quiet)
+{
+	char buf[NXD_TUN_STR_LEN];
+	struct tun_change tmp;
+	struct nxd_tun t;
+	unsigned int i, lo = n, hi = n;
+	int rc = 0;
+
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		const struct nxd_tun_desc *d = &nxd_tuns[i];
+		char cur[64];
+
+		rc = attr_get(v, d->name, cur, sizeof(cur));
+		if (!rc && nxd_tun_parse(d, cur, nxd_tun_field(&t, d)))
+			rc = fail(NXDCTL_EXIT_KERNEL, "%s: %s reads '%s'",
+				  v->arg, d->name, cur);
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < n; i++) {
+		ch[i].old = nxd_tun_val(&t, ch[i].d);
+		if (ch[i].d->off == offsetof(struct nxd_tun, low_wm))
+			lo = i;
+		if (ch[i].d->off == offsetof(struct nxd_tun, high_wm))
+			hi = i;
+	}
+	for (i = 0; i < n; i++)
+		*nxd_tun_field(&t, ch[i].d) = ch[i].v;
+	if (t.low_wm > t.high_wm)
+		return usage_error("config", "low_watermark (%u) must not "
+				   "exceed high_watermark (%u)", t.low_wm,
+				   t.high_wm);
+	/* Raising low above the current high: high goes first. */
+	if (lo < n && hi < n && (lo < hi) == (ch[lo].v > ch[hi].old)) {
+		tmp = ch[lo];
+		ch[lo] = ch[hi];
+		ch[hi] = tmp;
+	}
+	for (i = 0; i < n; i++) {
+		if (!dry_run)
+			rc = tun_write(v, ch[i].d, ch[i].v);
+		if (rc)
+			break;
+		if (!quiet)
+			printf("%s=%s\n", ch[i].d->name,
+			       nxd_tun_str(ch[i].d, ch[i].v, buf));
+	}
+	if (rc) {
+		while (i--)
+			if (tun_write(v, ch[i].d, ch[i].old))
+				fprintf(stderr, "nxdctl: %s: could not put "
+					"back %s\n", v->arg, ch[i].d->name);
+		fprintf(stderr, "nxdctl: %s: nothing changed\n", v->arg);
+		return rc;
+	}
+	if (dry_run || !n)
+		return 0;
+	/* A fake sysfs tree (tests) has no device to message. */
+	if (strcmp(sysfs_root, "/sys"))
+		return 0;
+	if (dm_message(v, "save_tunables"))
+		fprintf(stderr, "nxdctl: %s: the change is live; the "
+			"superblock stores it at its next write (at the "
+			"latest when the volume stops)\n", v->arg);
+	return 0;
+}
+
 static int do_threshold(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -35,8 +123,7 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 	};
 	const char *wr = NULL;
 	const struct simple_opt so[] = { { 'w', NULL, &wr }, { 0 } };
-	uint64_t wrv = 0;
-	char buf[32];
+	struct tun_change ch = { nxd_tun_find("write_threshold"), 0, 0 };
 	struct vol v;
 	int rc;
 
@@ -45,20 +132,18 @@ static int do_threshold(const struct cmd *c, int argc, char **argv)
 		return rc;
 	rc = want_args(c, argc, argv, 1, 1);
 	if (!rc && wr)
-		rc = parse_size_opt(c->name, "--write", wr, UINT32_MAX, &wrv);
+		rc = tun_value(c->name, "--write", ch.d, wr, &ch.v);
 	if (!rc)
 		rc = resolve_vol(argv[optind], &v);
 	if (rc)
 		return rc;
 	if (wr) {
-		snprintf(buf, sizeof(buf), "%" PRIu64, wrv);
-		rc = attr_set(&v, "write_threshold", buf);
+		rc = tun_apply(&v, &ch, 1, false, true);
 		if (rc)
 			return rc;
 	}
 	return print_size_attr(&v, "write_threshold");
 }
-
 /* The writable attributes are the tunables (nxd_tuns[]). */
 static const char *const ro_attrs[] = { "log_used_pct", "state" };
 
@@ -85,15 +170,32 @@ static bool known_attr(const char *a, bool rw)
 	return false;
 }
 
+static int show_attr(const struct vol *v, const char *key)
+{
+	char buf[256];
+	int rc = attr_get(v, key, buf, sizeof(buf));
+
+	if (!rc)
+		printf("%s=%s\n", key, buf);
+	return rc;
+}
+
 static int do_config(const struct cmd *c, int argc, char **argv)
 {
-	static const struct option opts[] = { HELP_OPT, { 0 } };
-	char buf[256];
-	unsigned int i;
+	static const struct option opts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		HELP_OPT, { 0 }
+	};
+	bool dry_run = false;
+	const struct simple_opt so[] = { { 'n', &dry_run, NULL }, { 0 } };
+	struct tun_change ch[NXD_TUN_NR];
+	unsigned int i, n = 0, shown = 0;
+	uint32_t seen = 0;
+	char key[64];
 	struct vol v;
 	int o, rc;
 
-	rc = simple_opts(c, argc, argv, "h", opts, NULL);
+	rc = simple_opts(c, argc, argv, "h", opts, so);
 	if (rc >= 0)
 		return rc;
 	rc = want_args(c, argc, argv, 1, 1 + NXD_TUN_NR +
@@ -104,57 +206,43 @@ static int do_config(const struct cmd *c, int argc, char **argv)
 	for (o = optind + 1; o < argc; o++) {
 		char *eq = strchr(argv[o], '=');
 		size_t kl = eq ? (size_t)(eq - argv[o]) : strlen(argv[o]);
+		const struct nxd_tun_desc *d;
 
-		snprintf(buf, sizeof(buf), "%.*s", (int)kl, argv[o]);
-		if (!known_attr(buf, !!eq))
+		snprintf(key, sizeof(key), "%.*s", (int)kl, argv[o]);
+		if (!known_attr(key, !!eq))
 			return usage_error(c->name, "unknown %sattribute "
-					   "'%s'", eq ? "writable " : "", buf);
+					   "'%s'", eq ? "writable " : "", key);
+		if (!eq) {
+			shown++;
+			continue;
+		}
+		d = tun_attr(key);
+		if (seen & (1U << (d - nxd_tuns)))
+			return usage_error(c->name, "%s given twice", key);
+		seen |= 1U << (d - nxd_tuns);
+		ch[n].d = d;
+		rc = tun_value(c->name, d->name, d, eq + 1, &ch[n].v);
+		if (rc)
+			return rc;
+		n++;
 	}
+	if (dry_run && shown)
+		return usage_error(c->name, "--dry-run takes KEY=VALUE only");
 	rc = resolve_vol(argv[optind], &v);
 	if (rc)
 		return rc;
 	if (optind + 1 == argc) {
-		for (i = 0; i < NXD_TUN_NR; i++) {
-			rc = attr_get(&v, nxd_tuns[i].name, buf, sizeof(buf));
-			if (rc)
-				return rc;
-			printf("%s=%s\n", nxd_tuns[i].name, buf);
-		}
-		for (i = 0; i < ARRAY_SIZE_NXDCTL(ro_attrs); i++) {
-			rc = attr_get(&v, ro_attrs[i], buf, sizeof(buf));
-			if (rc)
-				return rc;
-			printf("%s=%s\n", ro_attrs[i], buf);
-		}
-		return 0;
+		for (i = 0; !rc && i < NXD_TUN_NR; i++)
+			rc = show_attr(&v, nxd_tuns[i].name);
+		for (i = 0; !rc && i < ARRAY_SIZE_NXDCTL(ro_attrs); i++)
+			rc = show_attr(&v, ro_attrs[i]);
+		return rc;
 	}
-	for (o = optind + 1; o < argc; o++) {
-		char *eq = strchr(argv[o], '=');
-		const struct nxd_tun_desc *d;
-		char key[64];
-		uint64_t n;
-
-		snprintf(key, sizeof(key), "%.*s",
-			 (int)(eq ? eq - argv[o] : (int)strlen(argv[o])),
-			 argv[o]);
-		if (!eq) {
-			rc = attr_get(&v, key, buf, sizeof(buf));
-			if (rc)
-				return rc;
-			printf("%s=%s\n", key, buf);
-			continue;
-		}
-		snprintf(buf, sizeof(buf), "%s", eq + 1);
-		/* Sizes may carry a suffix; the kernel wants bytes. */
-		d = tun_attr(key);
-		if (d && d->kind == NXD_TUN_BYTES && !nxd_parse_size(buf, &n))
-			snprintf(buf, sizeof(buf), "%" PRIu64, n);
-		rc = attr_set(&v, key, buf);
-		if (rc)
-			return rc;
-		printf("%s=%s\n", key, buf);
-	}
-	return 0;
+	/* Shown keys first, then the changes (all or none). */
+	for (o = optind + 1; !rc && o < argc; o++)
+		if (!strchr(argv[o], '='))
+			rc = show_attr(&v, argv[o]);
+	return rc ? rc : tun_apply(&v, ch, n, dry_run, false);
 }
 
 const struct cmd cmd_threshold = {
@@ -169,10 +257,13 @@ const struct cmd cmd_threshold = {
 };
 
 const struct cmd cmd_config = {
-	"config", do_config, "VOL [KEY[=VALUE]...]",
-	"Show all sysfs tunables of VOL, or show or set some.",
+	"config", do_config, "VOL [--dry-run] [KEY[=VALUE]...]",
+	"Show all sysfs tunables of VOL, or show or set some.  Every value "
+	"is checked\nfirst; then all are set or none, and stored in the "
+	"superblock for the next\nassembly.",
 	"KEY is one of write_threshold, mode, low_watermark, "
 	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, or "
 	"the read-only\nlog_used_pct and state.\n"
+	"  --dry-run   check the values and print them; change nothing\n"
 	VOL_HELP,
 };

@@ -213,6 +213,10 @@ struct create_opts {
 	bool dry_run;
 	bool format;		/* "format" is in @extra */
 	bool force;		/* --force: skip create_checks() refusals */
+	struct nxd_tun tun;	/* the tunables named in @extra, */
+	uint32_t tun_given;	/* BIT(i): nxd_tuns[i] */
+	struct nxd_tun base;	/* the others, if @base_valid (stored) */
+	bool base_valid;
 };
 
 enum {
@@ -237,6 +241,12 @@ enum {
 /* Options of create and assemble; each refuses those that are not its own. */
 extern const struct option table_opts[];
 int add_opt(struct create_opts *co, const char *key, const char *val);
+/*
+ * @val of tunable @d into *@v, or an error naming @what (the option as
+ * written) and the range; the kernel's own table (nxd_tuns[]).
+ */
+int tun_value(const char *cmd, const char *what,
+	      const struct nxd_tun_desc *d, const char *val, uint32_t *v);
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 	      struct create_opts *co);

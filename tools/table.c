@@ -69,59 +69,75 @@ static const struct nxd_tun_desc *opt_tun(int o, char *flag, size_t len)
 	return NULL;
 }
 
+int tun_value(const char *cmd, const char *what,
+	      const struct nxd_tun_desc *d, const char *val, uint32_t *v)
+{
+	char range[NXD_TUN_RANGE_LEN];
+
+	if (!nxd_tun_parse(d, val, v))
+		return 0;
+	return usage_error(cmd, "%s: expected %s, got '%s'", what,
+			   nxd_tun_range(d, range), val);
+}
+
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 		     struct create_opts *co)
 {
 	const struct nxd_tun_desc *d;
-	char buf[32], flag[40];
-	unsigned long n;
-	uint64_t sz;
-	enum nxd_mode m;
+	char buf[NXD_TUN_STR_LEN], flag[40];
+	uint32_t v;
 	int rc;
 
 	switch (o) {
 	case O_WTHR:
-		rc = parse_size_opt(cmd, "--write-threshold", arg, UINT32_MAX,
-				    &sz);
-		if (rc)
-			return rc;
-		snprintf(buf, sizeof(buf), "%" PRIu64, sz);
-		return add_opt(co, "write_threshold", buf);
 	case O_MODE:
-		if (nxd_mode_parse(arg, &m))
-			return usage_error(cmd, "--mode: expected auto, "
-					   "passthrough or log_all, got '%s'",
-					   arg);
-		return add_opt(co, "mode", arg);
 	case O_LOWWM:
 	case O_HIGHWM:
+	case O_RATE:
 	case O_DISCARD:
 	case O_DRAIN:
 		/* Refused here, in the kernel's ranges (nxd_tuns[]). */
 		d = opt_tun(o, flag, sizeof(flag));
-		rc = parse_uint_opt(cmd, flag, arg, d->min, d->max, &n);
+		/* In a config file, the key as written there: no dashes. */
+		rc = tun_value(cmd, err_where ? flag + 2 : flag, d, arg, &v);
 		if (rc)
 			return rc;
-		snprintf(buf, sizeof(buf), "%lu", n);
-		return add_opt(co, d->name, buf);
-	case O_RATE:
-		/*
-		 * Like --write-threshold, only as a u32: the kernel refuses
-		 * a rate above its range, as it always has.
-		 */
-		rc = parse_uint_opt(cmd, "--destage-rate", arg, 0, UINT32_MAX,
-				    &n);
-		if (rc)
-			return rc;
-		snprintf(buf, sizeof(buf), "%lu", n);
-		return add_opt(co, "destage_rate", buf);
+		*nxd_tun_field(&co->tun, d) = v;
+		co->tun_given |= 1U << (d - nxd_tuns);
+		return add_opt(co, d->name, nxd_tun_str(d, v, buf));
 	case O_DRY:
 		co->dry_run = true;
 		return 0;
 	default:
 		return 1;
 	}
+}
+
+/*
+ * The tunables @co would give: its options over @co->base (the stored
+ * ones) or the defaults.  The watermarks' order is the only check left.
+ */
+static int check_tun_order(const struct create_opts *co)
+{
+	const struct nxd_tun_desc *d;
+	struct nxd_tun t;
+	unsigned int i;
+
+	if (co->base_valid)
+		t = co->base;
+	else
+		nxd_tun_defaults(&t);
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		d = &nxd_tuns[i];
+		if (co->tun_given & (1U << i))
+			*nxd_tun_field(&t, d) = nxd_tun_val(&co->tun, d);
+	}
+	if (t.low_wm > t.high_wm)
+		return usage_error("create", "low_watermark (%u) must not "
+				   "exceed high_watermark (%u)", t.low_wm,
+				   t.high_wm);
+	return 0;
 }
 
 int table_opt_default(const struct cmd *c, int o, char **argv,
@@ -255,7 +271,9 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);
 	if (co->len && co->len < len)
 		len = co->len;
-	rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
+	rc = check_tun_order(co);
+	if (!rc)
+		rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
 	if (rc)
 		return rc;
 	if (co->nargs)

@@ -163,4 +163,37 @@ static void test_valid(void)
 	CHECK(nxd_tun_valid(&t));
 }
 
-NT_MAIN("test_tun", test_table, test_bounds, test_str, test_valid)
+/*
+ * nxd_tun_range(): the text every refusal shows; each bound it names
+ * parses back to the table's bound (the range says what is taken).
+ */
+static void test_range(void)
+{
+	char buf[NXD_TUN_RANGE_LEN], lo[32], hi[32];
+	const struct nxd_tun_desc *d;
+	size_t i;
+	u32 v;
+
+	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("write_threshold"), buf),
+		      "0 to 1G"));
+	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("mode"), buf),
+		      "auto, passthrough or log_all"));
+	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("low_watermark"), buf),
+		      "0 to 100"));
+	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("destage_rate"), buf),
+		      "0 to 1000000"));
+	for (i = 0; i < NXD_TUN_NR; i++) {
+		d = &nxd_tuns[i];
+		if (d->kind == NXD_TUN_MODE)
+			continue;
+		CHECK_EQ(sscanf(nxd_tun_range(d, buf), "%31s to %31s", lo, hi),
+			 2);
+		CHECK(!nxd_tun_parse(d, lo, &v));
+		CHECK_EQ(v, d->min);
+		CHECK(!nxd_tun_parse(d, hi, &v));
+		CHECK_EQ(v, d->max);
+	}
+}
+
+NT_MAIN("test_tun", test_table, test_bounds, test_str, test_valid,
+	test_range)

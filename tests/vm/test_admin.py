@@ -288,7 +288,8 @@ def test_install_uninstall_and_runtime_deps(tmp_path):
                             "usr/lib/udev/rules.d/64-nxd-members.rules",
                             "usr/lib/systemd/system/nxd-assemble.service",
                             "usr/lib/systemd/system/nxd-monitor.service",
-                            "usr/share/man/man8/nxdctl.8", "usr/share/man/man4/dm-nxd.4"]), files
+                            "usr/share/man/man8/nxdctl.8", "usr/share/man/man4/dm-nxd.4",
+                            "usr/share/man/man5/nxdtab.5", "usr/share/man/man8/nxd-probe.8"]), files
     run(["make", "-s", "-C", REPO, "uninstall", f"DESTDIR={stage}", f"KVER={kver}"])
     left = [p for p in stage.rglob("*") if p.is_file() and "/modules." not in str(p)]
     assert not left, left
@@ -339,7 +340,8 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
                   "/usr/lib/udev/rules.d/64-nxd-members.rules",
                   "/usr/lib/systemd/system/nxd-assemble.service",
                   "/usr/lib/systemd/system/nxd-monitor.service",
-                  "/usr/share/man/man8/nxdctl.8.gz"):
+                  "/usr/share/man/man8/nxdctl.8.gz", "/usr/share/man/man5/nxdtab.5.gz",
+                  "/usr/share/man/man8/nxd-probe.8.gz"):
             assert f in listed and os.path.exists(f), f
         hdd, ssd = loopdev(64), nullb(16)
         run(["/usr/sbin/nxdctl", "create", "pkg0", hdd, ssd])

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from nxdt import blkdev, ctl, nxdvol, ondisk
+from nxdt import blkdev, ctl, host, nxdvol, ondisk
 from nxdt.facts import KiB, unit_cmd
 from nxdt.bootenv import (Env, region_sum, reseal_without_meta, status, threshold, vol_uuid,
                           write_some)
@@ -193,3 +193,84 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     assert sb["name"] == old and sb["write_threshold"] == 64 * KiB, sb
     env.nxdctl("stop", old)
     assert not dm.exists(old)
+
+
+@pytest.mark.guarantee("G4")
+def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
+    """The superblock is where tunables persist: nxdctl config stores a change
+    at once, an nxdtab line without options keeps every stored value, a line
+    with options overrides only the keys it names; out-of-range values are
+    refused by nxdctl and by the kernel (sysfs and table), which names the
+    range, and change nothing; status of the stopped, configured volume says
+    inactive (exit 2)."""
+    env = Env(tmp_path)
+    start = unit_cmd("ExecStart")
+    hdd, ssd = loopdev(64), loopdev(16)
+    env.nxdctl("create", "tunp", hdd, ssd)
+    dm.created.append("tunp")
+    uuid = vol_uuid(env, "tunp")
+    sysfs = f"/sys/block/{blkdev.blk_name(dm.path('tunp'))}/nxd"
+
+    # Refused before anything is written: a good key then a bad one.
+    p = env.nxdctl("config", "tunp", "destage_rate=5", "write_threshold=2G",
+                   check=False)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "write_threshold: expected 0 to 1G, got '2G'" in p.stderr, p.stderr
+    with open(f"{sysfs}/destage_rate") as f:
+        assert f.read().strip() == "0"
+
+    # Both watermarks above the current high: accepted, in a valid order.
+    env.nxdctl("config", "tunp", "write_threshold=32K", "low_watermark=80",
+               "high_watermark=90", "ssd_discard=0")
+    # On disk at once, while the volume runs (save_tunables).
+    sb = ondisk.newest_sb(ssd)[1]
+    got = {k: sb[k] for k in ("write_threshold", "low_watermark",
+                              "high_watermark", "ssd_discard")}
+    assert got == dict(write_threshold=32 * KiB, low_watermark=80,
+                       high_watermark=90, ssd_discard=0), sb
+
+    # The kernel names the range when it refuses a sysfs write.
+    mark = host.kmsg_mark("tunp sysfs range")
+    try:
+        with open(f"{sysfs}/write_threshold", "w") as f:
+            f.write("2147483648")
+        raise AssertionError("the kernel took write_threshold 2G")
+    except OSError as e:
+        assert e.errno == 22, e
+    assert host.wait_kmsg(mark, r"write_threshold must be 0 to 1G"), \
+        host.dmesg_since(mark)
+    assert threshold(env, "tunp") == 32 * KiB
+
+    # An nxdtab line without options: every stored value comes back.
+    env.tab.write_text(f"tunp UUID={uuid}\n")
+    env.nxdctl("stop", "tunp")
+    p = env.nxdctl("status", "tunp", "--interval", "0", check=False)
+    assert p.returncode == 2 and "tunp: inactive" in p.stdout, (p.stdout, p.stderr)
+    env.run(start)
+    assert dm.exists("tunp")
+    sysfs = f"/sys/block/{blkdev.blk_name(dm.path('tunp'))}/nxd"
+    vals = {k: open(f"{sysfs}/{k}").read().strip()
+            for k in ("write_threshold", "low_watermark", "high_watermark",
+                      "ssd_discard", "mode")}
+    assert vals == {"write_threshold": "32768", "low_watermark": "80",
+                    "high_watermark": "90", "ssd_discard": "0",
+                    "mode": "auto"}, vals
+
+    # A line with an option: that key is overridden (and stored), the
+    # others stay as stored.
+    env.tab.write_text(f"tunp UUID={uuid} write-threshold=128K\n")
+    env.nxdctl("stop", "tunp")
+    env.run(start)
+    opts = nxdvol.table_opts(dm.table("tunp"))
+    assert opts["write_threshold"] == "131072" and opts["low_watermark"] == "80", opts
+    assert opts["high_watermark"] == "90" and opts["ssd_discard"] == "0", opts
+
+    # A table option out of range: refused with the range, nothing changed.
+    mark = host.kmsg_mark("tunp table range")
+    line = dm.table("tunp").split()
+    line = " ".join(line[:5] + ["2", "high_watermark", "101"])
+    p = host.run(["dmsetup", "load", "tunp", "--table", line], check=False)
+    assert p.returncode != 0, p.stdout
+    assert host.wait_kmsg(mark, r"high_watermark must be 0 to 100"), \
+        host.dmesg_since(mark)
+    assert nxdvol.table_opts(dm.table("tunp")) == opts

@@ -251,7 +251,7 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 	printf 'gee UUID=%s\n' "$UG" >"$OUT/g0.tab"
 	t "assemble --all: a config line without options" 0 "$NXDCTL" \
 		assemble --all --dry-run --config "$OUT/g0.tab"
-	has "assemble --all: the line's defaults, not the stored" "^dmsetup create gee --uuid NXD-$UG --table '0 612352 nxd $HG $SG'$"
+	has "assemble --all: no options given (the kernel keeps the stored ones)" "^dmsetup create gee --uuid NXD-$UG --table '0 612352 nxd $HG $SG'$"
 	t "assemble DEVICE: not in the config" 0 "$NXDCTL" assemble "$SG" \
 		--dry-run --config "$OUT/gone.tab"
 	has "assemble DEVICE: not in the config: as stored" "^dmsetup create ost7 --uuid NXD-$UG --table '0 612352 nxd $HG $SG $GOPTS'$"

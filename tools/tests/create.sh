@@ -30,6 +30,31 @@ t "create: bad mode" 1 "$NXDCTL" create v0 "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run --mode fast
 t "create: watermark > 100" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --high-watermark 101
+err_has "create: watermark > 100 names the range" \
+	"^nxdctl: --high-watermark: expected 0 to 100, got '101'$"
+t "create --dry-run: threshold above 1G" 1 "$NXDCTL" create v0 \
+	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --write-threshold 2G
+err_has "create: threshold range named" \
+	"^nxdctl: --write-threshold: expected 0 to 1G, got '2G'$"
+t "create --dry-run: destage rate above its range" 1 "$NXDCTL" create v0 \
+	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --destage-rate 1000001
+err_has "create: rate range named" \
+	"^nxdctl: --destage-rate: expected 0 to 1000000, got '1000001'$"
+t "create --dry-run: bad mode" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
+	"$OUT/ssd.img" --dry-run --mode fast2
+err_has "create: modes named" \
+	"^nxdctl: --mode: expected auto, passthrough or log_all, got 'fast2'$"
+t "create --dry-run: low above high" 1 "$NXDCTL" create v0 \
+	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --low-watermark 90 \
+	--high-watermark 10
+err_has "create: watermark order named" \
+	"^nxdctl: low_watermark (90) must not exceed high_watermark (10)$"
+t "create --dry-run: low above the default high" 1 "$NXDCTL" create v0 \
+	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --low-watermark 80
+err_has "create: checked against the default high" \
+	"^nxdctl: low_watermark (80) must not exceed high_watermark (75)$"
+[ ! -s "$OUT/last.out" ] && ok "create: no table line printed when refused" ||
+	ko "create: no table line printed when refused"
 t "create: bad name" 1 "$NXDCTL" create a/b "$OUT/hdd.img" "$OUT/ssd.img" \
 	--dry-run
 t "create: missing HDD" 2 "$NXDCTL" create v0 "$OUT/nope" "$OUT/ssd.img" \
@@ -68,12 +93,12 @@ NXD_CONFIG="$OUT/bad.tab" t "nxdtab: bad lines, exit 1" 1 "$NXDCTL" assemble \
 	--all --dry-run
 for l in "5: bad volume name 'bad/name'" "6: no UUID=<volume uuid> after nouuid" \
 	"7: bad volume UUID '1234-5678'" "8: unknown option 'frob'" \
-	"9: --write-threshold: bad size '12Q'" \
+	"9: write-threshold: expected 0 to 1G, got '12Q'" \
 	"11: volume name dupname already at line 10" \
 	"12: volume UUID $U1 already at line 2" "13: mode given twice" \
 	"14: noauto takes no value" "15: write-threshold needs a value" \
 	"16: unexpected 'more'" "17: unknown option 'format'" \
-	"18: --high-watermark: expected a number from 0 to 100"; do
+	"18: high-watermark: expected 0 to 100, got '101'"; do
 	err_has "nxdtab: error at line ${l%%:*}" "^nxdctl: $OUT/bad.tab:$l"
 done
 [ "$(grep -c "^nxdctl: $OUT/bad.tab:" "$OUT/last.err")" = 13 ] &&

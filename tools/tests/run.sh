@@ -3,6 +3,16 @@
 # nxdctl tests that need no kernel module: the C unit tests of the
 # formatting code, then the nxdctl binary driven through its test hooks
 # (NXDCTL_TEST_STATS: stats from a file; NXDCTL_SYSFS: a fake sysfs tree).
+# The test hooks of nxdctl (not for production use, so not in nxdctl(8)):
+#   NXDCTL_SYSFS           replaces /sys as the sysfs root
+#   NXDCTL_TEST_STATS      a file holding a raw struct nxd_ioc_stats, used
+#                          instead of the kernel's
+#   NXDCTL_TEST_THRESHOLD, NXDCTL_TEST_MODE
+#                          the sysfs threshold and mode with it
+#   NXDCTL_TEST_EVENTS     a file of such structs that monitor takes as its
+#                          readings, one per wait (its end: the volume went)
+#   NXDCTL_TEST_SYSLOG, NXDCTL_TEST_TABLE, NXDCTL_TEST_STATUS: see their
+#                          getenv() in tools/.
 # Run from tools/ (make check).  Prints "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1

@@ -58,6 +58,73 @@ t "config set" 0 "$NXDCTL" config vol0 high_watermark=90 write_threshold=32K
 	ok "config writes sysfs" || ko "config writes sysfs"
 t "config read-only attr" 1 "$NXDCTL" config vol0 state=x
 
+# ---- config: every value checked first, all or nothing ----
+NXD=$SYS/block/dm-0/nxd
+tunables() { # the seven values, one line
+	for k in write_threshold mode low_watermark high_watermark \
+		destage_rate ssd_discard drain_on_suspend; do
+		printf '%s=%s ' "$k" "$(cat "$NXD/$k")"
+	done
+}
+before=$(tunables)
+t "config: a bad value after a good one" 1 "$NXDCTL" config vol0 \
+	mode=log_all write_threshold=2G
+err_has "config: the range is named" \
+	"^nxdctl: write_threshold: expected 0 to 1G, got '2G'$"
+[ "$(tunables)" = "$before" ] && ok "config: a refused value writes nothing" ||
+	ko "config: a refused value writes nothing"
+t "config --dry-run: out of range" 1 "$NXDCTL" config vol0 --dry-run \
+	destage_rate=1000001
+err_has "config --dry-run: the same message" \
+	"^nxdctl: destage_rate: expected 0 to 1000000, got '1000001'$"
+t "config: a bad mode" 1 "$NXDCTL" config vol0 mode=fast
+err_has "config: the modes are named" \
+	"^nxdctl: mode: expected auto, passthrough or log_all, got 'fast'$"
+t "config: a key twice" 1 "$NXDCTL" config vol0 mode=auto mode=log_all
+t "config: low above the current high" 1 "$NXDCTL" config vol0 \
+	low_watermark=95
+err_has "config: the order is checked against sysfs" \
+	"^nxdctl: low_watermark (95) must not exceed high_watermark (90)$"
+t "config --dry-run: good values" 0 "$NXDCTL" config vol0 --dry-run \
+	write_threshold=128K mode=log_all
+has "config --dry-run: prints the value" "^write_threshold=131072$"
+[ "$(tunables)" = "$before" ] && ok "config --dry-run changes nothing" ||
+	ko "config --dry-run changes nothing"
+# Both watermarks above the current high: high must be written first.
+t "config: raise both watermarks" 0 "$NXDCTL" config vol0 \
+	low_watermark=92 high_watermark=95
+[ "$(sed -n 1p "$OUT/last.out")" = high_watermark=95 ] &&
+	[ "$(cat "$NXD/low_watermark")" = 92 ] &&
+	[ "$(cat "$NXD/high_watermark")" = 95 ] &&
+	ok "config: high written before a low above the old high" ||
+	ko "config: high written before a low above the old high"
+t "config: lower both watermarks" 0 "$NXDCTL" config vol0 \
+	high_watermark=20 low_watermark=10
+[ "$(sed -n 1p "$OUT/last.out")" = low_watermark=10 ] &&
+	ok "config: low written before a high below the old low" ||
+	ko "config: low written before a high below the old low"
+# The kernel refuses a later key: the earlier ones are put back.  A
+# read-only sysctl file (root may not write it either) stands in.
+before=$(tunables)
+mv "$NXD/destage_rate" "$OUT/rate.save"
+ln -s /proc/sys/kernel/cap_last_cap "$NXD/destage_rate"
+t "config: a write the kernel refuses" 3 "$NXDCTL" config vol0 \
+	write_threshold=8K mode=passthrough destage_rate=7
+rm "$NXD/destage_rate"
+mv "$OUT/rate.save" "$NXD/destage_rate"
+err_has "config: says nothing changed" "^nxdctl: vol0: nothing changed$"
+[ "$(tunables)" = "$before" ] &&
+	ok "config: the keys written before the refusal are put back" ||
+	ko "config: the keys written before the refusal are put back"
+# Back to the values the checks below expect.
+for a in write_threshold:32768 mode:auto low_watermark:30 \
+	high_watermark:90 destage_rate:0 ssd_discard:1 drain_on_suspend:1; do
+	echo "${a#*:}" >"$NXD/${a%%:*}"
+done
+t "threshold --write above 1G" 1 "$NXDCTL" threshold vol0 --write 1025M
+err_has "threshold: the range is named" \
+	"^nxdctl: --write: expected 0 to 1G, got '1025M'$"
+
 # status, list and --prometheus: statistics from the file, state from sysfs
 export NXDCTL_TEST_STATS="$OUT/fig6.stats"
 t "status" 0 "$NXDCTL" status vol0 --interval 0
@@ -227,7 +294,25 @@ t "status: a configured volume not active: exit 2" 2 "$NXDCTL" status \
 	--interval 0 --config "$OUT/health.tab"
 has "status: missing volume state" "^ghost: inactive$"
 has "status: missing volume action" "^  action  *configured but not active: nxdctl assemble --all"
-t "status VOL --config" 1 "$NXDCTL" status vol0 --config "$OUT/health.tab"
+t "status VOL --config, active" 0 "$NXDCTL" status vol0 --interval 0 \
+	--config "$OUT/health.tab"
+t "status VOL: configured, not active: exit 2" 2 "$NXDCTL" status ghost \
+	--interval 0 --config "$OUT/health.tab"
+has "status VOL: inactive" "^ghost: inactive$"
+has "status VOL: says configured but not active" \
+	"^  action  *configured but not active"
+[ ! -s "$OUT/last.err" ] && ok "status VOL: inactive is no error message" ||
+	ko "status VOL: inactive is no error message"
+NXD_CONFIG="$OUT/health.tab" t "status VOL, a noauto volume not active" 2 \
+	"$NXDCTL" status ha0 --interval 0 --json
+py "status VOL --json: inactive" '
+v = d["volumes"]
+assert len(v) == 1 and v[0]["name"] == "ha0" and v[0]["active"] is False, v
+assert v[0]["state"] == "inactive", v' "$OUT/last.out"
+t "status VOL VOL: active and inactive" 2 "$NXDCTL" status vol0 ghost \
+	--interval 0 --config "$OUT/health.tab"
+has "status VOL VOL: the active one" "^vol0: ok$"
+has "status VOL VOL: the inactive one" "^ghost: inactive$"
 t "list --config missing file" 1 "$NXDCTL" list --config "$OUT/nope.tab"
 err_has "list --config missing file: says so" "^nxdctl: --config $OUT/nope.tab: no such file"
 t "status --config missing file" 1 "$NXDCTL" status --config "$OUT/nope.tab"
