@@ -291,7 +291,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 	struct create_opts co = { 0 };
 	const char *name = NULL, *config = NULL;
 	char path[PATH_MAX], real[PATH_MAX];
-	bool accept_loss = false, all = false, autom = false;
+	bool accept_loss = false, all = false, autom = false, take_over = false;
 	struct nxdtab t;
 	int o, rc;
 
@@ -317,6 +317,9 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 			break;
 		case O_CONFIG:
 			config = optarg;
+			break;
+		case O_TAKEOVER:
+			take_over = true;
 			break;
 		default:
 			rc = table_opt_default(c, o, argv, &co);
@@ -365,6 +368,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 					"writes in the part of the log that "
 					"cannot be read are lost\n");
 			}
+			co.take_over = take_over;
 			return assemble_one(real, name, &co, true, sb_tun);
 		}
 	} else if (autom) {
@@ -376,6 +380,9 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 				   "--auto); the config names volumes");
 	if (accept_loss)
 		return usage_error(c->name, "--accept-log-loss needs a DEVICE");
+	if (take_over)
+		return usage_error(c->name, "--take-over needs a DEVICE (without "
+				   "--auto): one volume at a time");
 	rc = nxdtab_load(config, &t);
 	if (rc)
 		return rc;
