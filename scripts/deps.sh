@@ -62,6 +62,7 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       flex bison libelf-dev    # these three: make debug-kernel (kconfig, objtool)
       glusterfs-server glusterfs-client attr fuse3   # make test-pfs, make demo-pfs
       shellcheck    # make lint-sh
+      resource-agents libxml2-utils   # ocf-tester (tests/vm/test_owner.py); no pacemaker
       prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
@@ -94,6 +95,11 @@ fi
 if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
 	say "prometheus: only promtool is needed; disabling the server it started"
 	systemctl disable --now prometheus.service || true
+fi
+# resource-agents pulls in cluster-glue, whose postinst starts logd.
+if [[ " ${missing[*]} " == *" resource-agents "* ]] && [ -d /run/systemd/system ]; then
+	say "resource-agents: only ocf-tester is needed; disabling cluster-glue's logd"
+	systemctl disable --now logd.service || true
 fi
 if [ $bpo_needed = 1 ]; then
 	say "installing the 6.12 kernel and headers from bookworm-backports"

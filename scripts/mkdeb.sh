@@ -117,6 +117,8 @@ install -m 0644 systemd/nxd-monitor.service "$root/usr/lib/systemd/system/"
 gzip -9n -c docs/man/nxdctl.8 >"$root/usr/share/man/man8/nxdctl.8.gz"
 gzip -9n -c docs/man/dm-nxd.4 >"$root/usr/share/man/man4/dm-nxd.4.gz"
 install -m 0644 docs/admin-guide.md "$root/usr/share/doc/nxdctl/"
+# The Pacemaker resource agent, ocf:nxd:nxd (resource-agents not needed).
+install -D -m 0755 tools/ocf/nxd "$root/usr/lib/ocf/resource.d/nxd/nxd"
 # Depends: the packages of the shared libraries the binaries link
 # directly (their NEEDED entries).
 deps=$(for b in tools/nxdctl tools/nxd-probe; do
@@ -138,6 +140,7 @@ Architecture: $arch
 Maintainer: $maint
 Depends: $deps, udev, dmsetup
 Recommends: $name-dkms
+Suggests: pacemaker, resource-agents
 Section: admin
 Priority: optional
 Description: administration tool and udev rules for dm-nxd volumes
