@@ -550,7 +550,9 @@ const struct cmd cmd_assemble = {
 	"options; without a config\nfile, every volume whose SSD and HDD "
 	"are both present.  --auto DEVICE:\nthe same for the volume of "
 	"DEVICE (the udev rule).  Automatic assembly\nskips volumes removed "
-	"with 'nxdctl remove' since the last boot.",
+	"with 'nxdctl remove' since the last boot.\n"
+	"A volume whose HDD label names another host as its owner is "
+	"refused\n(exit status 6): see nxdctl takeover.",
 	"Options:\n"
 	"  --name NAME   volume name (default: its config line's NAME and "
 	"options,\n"
@@ -564,7 +566,11 @@ const struct cmd cmd_assemble = {
 	"  and the table options of create, but not --format (with --all "
 	"or --auto:\n  only without a config file).\n"
 	"  --accept-log-loss     the SSD log cannot be read (or was abandoned):\n"
-	"                        assemble without what it holds (one DEVICE)\n",
+	"                        assemble without what it holds (one DEVICE)\n"
+	"  --take-over           make this host the owner first, also of a "
+	"volume\n"
+	"                        another host owns (one DEVICE; see "
+	"takeover)\n",
 };
 
 const struct cmd cmd_stop = {
