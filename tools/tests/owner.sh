@@ -16,8 +16,8 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	trap cleanup_loops EXIT
 	export NXD_SYSTEM_ID_FILE="$OUT/system_id"
 	printf '# this host\nnode-a\n' >"$NXD_SYSTEM_ID_FILE"
-	pair o 16 0 ost0
-	UO=10111213-1415-1617-1819-1a1b1c1d1e1f
+	pair o 176 0 ost0
+	UO=b0b1b2b3-b4b5-b6b7-b8b9-babbbcbdbebf
 	t "owner: label written before owners: none" 0 "$NXDCTL" show-super "$HO"
 	has "owner: show-super says none" "^  owner         none"
 	t "owner: an unowned volume assembles as before" 0 "$NXDCTL" assemble \
