@@ -149,11 +149,13 @@ int owner_check(const char *hdd, uint64_t hint, const char *vol,
 	if (owner_read(hdd, hint, &m))
 		return 0;	/* no label here: the kernel says what is wrong */
 	cur = m.label.owner;
+	if (!*cur && !take_over)
+		return 0;	/* unowned: as before owners existed */
 	rc = local_owner(me, sizeof(me));
 	if (rc)
 		return rc;
 	nxdctl_fmt_uuid(u, m.vol_uuid);
-	if (!strcmp(cur, me) || (!*cur && !take_over))
+	if (!strcmp(cur, me))
 		return 0;
 	if (!take_over)
 		return fail(NXDCTL_EXIT_FOREIGN, "volume %s (%s) belongs to "
