@@ -16,7 +16,7 @@ docs/on-disk-format.md), never through nxdctl.
     takes the owner on disk, not its copy from activation (cleared while
     active, then grown again: none); takeover of an active volume is
     refused.
-  - test_owner_ocf_agent: (make test-full only: about 230 s under TCG)
+  - test_owner_ocf_agent: (make test-full only: 100 to 235 s under TCG)
     ocf-tester passes tools/ocf/nxd (meta-data against ra-api-1.dtd,
     validate-all, probes, start, stop and monitor, each twice); with
     take_over=false the agent fails to start node-b's volume
