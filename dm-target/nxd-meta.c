@@ -147,9 +147,22 @@ int nxd_sb_new_gen(struct nxd_c *nc)
 }
 
 /*
- * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
- * replay window.  Under sb_lock or in ctr.
+ * The owner field belongs to nxdctl, which may rewrite it while the
+ * volume is active: take the one on disk at @where if that is still this
+ * volume's label, else keep the copy read at load.
  */
+static void nxd_label_owner_fetch(struct nxd_c *nc, sector_t where)
+{
+	struct nxd_label_info l;
+
+	if (nxd_hdd_io(nc, REQ_OP_READ, where, nc->sb_buf) ||
+	    nxd_label_decode(nc->sb_buf, &l) ||
+	    memcmp(l.vol_uuid, nc->sb.vol_uuid, 16) ||
+	    memcmp(l.hdd_uuid, nc->sb.hdd_uuid, 16))
+		return;
+	memcpy(nc->owner, l.owner, sizeof(nc->owner));
+}
+
 static int nxd_label_put(struct nxd_c *nc, const struct nxd_label_info *l)
 {
 	nxd_label_encode(l, nc->sb_buf);
@@ -162,11 +175,16 @@ static int nxd_label_put(struct nxd_c *nc, const struct nxd_label_info *l)
 			  nc->sb.hdd_label_sector, nc->sb_buf);
 }
 
-static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
-			   u64 tail_seq)
+/*
+ * Write the HDD label of the volume in nc->sb, plain or FROZEN with its
+ * replay window, with the owner in nc->owner.  Under sb_lock or in ctr.
+ */
+static int __nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
+			     u64 tail_seq)
 {
 	struct nxd_label_info l = { };
 
+	memcpy(l.owner, nc->owner, sizeof(l.owner));
 	memcpy(l.vol_uuid, nc->sb.vol_uuid, 16);
 	memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
 	l.hdd_sectors = nc->sb.hdd_sectors;
@@ -177,6 +195,14 @@ static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
 		l.frozen_tail_seq = tail_seq;
 	}
 	return nxd_label_put(nc, &l);
+}
+
+/* Rewrite the label in place: read-modify-write, the owner kept. */
+static int nxd_label_write(struct nxd_c *nc, u32 flags, u64 tail_pos,
+			   u64 tail_seq)
+{
+	nxd_label_owner_fetch(nc, nc->sb.hdd_label_sector);
+	return __nxd_label_write(nc, flags, tail_pos, tail_seq);
 }
 
 static int nxd_label_read(struct nxd_c *nc, sector_t where,
@@ -277,8 +303,17 @@ static int nxd_read_sbs(struct nxd_c *nc, struct nxd_sb_info sbs[2], int res[2],
 static int nxd_format(struct nxd_c *nc)
 {
 	struct nxd_sb_info *sb = &nc->sb;
+	struct nxd_label_info l;
 	int r;
 
+	/*
+	 * The owner belongs to the HDD: a new log for it (attach,
+	 * replace-ssd) keeps the one of the label it replaces, if any.
+	 */
+	memset(nc->owner, 0, sizeof(nc->owner));
+	if (!nxd_hdd_io(nc, REQ_OP_READ, nxd_hdd_data_sectors(nc->hdd_sectors),
+			nc->sb_buf) && !nxd_label_decode(nc->sb_buf, &l))
+		memcpy(nc->owner, l.owner, sizeof(nc->owner));
 	memset(sb, 0, sizeof(*sb));
 	generate_random_uuid(sb->vol_uuid);
 	generate_random_uuid(sb->hdd_uuid);
@@ -294,7 +329,7 @@ static int nxd_format(struct nxd_c *nc)
 	sb->head_pos = 0;
 	sb->head_seq = 1;
 
-	r = nxd_label_write(nc, 0, 0, 0);
+	r = __nxd_label_write(nc, 0, 0, 0);
 	if (r)
 		return r;
 	/* Both copies, so neither holds a previous volume's superblock. */
@@ -382,6 +417,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		      nc->sb.vol_uuid, l.vol_uuid);
 		return -EINVAL;
 	}
+	memcpy(nc->owner, l.owner, sizeof(nc->owner));
 	if ((l.flags & NXD_LABEL_LOG_ABANDONED) && !nc->opt_accept_loss) {
 		ti->error = NXD_ERR_LOG_ABANDONED;
 		DMERR("volume %pU: log of generation %llu abandoned", l.vol_uuid,
@@ -410,14 +446,18 @@ static int nxd_grow(struct nxd_c *nc, const struct nxd_label_info *old)
 	int r;
 
 	mutex_lock(&nc->sb_lock);
+	/* The new label, at the new end, keeps the old one's owner. */
+	nxd_label_owner_fetch(nc, old_label);
 	nc->sb.hdd_sectors = nc->hdd_sectors;
 	nc->sb.data_sectors = nc->grow_to;
 	nc->sb.hdd_label_sector = nc->grow_to;
 	/*
-	 * The old label's FROZEN window or ABANDONED flag moves with it: until
-	 * the new generation is written, a crash must find them there.
+	 * The old label's FROZEN window or ABANDONED flag, and its owner, move
+	 * with it: until the new generation is written, a crash must find
+	 * them there.
 	 */
 	l.hdd_sectors = nc->hdd_sectors;
+	memcpy(l.owner, nc->owner, sizeof(l.owner));
 	r = nxd_label_put(nc, &l);
 	if (r) {
 		DMERR("%s: grow: cannot write the HDD label at %llu: %d", name,
@@ -532,6 +572,7 @@ int nxd_meta_load(struct nxd_c *nc)
 	was_frozen = l.flags & (NXD_LABEL_LOG_FROZEN | NXD_LABEL_LOG_ABANDONED);
 	mutex_lock(&nc->sb_lock);
 	nc->sb = sbs[pick];
+	memcpy(nc->owner, l.owner, sizeof(nc->owner));
 	mutex_unlock(&nc->sb_lock);
 	clean = (nc->sb.flags & NXD_SB_CLEAN) && !was_frozen;
 	rb = nc->sb.ring_blocks;

@@ -242,6 +242,7 @@ struct nxd_c {
 	struct mutex sb_lock;
 	struct nxd_sb_info sb;
 	void *sb_buf;			/* superblock or label being written */
+	char owner[NXD_LABEL_OWNER_LEN];	/* label's owner: kept, not used */
 	bool frozen;			/* label says FROZEN; READ_ONCE outside */
 
 	/* The in-memory log: map, the writer, the destager, recovery. */

@@ -192,6 +192,8 @@ int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 	l->frozen_end_seq = le64_to_cpu(d->frozen_end_seq);
 	l->frozen_tail_pos = le64_to_cpu(d->frozen_tail_pos);
 	l->frozen_tail_seq = le64_to_cpu(d->frozen_tail_seq);
+	/* Advice, never a reason to refuse: up to the first NUL, 63 at most. */
+	memcpy(l->owner, d->owner, strnlen(d->owner, sizeof(d->owner) - 1));
 	/* A frozen log's window: the tail never passes its end. */
 	if ((l->flags & NXD_LABEL_LOG_FROZEN) &&
 	    (!l->frozen_tail_seq || l->frozen_tail_seq > l->frozen_end_seq))
@@ -214,6 +216,7 @@ void nxd_label_encode(const struct nxd_label_info *l, void *blk)
 	d->frozen_end_seq = cpu_to_le64(l->frozen_end_seq);
 	d->frozen_tail_pos = cpu_to_le64(l->frozen_tail_pos);
 	d->frozen_tail_seq = cpu_to_le64(l->frozen_tail_seq);
+	memcpy(d->owner, l->owner, strnlen(l->owner, sizeof(d->owner) - 1));
 	d->crc = cpu_to_le32(nxd_crc_block(blk));
 }
 

@@ -60,6 +60,7 @@ struct nxd_label_info {
 	u64 frozen_tail_pos;
 	u64 frozen_tail_seq;
 	u32 flags;
+	char owner[NXD_LABEL_OWNER_LEN];	/* NUL-terminated; "" = none */
 };
 
 int nxd_label_decode(const void *blk, struct nxd_label_info *l);

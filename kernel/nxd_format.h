@@ -137,6 +137,13 @@ struct nxd_seg_hdr {
 #define NXD_LABEL_LOG_FROZEN	BIT(1)
 #define NXD_LABEL_FLAGS_KNOWN	(NXD_LABEL_LOG_ABANDONED | NXD_LABEL_LOG_FROZEN)
 
+/*
+ * The host that owns the volume (nxdctl's system id), in what used to be
+ * reserved bytes: a label written before it existed has no owner.  The
+ * kernel never interprets it, only keeps it across its label rewrites.
+ */
+#define NXD_LABEL_OWNER_LEN	64
+
 struct nxd_hdd_label {
 	__le64 magic;
 	__le32 crc;
@@ -150,7 +157,8 @@ struct nxd_hdd_label {
 	__le64 frozen_end_seq;	/* FROZEN: first segment not to replay */
 	__le64 frozen_tail_pos;	/* FROZEN: replay from here if newer than */
 	__le64 frozen_tail_seq;	/*   the superblock's tail */
-	u8 reserved[4000];
+	char owner[NXD_LABEL_OWNER_LEN];	/* host, NUL-padded; "" = none */
+	u8 reserved[3936];
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
@@ -158,6 +166,7 @@ static_assert(offsetof(struct nxd_sb, name) == 160, "sb name offset");
 static_assert(offsetof(struct nxd_sb, reserved) == 312, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
+static_assert(offsetof(struct nxd_hdd_label, owner) == 96, "label owner offset");
 static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
 
 #endif /* NXD_FORMAT_H */

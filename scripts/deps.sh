@@ -62,6 +62,7 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       flex bison libelf-dev    # these three: make debug-kernel (kconfig, objtool)
       glusterfs-server glusterfs-client attr fuse3   # make test-pfs, make demo-pfs
       shellcheck    # make lint-sh
+      resource-agents libxml2-utils   # ocf-tester (tests/vm/test_owner.py); no pacemaker
       prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 

@@ -120,6 +120,8 @@ gzip -9n -c docs/man/dm-nxd.4 >"$root/usr/share/man/man4/dm-nxd.4.gz"
 gzip -9n -c docs/man/nxdtab.5 >"$root/usr/share/man/man5/nxdtab.5.gz"
 gzip -9n -c docs/man/nxd-probe.8 >"$root/usr/share/man/man8/nxd-probe.8.gz"
 install -m 0644 docs/admin-guide.md "$root/usr/share/doc/nxdctl/"
+# The Pacemaker resource agent, ocf:nxd:nxd (resource-agents not needed).
+install -D -m 0755 tools/ocf/nxd "$root/usr/lib/ocf/resource.d/nxd/nxd"
 # Depends: the packages of the shared libraries the binaries link
 # directly (their NEEDED entries).
 deps=$(for b in tools/nxdctl tools/nxd-probe; do
@@ -141,6 +143,7 @@ Architecture: $arch
 Maintainer: $maint
 Depends: $deps, udev, dmsetup
 Recommends: $name-dkms
+Suggests: pacemaker, resource-agents
 Section: admin
 Priority: optional
 Description: administration tool and udev rules for dm-nxd volumes

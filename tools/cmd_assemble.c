@@ -296,7 +296,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 	struct create_opts co = { 0 };
 	const char *name = NULL, *config = NULL;
 	char path[PATH_MAX], real[PATH_MAX];
-	bool accept_loss = false, all = false, autom = false;
+	bool accept_loss = false, all = false, autom = false, take_over = false;
 	struct nxdtab t;
 	int o, rc;
 
@@ -322,6 +322,9 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 			break;
 		case O_CONFIG:
 			config = optarg;
+			break;
+		case O_TAKEOVER:
+			take_over = true;
 			break;
 		default:
 			rc = table_opt_default(c, o, argv, &co);
@@ -370,6 +373,7 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 					"writes in the part of the log that "
 					"cannot be read are lost\n");
 			}
+			co.take_over = take_over;
 			return assemble_one(real, name, &co, true, sb_tun);
 		}
 	} else if (autom) {
@@ -381,6 +385,9 @@ static int do_assemble(const struct cmd *c, int argc, char **argv)
 				   "--auto); the config names volumes");
 	if (accept_loss)
 		return usage_error(c->name, "--accept-log-loss needs a DEVICE");
+	if (take_over)
+		return usage_error(c->name, "--take-over needs a DEVICE (without "
+				   "--auto): one volume at a time");
 	rc = nxdtab_load(config, &t);
 	if (rc)
 		return rc;
@@ -548,7 +555,9 @@ const struct cmd cmd_assemble = {
 	"options; without a config\nfile, every volume whose SSD and HDD "
 	"are both present.  --auto DEVICE:\nthe same for the volume of "
 	"DEVICE (the udev rule).  Automatic assembly\nskips volumes removed "
-	"with 'nxdctl remove' since the last boot.",
+	"with 'nxdctl remove' since the last boot.\n"
+	"A volume whose HDD label names another host as its owner is "
+	"refused\n(exit status 6): see nxdctl takeover.",
 	"Options:\n"
 	"  --name NAME   volume name (default: its config line's NAME and "
 	"options,\n"
@@ -562,7 +571,11 @@ const struct cmd cmd_assemble = {
 	"  and the table options of create, but not --format (with --all "
 	"or --auto:\n  only without a config file).\n"
 	"  --accept-log-loss     the SSD log cannot be read (or was abandoned):\n"
-	"                        assemble without what it holds (one DEVICE)\n",
+	"                        assemble without what it holds (one DEVICE)\n"
+	"  --take-over           make this host the owner first, also of a "
+	"volume\n"
+	"                        another host owns (one DEVICE; see "
+	"takeover)\n",
 };
 
 const struct cmd cmd_stop = {

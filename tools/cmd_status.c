@@ -49,6 +49,24 @@ static void fill_devices(struct nxdctl_status *s)
 		s->ssd_id[0] = 0;
 }
 
+/* The owner in the HDD label of the live table's HDD. */
+static void fill_owner(struct nxdctl_status *s)
+{
+	char target[32], params[1024], h[64], hdd[PATH_MAX];
+	struct nxd_meta m;
+
+	if (test_stats || dm_table_of(s->name, target, sizeof(target),
+				      params, sizeof(params)) ||
+	    sscanf(params, "%63s", h) != 1 || devnode_of(h, hdd, sizeof(hdd)))
+		return;
+	/* Where the superblock says the label is: at the end unless grown. */
+	if (owner_read(hdd, s->size_bytes >> 9, &m) ||
+	    !uuid_eq(m.vol_uuid, s->uuid))
+		return;
+	scopy(s->owner, sizeof(s->owner), m.label.owner);
+	s->owner_known = true;
+}
+
 static void fill_live(struct nxdctl_status *s)
 {
 	char buf[64];
@@ -146,6 +164,7 @@ int collect_status(int nvols, char **vols, double interval, bool devices,
 	}
 	for (i = 0; i < *n; i++) {
 		fill_live(&s[i]);
+		fill_owner(&s[i]);
 		if (devices)
 			fill_devices(&s[i]);
 	}

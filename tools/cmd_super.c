@@ -146,6 +146,7 @@ static void json_label(struct jw *j, const struct nxd_meta *m)
 	jw_open(j, "label", '{');
 	jw_u64(j, "sector", m->label_sector);
 	json_uuids(j, l->vol_uuid, l->hdd_uuid, l->hdd_sectors);
+	jw_str(j, "owner", l->owner);
 	jw_bool(j, "log_frozen", l->flags & NXD_LABEL_LOG_FROZEN);
 	jw_bool(j, "log_abandoned", l->flags & NXD_LABEL_LOG_ABANDONED);
 	if (l->flags & NXD_LABEL_LOG_FROZEN) {
@@ -165,6 +166,8 @@ static void text_label(const struct nxd_meta *m)
 	text_uuids(l->vol_uuid, l->hdd_uuid);
 	printf("  HDD size      %" PRIu64 " sectors when labelled\n",
 	       l->hdd_sectors);
+	printf("  owner         %s\n", l->owner[0] ? l->owner :
+	       "none (any host may activate it)");
 	if (l->flags & NXD_LABEL_LOG_FROZEN)
 		printf("  log           frozen after an SSD failure: replay "
 		       "segments %" PRIu64 " (at %" PRIu64 ") to %" PRIu64
@@ -179,7 +182,8 @@ static void text_label(const struct nxd_meta *m)
 
 /* The log the superblock describes, within the HDD's window if at hand. */
 static int scan_log(const char *dev, const struct nxd_meta *m,
-		    struct nxd_log_scan *ls, char *hdd, size_t hlen)
+		    struct nxd_log_scan *ls, char *hdd, size_t hlen,
+		    char *owner)
 {
 	struct nxd_meta hm;
 	uint64_t bytes;
@@ -188,9 +192,10 @@ static int scan_log(const char *dev, const struct nxd_meta *m,
 
 	hdd[0] = 0;
 	if (!find_peer(m, ROLE_HDD, dev, hdd, hlen) &&
-	    probe_role(hdd, m->hdd_label_sector, &hm, &bytes, &e) == ROLE_HDD)
+	    probe_role(hdd, m->hdd_label_sector, &hm, &bytes, &e) == ROLE_HDD) {
 		l = &hm.label;
-	else
+		memcpy(owner, l->owner, NXD_LABEL_OWNER_LEN);
+	} else
 		hdd[0] = 0;
 	fd = open_dev(dev);
 	if (fd < 0)
@@ -204,8 +209,8 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		    uint64_t bytes, bool json)
 {
 	struct nxd_sb_info sbs[2];
+	char hdd[PATH_MAX], owner[NXD_LABEL_OWNER_LEN] = "";
 	struct nxd_log_scan ls;
-	char hdd[PATH_MAX];
 	int res[2], fd, rc, i;
 	struct jw j;
 
@@ -216,7 +221,7 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 	close(fd);
 	if (rc)
 		return fail(errno_code(-rc), "%s: %s", dev, strerror(-rc));
-	rc = scan_log(dev, m, &ls, hdd, sizeof(hdd));
+	rc = scan_log(dev, m, &ls, hdd, sizeof(hdd), owner);
 	if (json) {
 		json_head(&j, dev, "ssd");
 		jw_u64(&j, "in_use", m->sb_copy);
@@ -233,6 +238,8 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		json_sb(&j, "superblock", &m->sb);
 		jw_open(&j, "log", '{');
 		jw_str(&j, "hdd", hdd);
+		if (hdd[0])
+			jw_str(&j, "owner", owner);
 		if (!rc) {
 			jw_u64(&j, "live_segments", ls.segments);
 			jw_u64(&j, "data_blocks", ls.data_blocks);
@@ -269,6 +276,9 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		       ls.frozen ? " (frozen window)" : "");
 	printf("  HDD           %s\n", hdd[0] ? hdd :
 	       "not found (its label's frozen window not applied)");
+	if (hdd[0])
+		printf("  owner         %s (HDD label)\n", owner[0] ? owner :
+		       "none");
 	return 0;
 }
 

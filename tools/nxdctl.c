@@ -37,7 +37,7 @@ static const struct cmd *const cmds[] = {
 	&cmd_remove, &cmd_stop, &cmd_drain, &cmd_pause_destage,
 	&cmd_resume_destage, &cmd_show_super, &cmd_wipe, &cmd_udev_info,
 	&cmd_monitor, &cmd_grow, &cmd_detach, &cmd_attach, &cmd_replace_ssd,
-	&cmd_help,
+	&cmd_takeover, &cmd_set_owner, &cmd_help,
 };
 
 static void main_usage(FILE *f)
@@ -54,7 +54,8 @@ static void main_usage(FILE *f)
 		"Exit status: 0 ok, 1 usage error, 2 volume not found or not "
 		"nxd,\n3 permission denied, 4 kernel or ioctl error; status, "
 		"list and\nmonitor --oneshot: 2 a configured volume not active, "
-		"5 a volume degraded.\n");
+		"5 a volume degraded;\ncreate, assemble, set-owner: 6 the volume "
+		"belongs to another host.\n");
 }
 
 static const struct cmd *find_cmd(const char *name)

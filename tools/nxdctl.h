@@ -36,6 +36,8 @@
 #define NXDCTL_EXIT_KERNEL	4
 /* status, list, monitor --oneshot: a volume is degraded (or lost writes). */
 #define NXDCTL_EXIT_DEGRADED	5
+/* create, assemble: the volume belongs to another host (owner.c). */
+#define NXDCTL_EXIT_FOREIGN	6
 
 #define CONTROL_PATH	"/dev/" NXD_CONTROL_NAME
 #define TARGET_NAME	"nxd"
@@ -217,13 +219,14 @@ struct create_opts {
 	uint32_t tun_given;	/* BIT(i): nxd_tuns[i] */
 	struct nxd_tun base;	/* the others, if @base_valid (stored) */
 	bool base_valid;
+	bool take_over;		/* --take-over: owner_check() records us */
 };
 
 enum {
 	O_WTHR = 256, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
 	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
-	O_STRIPE, O_CHUNK, O_NOCAP, O_ALL, O_AUTO, O_CONFIG,
+	O_STRIPE, O_CHUNK, O_NOCAP, O_ALL, O_AUTO, O_CONFIG, O_TAKEOVER,
 };
 
 /* The table options (O_WTHR ... O_DRY) and --format, for getopt_long. */
@@ -293,6 +296,30 @@ int devname_of(const char *majmin, char *out, size_t len);
 int by_id_of(const char *dev, char *out, size_t len);
 /* Trigger a udev change event for block device @path (re-probe it). */
 int udev_change(const char *path);
+
+/* ---- owner.c ---- */
+
+#define SYSTEM_ID_PATH	"/etc/nxd/system_id"
+
+/* 1 to 63 letters, digits or ._:- (a host name fits). */
+bool valid_owner(const char *s);
+/* $NXD_SYSTEM_ID_FILE, else SYSTEM_ID_PATH. */
+const char *system_id_path(void);
+/*
+ * This host's name as an owner: the first line of system_id_path() if
+ * that file exists, else the host name.  0 or an exit code (reported).
+ */
+int local_owner(char *out, size_t len);
+/* The HDD label of @hdd (@hint as probe_role's) into @m.  0 or -errno. */
+int owner_read(const char *hdd, uint64_t hint, struct nxd_meta *m);
+/*
+ * Rewrite the owner of the label @m of @hdd ("": none), read-modify-
+ * write, and read it back.  0 or -errno (-ESTALE: the label changed).
+ */
+int owner_write(const char *hdd, const struct nxd_meta *m, const char *owner);
+int owner_check(const char *hdd, uint64_t hint, const char *vol,
+		bool take_over, bool dry_run);
+int owner_record_new(const char *hdd, const char *vol);
 
 /* ---- nxdtab.c ---- */
 
@@ -495,6 +522,7 @@ extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
 extern const struct cmd cmd_assemble, cmd_udev_info,		/* cmd_assemble.c */
 	cmd_stop;
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
+extern const struct cmd cmd_takeover, cmd_set_owner;		/* cmd_owner.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */
 extern const struct cmd cmd_show_super;				/* cmd_super.c */
 extern const struct cmd cmd_monitor;				/* cmd_monitor.c */

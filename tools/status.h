@@ -24,6 +24,8 @@ struct nxdctl_status {
 	char state[16];		/* ok, suspended, degraded, inactive; "": ? */
 	char hdd[256], ssd[256];	/* device nodes, "": unknown */
 	char hdd_id[256], ssd_id[256];	/* /dev/disk/by-id links, "": none */
+	char owner[64];		/* HDD label's owner host, "": none */
+	bool owner_known;	/* the label was read */
 	int64_t destage_limit;	/* sysfs destage_rate, MiB/s (0: none); -1: ? */
 	int low_wm, high_wm;	/* sysfs watermarks, percent; -1: ? */
 	/* In the configuration file but not active: name and UUID only. */

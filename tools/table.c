@@ -43,6 +43,7 @@ const struct option table_opts[] = {
 	{ "all", no_argument, NULL, O_ALL },
 	{ "auto", no_argument, NULL, O_AUTO },
 	{ "config", required_argument, NULL, O_CONFIG },
+	{ "take-over", no_argument, NULL, O_TAKEOVER },
 	HELP_OPT, { 0 }
 };
 
@@ -234,6 +235,41 @@ bool valid_dm_name(const char *n)
 	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
 }
 
+/*
+ * Whose volume is it?  An existing one (the SSD holds its superblock):
+ * owner_check().  A new one (*@fresh: the load formats): this host's
+ * once active; an HDD labelled for another host's volume needs --force.
+ */
+static int create_owner(const char *name, const char *hdd, const char *ssd,
+			const struct create_opts *co, bool *fresh)
+{
+	char me[NXD_LABEL_OWNER_LEN], u[40];
+	struct nxd_meta od;
+	uint64_t bytes;
+	int e, rc;
+
+	*fresh = co->format || probe_role(ssd, 0, &od, &bytes, &e) != ROLE_SSD;
+	if (!*fresh)
+		return owner_check(hdd, od.hdd_label_sector, name,
+				   co->take_over, co->dry_run);
+	rc = local_owner(me, sizeof(me));
+	if (rc)
+		return rc;
+	if (!owner_read(hdd, 0, &od) && od.label.owner[0] &&
+	    strcmp(od.label.owner, me)) {
+		nxdctl_fmt_uuid(u, od.vol_uuid);
+		if (!co->force)
+			return fail(NXDCTL_EXIT_FOREIGN, "%s carries the label "
+				    "of volume %s, which belongs to host "
+				    "'%s': --force to replace it", hdd, u,
+				    od.label.owner);
+	}
+	if (co->dry_run)
+		printf("owner: '%s' (this host), recorded in the new HDD "
+		       "label\n", me);
+	return 0;
+}
+
 int create_volume(const char *name, const char *hdd, const char *ssd,
 			 const struct create_opts *co)
 {
@@ -245,6 +281,7 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	uint64_t hdd_bytes, ssd_bytes, len;
 	struct dm_task *dmt;
 	dev_t hdev, sdev;
+	bool fresh;
 	int rc, n;
 
 	if (!valid_dm_name(name))
@@ -274,6 +311,9 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	rc = check_tun_order(co);
 	if (!rc)
 		rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
+	if (rc)
+		return rc;
+	rc = create_owner(name, hdd, ssd, co, &fresh);
 	if (rc)
 		return rc;
 	if (co->nargs)
@@ -347,6 +387,9 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	if (rc && uuid_later)
 		fprintf(stderr, "nxdctl: %s is active without a device-mapper "
 			"UUID\n", name);
+	/* A new volume belongs to this host. */
+	if (!rc && fresh)
+		rc = owner_record_new(hdd, name);
 	/* Made by hand: automatic assembly may take it again. */
 	if (!rc)
 		removed_clear(vol_uuid);

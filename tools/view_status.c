@@ -43,6 +43,9 @@ void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 		s->minor, a, u);
 	dev_line(f, "HDD", s->hdd, s->hdd_id);
 	dev_line(f, "SSD", s->ssd, s->ssd_id);
+	if (s->owner_known)
+		fprintf(f, "  %-10s %s\n", "owner", s->owner[0] ? s->owner :
+			"none");
 	if (!s->have_stats) {
 		fprintf(f, "  (no statistics: %s)\n", "dm-nxd did not answer");
 		return;
@@ -112,6 +115,10 @@ static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 	jw_str(j, "mode", nxd_mode_name(s->mode));
 	jw_str(j, "uuid", u);
 	jw_bool(j, "active", true);
+	if (s->owner_known)
+		jw_str(j, "owner", s->owner);
+	else
+		jw_null(j, "owner");
 	if (full) {
 		if (nxdctl_status_action(s, act, sizeof(act)))
 			jw_str(j, "action", act);
@@ -180,7 +187,7 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 {
 	static const char *const cols[] = {
 		"NAME", "MAJ:MIN", "SIZE", "STATE", "LOG_USED", "DIRTY",
-		"ERRORS", "WRITE_THR", "MODE", "UUID",
+		"ERRORS", "WRITE_THR", "MODE", "OWNER", "UUID",
 	};
 	struct libscols_table *tb;
 	unsigned int i, k;
@@ -239,8 +246,10 @@ int nxdctl_print_health(FILE *f, const struct nxdctl_status *s,
 		nxdctl_fmt_size(buf, sizeof(buf), v->write_threshold);
 		rc |= scols_line_set_data(ln, 7, buf);
 		rc |= scols_line_set_data(ln, 8, nxd_mode_name(v->mode));
+		rc |= scols_line_set_data(ln, 9, !v->owner_known ? "?" :
+					  v->owner[0] ? v->owner : "-");
 		nxdctl_fmt_uuid(buf, v->uuid);
-		rc |= scols_line_set_data(ln, 9, buf);
+		rc |= scols_line_set_data(ln, 10, buf);
 	}
 	if (!rc)
 		rc = scols_print_table(tb);

@@ -141,8 +141,14 @@ static void fuzz_label(const u8 *in, u8 ctl)
 		       offsetof(struct nxd_hdd_label, reserved0) - 12));
 	ASSERT(!memcmp(b2 + offsetof(struct nxd_hdd_label, abandoned_gen),
 		       b + offsetof(struct nxd_hdd_label, abandoned_gen),
-		       offsetof(struct nxd_hdd_label, reserved) -
+		       offsetof(struct nxd_hdd_label, owner) -
 		       offsetof(struct nxd_hdd_label, abandoned_gen)));
+	/* The owner up to its first NUL (63 bytes at most), then zeros. */
+	ASSERT(!memcmp(b2 + offsetof(struct nxd_hdd_label, owner), l.owner,
+		       NXD_LABEL_OWNER_LEN));
+	ASSERT(!strncmp(l.owner, (const char *)b +
+			offsetof(struct nxd_hdd_label, owner),
+			NXD_LABEL_OWNER_LEN - 1));
 }
 
 static void fuzz_seg(const u8 *in, u8 ctl, u64 ring, u64 max_block)

@@ -486,6 +486,27 @@ static void test_label(void)
 	l.flags = 0;
 	l.frozen_end_seq = l.frozen_tail_pos = l.frozen_tail_seq = 0;
 
+	/*
+	 * The owner: at byte 96, NUL-padded, in what was reserved (so a
+	 * label written before it, all zero there, has none); at most 63
+	 * bytes; past the field nothing is written.
+	 */
+	CHECK_EQ(out.owner[0], 0);
+	snprintf(l.owner, sizeof(l.owner), "oss-a.example");
+	nxd_label_encode(&l, blk2);
+	CHECK(!memcmp(blk2 + 96, "oss-a.example", 14));
+	bad = 0;
+	for (i = 96 + 14; i < BS; i++)
+		bad |= blk2[i];
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	CHECK(!strcmp(out.owner, "oss-a.example"));
+	memset(blk2 + 96, 'x', NXD_LABEL_OWNER_LEN);	/* no NUL: 63 kept */
+	fix_crc(blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	CHECK_EQ(strlen(out.owner), NXD_LABEL_OWNER_LEN - 1);
+	memset(l.owner, 0, sizeof(l.owner));
+
 	memset(blk2, 0, BS);
 	CHECK_EQ(nxd_label_decode(blk2, &out), NXD_ENOTNXD);
 	/* a superblock is not a label */

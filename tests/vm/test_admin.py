@@ -288,6 +288,7 @@ def test_install_uninstall_and_runtime_deps(tmp_path):
                             "usr/lib/udev/rules.d/64-nxd-members.rules",
                             "usr/lib/systemd/system/nxd-assemble.service",
                             "usr/lib/systemd/system/nxd-monitor.service",
+                            "usr/lib/ocf/resource.d/nxd/nxd",
                             "usr/share/man/man8/nxdctl.8", "usr/share/man/man4/dm-nxd.4",
                             "usr/share/man/man5/nxdtab.5", "usr/share/man/man8/nxd-probe.8"]), files
     run(["make", "-s", "-C", REPO, "uninstall", f"DESTDIR={stage}", f"KVER={kver}"])
@@ -340,6 +341,7 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
                   "/usr/lib/udev/rules.d/64-nxd-members.rules",
                   "/usr/lib/systemd/system/nxd-assemble.service",
                   "/usr/lib/systemd/system/nxd-monitor.service",
+                  "/usr/lib/ocf/resource.d/nxd/nxd",
                   "/usr/share/man/man8/nxdctl.8.gz", "/usr/share/man/man5/nxdtab.5.gz",
                   "/usr/share/man/man8/nxd-probe.8.gz"):
             assert f in listed and os.path.exists(f), f

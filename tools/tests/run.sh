@@ -106,6 +106,7 @@ assert not any("read_threshold" in x for x in v)' "$OUT/list.json"
 
 # ---- assemble / udev-info on loop devices, boot-time assembly ----
 . tests/assemble.sh
+. tests/owner.sh
 
 # ---- grow, detach, attach, replace-ssd (--dry-run on test hooks) ----
 . tests/lifecycle.sh

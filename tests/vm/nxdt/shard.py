@@ -105,6 +105,7 @@ HEAVY = {
     "test_boot.py::test_stored_name_tunables": (48, 0),
     "test_badinput.py::test_second_volume_over_active_devices": (45, 0),
     "test_badinput.py::test_hdd_too_small_for_length": (40, 1),
+    "test_owner.py::test_owner_ocf_agent": (235, 1),
 }
 SHARED_SECS = 25
 
@@ -141,6 +142,9 @@ FULL_ONLY = (
     "test_fs.py::test_fs_drain_on_suspend_then_linear",
     # zeroes the largest log's 1 GiB of index memory under TCG (40-60 s)
     "test_lifecycle.py::test_ssd_larger_than_the_largest_log",
+    # ocf-tester runs the resource agent some 25 times (98 to 235 s under
+    # TCG); test_owner_assemble_takeover_grow covers the ownership itself
+    "test_owner.py::test_owner_ocf_agent",
 )
 
 # Seconds each kernel's share of `make test` takes beyond its tests, from
