@@ -484,6 +484,7 @@ extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
 extern const struct cmd cmd_assemble, cmd_udev_info,		/* cmd_assemble.c */
 	cmd_stop;
+extern const struct cmd cmd_activate;				/* cmd_activate.c */
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */
 extern const struct cmd cmd_show_super;				/* cmd_super.c */
