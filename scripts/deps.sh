@@ -64,6 +64,9 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       shellcheck    # make lint-sh
       prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
+# make test-boot: a Debian root built with mmdebstrap, booted by QEMU on
+# virtiofs (/usr/lib/qemu/virtiofsd, in qemu-system-common).
+PKGS+=(mmdebstrap qemu-system-common)
 
 # A previous install cut short (machine restart, killed job) leaves dpkg
 # half-configured and every later apt-get refuses to run; finish it first.

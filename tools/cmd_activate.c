@@ -64,14 +64,17 @@ static int udev_peer(const char *dev)
 static int do_activate(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "udev", no_argument, NULL, 'u' }, HELP_OPT, { 0 }
+		{ "udev", no_argument, NULL, 'u' },
+		{ "dry-run", no_argument, NULL, 'n' }, HELP_OPT, { 0 }
 	};
 	char vname[NXD_NAME_LEN + 1], u[40];
-	char *av[] = { "assemble", "--auto", NULL, NULL };
+	char *av[] = { "assemble", "--auto", NULL, "--dry-run", NULL };
 	struct members m = { 0 };
 	uint8_t uuid[16];
-	bool udev = false;
-	const struct simple_opt so[] = { { 'u', &udev, NULL }, { 0 } };
+	bool udev = false, dry = false;
+	const struct simple_opt so[] = {
+		{ 'u', &udev, NULL }, { 'n', &dry, NULL }, { 0 }
+	};
 	int rc;
 
 	rc = simple_opts(c, argc, argv, "h", opts, so);
@@ -109,11 +112,11 @@ static int do_activate(const struct cmd *c, int argc, char **argv)
 			    m.ssds ? "HDD" : "SSD", m.ssds ? "SSD" : "HDD");
 	av[2] = m.ssd;
 	optind = 0;
-	return cmd_assemble.fn(&cmd_assemble, 3, av);
+	return cmd_assemble.fn(&cmd_assemble, dry ? 4 : 3, av);
 }
 
 const struct cmd cmd_activate = {
-	"activate", do_activate, "UUID | --udev DEVICE",
+	"activate", do_activate, "UUID [--dry-run] | --udev DEVICE",
 	"Assemble volume UUID if its SSD and HDD are both present, as "
 	"'assemble\n--auto' does (the config file's NAME and options; "
 	"nothing for a noauto\nor removed volume); say which half is missing "
@@ -122,5 +125,6 @@ const struct cmd cmd_activate = {
 	"half of DEVICE's volume is present, else\nNXD_PEER=0 (nothing if "
 	"DEVICE is not nxd).",
 	"Options:\n"
+	"  --dry-run     print the dmsetup command, create nothing\n"
 	"  --udev        the udev rule's question about DEVICE\n",
 };
