@@ -1,5 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# The helpers are called through check, need and wait_for:
+# shellcheck disable=SC2317
 #
 # The guest half of scripts/test-boot.sh: run by nxd-boottest.service in a
 # Debian root booted by systemd, once per boot.  The scenario comes from
@@ -31,14 +33,14 @@ check() {			# check DESCRIPTION COMMAND...
 need() {
 	local f=$fails
 	check "$@"
-	[ $fails = "$f" ] || finish
+	[ "$fails" = "$f" ] || finish
 }
 # wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
 wait_for() {
 	local end=$((SECONDS + $1))
 	shift
 	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -lt $end ] || return 1
+		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 1
 	done
 }
@@ -69,10 +71,10 @@ case $scen in
 setup)
 	need "SSD and 4 HDD disks present" wait_for 400 test -b "$ssd" -a \
 		-b /dev/disk/by-id/virtio-nxdhdd4
-	hdds=$(ls /dev/disk/by-id/virtio-nxdhdd[1-4])
+	hdds=(/dev/disk/by-id/virtio-nxdhdd[1-4])
 	# Zeroed members: their parity is already consistent.
 	need "RAID6 created" mdadm --create /dev/md/nxdhdd --run \
-		--level=6 --raid-devices=4 --assume-clean --metadata=1.2 $hdds
+		--level=6 --raid-devices=4 --assume-clean --metadata=1.2 "${hdds[@]}"
 	need "md array ready" wait_for 30 test -b /dev/md/nxdhdd
 	need "nxd volume created" nxdctl create ost0 /dev/md/nxdhdd "$ssd"
 	nxdctl show-super "$ssd" --json |
@@ -91,7 +93,7 @@ dirty)
 	check "nxd-activate@$(uuid).service ran" wait_for 300 ran "nxd-activate@$(uuid).service"
 	check "fstab mount of the volume (nofail, UUID=)" wait_for 300 mounted
 	check "previous shutdown ran nxd-stop.service's stop" \
-		sh -c "journalctl -b -1 --no-pager -o cat -u nxd-stop.service | grep -q 'dmsetup remove ost0'"
+		sh -c "journalctl -b -1 --no-pager -o cat -u nxd-stop.service | grep -q 'dmsetup remove .*ost0\$'"
 	check "nxd-stop.service enabled by the preset" systemctl is-enabled nxd-stop.service
 	check "no udev-settle in this boot" sh -c "! systemctl is-active -q systemd-udev-settle.service && ! journalctl -b -o cat | grep -q 'udev-settle.service is deprecated'"
 	nxdctl pause-destage ost0 >>"$dir/$scen.log" 2>&1

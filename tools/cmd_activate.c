@@ -43,15 +43,22 @@ static int member(void *arg, const char *path)
 	return 0;
 }
 
-/* For IMPORT{program}: NXD_PEER=1 if the other half of @dev is present. */
+/*
+ * For IMPORT{program}: NXD_PEER=1 if the other half of @dev is present.
+ * Nothing for a device held by md or dm: that of an active volume (its
+ * events, e.g. an array that starts after create, ask for nothing).
+ */
 static int udev_peer(const char *dev)
 {
-	char other[PATH_MAX];
+	char other[PATH_MAX], real[PATH_MAX];
 	struct nxd_meta od;
 	uint64_t bytes;
 	enum role r;
 	int e;
 
+	if (realpath(dev, real) && !strncmp(real, "/dev/", 5) &&
+	    !strchr(real + 5, '/') && !candidate(real + 5))
+		return 0;
 	r = probe_role(dev, 0, &od, &bytes, &e);
 	if (r == ROLE_NONE)
 		return 0;
@@ -123,7 +130,7 @@ const struct cmd cmd_activate = {
 	"if one is.  The command\nof nxd-activate@UUID.service.  --udev "
 	"DEVICE: for udev IMPORT{program},\nprint NXD_PEER=1 if the other "
 	"half of DEVICE's volume is present, else\nNXD_PEER=0 (nothing if "
-	"DEVICE is not nxd).",
+	"DEVICE is not nxd or is held, as an active\nvolume's are).",
 	"Options:\n"
 	"  --dry-run     print the dmsetup command, create nothing\n"
 	"  --udev        the udev rule's question about DEVICE\n",

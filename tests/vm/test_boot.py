@@ -254,7 +254,8 @@ def test_udev_activation(dm, loopdev, udev_activate, tmp_path):
     another device) asks for nxd-activate@UUID.timer and the service says
     which half is missing and assembles nothing; the half that completes
     the volume asks for nxd-activate@UUID.service, which assembles it under
-    its config name and DM UUID; /etc/nxd/noauto turns the rule off."""
+    its config name and DM UUID; a held device (an active volume's) asks
+    for nothing; /etc/nxd/noauto turns the rule off."""
     env = Env(tmp_path)
     hdd, ssd = loopdev(128), loopdev(32)
     env.nxdctl("create", "udv0", hdd, ssd)
@@ -272,6 +273,8 @@ def test_udev_activation(dm, loopdev, udev_activate, tmp_path):
     dm.create("udvhold", f"0 {blkdev.dev_sectors(hdd) // 2} linear {hdd} 0")
     w = udev_wants(ssd)
     assert timer in w and svc not in w, w
+    w = udev_wants(hdd)                         # held: asks for nothing
+    assert not [u for u in w if u.startswith("nxd-activate@")], w
     p = env.run(act, check=False)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert f"volume {uuid}: its SSD" in p.stderr, p.stderr
@@ -299,5 +302,8 @@ def test_udev_activation(dm, loopdev, udev_activate, tmp_path):
     assert dm.info("udv1")["uuid"] == f"NXD-{uuid}"
     p = env.run(act)                            # a second start: nothing
     assert f"volume {uuid} is already active as udv1" in p.stdout, p.stdout
+    for dev in (hdd, ssd):                      # held by the volume
+        w = udev_wants(dev)
+        assert not [u for u in w if u.startswith("nxd-activate@")], (dev, w)
     env.nxdctl("stop", "udv1")
     assert not dm.exists("udv1")
