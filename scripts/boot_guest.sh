@@ -85,7 +85,7 @@ setup)
 	need "mkfs on the volume" mkfs.ext4 -q -L ost0 /dev/mapper/ost0
 	fsuuid=$(blkid -o value -s UUID /dev/mapper/ost0)
 	mkdir -p "$mnt"
-	echo "UUID=$fsuuid $mnt ext4 nofail,x-systemd.device-timeout=200s 0 0" >>/etc/fstab
+	echo "UUID=$fsuuid $mnt ext4 nofail,x-systemd.device-timeout=20min 0 0" >>/etc/fstab
 	cp /etc/fstab "$dir/fstab"
 	finish
 	;;
@@ -113,7 +113,7 @@ after-dirty)
 	check "nxd-activate@$(uuid).service ran" wait_for 300 ran "nxd-activate@$(uuid).service"
 	check "fstab mount of the volume" wait_for 300 mounted
 	check "the log was replayed (recovered_blocks > 0)" \
-		sh -c "nxdctl status ost0 --json | grep -q '\"recovered_blocks\": *[1-9]'"
+		sh -c "nxdctl stats ost0 --json | grep -q '\"recovered_blocks\": *[1-9]'"
 	check "data matches the checksums taken before the reset" sums_ok
 	finish
 	;;

@@ -28,6 +28,7 @@
 # exit status 0 if every check passed.  Not part of make test.
 #   KVER        kernel (default 6.12.95+deb12-amd64)
 #   BOOT_TIMEOUT seconds a boot may take (default 900)
+#   TEST_BOOT_FROM=SCENARIO  reuse the last run's root and disks, start there
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +48,13 @@ for t in mmdebstrap qemu-system-x86_64 "$virtiofsd"; do
 done
 [ -r "/boot/vmlinuz-$KVER" ] || die "no /boot/vmlinuz-$KVER"
 
+# TEST_BOOT_FROM=SCENARIO: keep the root and disks of the last run and
+# start at SCENARIO (the guest script is refreshed).
+from=${TEST_BOOT_FROM:-}
+if [ -n "$from" ]; then
+	[ -s "$root/var/lib/nxd-boottest/uuid" ] || die "TEST_BOOT_FROM: no earlier setup in $root"
+	install -m 0755 scripts/boot_guest.sh "$root/usr/local/sbin/nxd-boottest"
+else
 # ---- the base root: Debian's packages, cached ----
 pkgs=systemd,systemd-sysv,udev,mdadm,kmod,dmsetup,libdevmapper1.02.1,libsmartcols1,libblkid1,e2fsprogs,util-linux,procps
 base=$out/base-$(echo "$pkgs" | sha256sum | cut -c1-12).tar
@@ -106,6 +114,7 @@ systemctl --root="$root" enable nxd-boottest.service >/dev/null 2>&1
 rm -f "$out"/disk-*.img
 truncate -s 256M "$out/disk-ssd.img"
 for i in 1 2 3 4; do truncate -s 128M "$out/disk-hdd$i.img"; done
+fi
 
 # boot SCENARIO DISK...: one boot; prints the wall time and the verdict.
 total_fail=0
@@ -155,11 +164,16 @@ boot() {
 
 all=(ssd hdd1 hdd2 hdd3 hdd4)
 # Each boot after setup runs even if the one before failed a check.
-if boot setup "${all[@]}"; then
-	boot dirty "${all[@]}" || true
-	boot after-dirty "${all[@]}" || true
-	boot degraded ssd hdd1 hdd2 hdd3 || true
-	boot nossd hdd1 hdd2 hdd3 || true
+skip=${from:+1}
+run() {			# run SCENARIO DISK...
+	[ "$1" = "$from" ] && skip=
+	[ -n "$skip" ] || boot "$@"
+}
+if run setup "${all[@]}"; then
+	run dirty "${all[@]}" || true
+	run after-dirty "${all[@]}" || true
+	run degraded ssd hdd1 hdd2 hdd3 || true
+	run nossd hdd1 hdd2 hdd3 || true
 fi
 cp "$root"/var/lib/nxd-boottest/*.result "$out/" 2>/dev/null || true
 if [ $total_fail = 0 ]; then
