@@ -240,6 +240,12 @@ crash-soak:
 test-packages:
 	@NXD_FULL=1 NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_BENCH_SMOKE=0 NXD_DEMO=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
 
+# Event-driven assembly under a real systemd: a Debian root from
+# mmdebstrap booted by QEMU, five boots (scripts/test-boot.sh; ~15 min).
+.PHONY: test-boot
+test-boot: tools
+	$(TOP)/scripts/test-boot.sh
+
 bench-smoke:
 	@if [ -x bench/bench.sh ]; then BENCH_SMOKE=1 bench/bench.sh $(BENCH_ARGS); \
 	else echo "bench-smoke: bench/bench.sh not present" >&2; exit 1; fi

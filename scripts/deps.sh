@@ -65,6 +65,9 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       resource-agents libxml2-utils   # ocf-tester (tests/vm/test_owner.py); no pacemaker
       prometheus)   # promtool check metrics in make -C tools check
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
+# make test-boot: a Debian root built with mmdebstrap, booted by QEMU on
+# virtiofs (/usr/lib/qemu/virtiofsd, in qemu-system-common).
+PKGS+=(mmdebstrap qemu-system-common)
 
 say "this installs what is missing of: ${PKGS[*]}; from bookworm-backports:" \
 	"${BPO_PKGS[*]} (6.12); virtme-ng $VNG_VERSION into $VENV;" \

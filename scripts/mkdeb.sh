@@ -12,9 +12,12 @@
 #                                 it for kernels installed later); prerm
 #                                 removes it from DKMS.
 #   nxdctl_VERSION_ARCH.deb       /usr/sbin/nxdctl, /usr/lib/udev/nxd-probe,
-#                                 the udev rules, nxd-assemble.service
-#                                 and nxd-monitor.service (not
-#                                 enabled), the man pages and the
+#                                 the udev rules (69-nxd-activate.rules
+#                                 assembles volumes as their devices
+#                                 appear), nxd-activate@.service and
+#                                 .timer, nxd-stop.service (enabled by
+#                                 80-nxd.preset), nxd-monitor.service
+#                                 (not enabled), the man pages and the
 #                                 admin guide.
 #
 # VERSION is dkms.conf's PACKAGE_VERSION (the module's, which the DKMS
@@ -104,17 +107,19 @@ chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm"
 # ---- nxdctl ----
 root=$out/nxdctl
 mkdir -p "$root/DEBIAN" "$root/usr/sbin" "$root/usr/lib/udev/rules.d" \
-	"$root/usr/lib/systemd/system" \
+	"$root/usr/lib/systemd/system" "$root/usr/lib/systemd/system-preset" \
 	"$root/usr/share/man/man8" "$root/usr/share/man/man4" \
 	"$root/usr/share/man/man5" \
 	"$root/usr/share/doc/nxdctl"
 install -m 0755 tools/nxdctl "$root/usr/sbin/nxdctl"
 install -m 0755 tools/nxd-probe "$root/usr/lib/udev/nxd-probe"
 install -m 0644 udev/*.rules "$root/usr/lib/udev/rules.d/"
-# Not enabled: without /etc/nxd/nxdtab it would assemble every volume found.
-install -m 0644 systemd/nxd-assemble.service "$root/usr/lib/systemd/system/"
-# Not enabled either: systemctl enable --now nxd-monitor.
+install -m 0644 systemd/nxd-activate@.service systemd/nxd-activate@.timer \
+	systemd/nxd-stop.service "$root/usr/lib/systemd/system/"
+# The preset enables nxd-stop.service; nxd-monitor.service is not
+# enabled: systemctl enable --now nxd-monitor.
 install -m 0644 systemd/nxd-monitor.service "$root/usr/lib/systemd/system/"
+install -m 0644 systemd/80-nxd.preset "$root/usr/lib/systemd/system-preset/"
 gzip -9n -c docs/man/nxdctl.8 >"$root/usr/share/man/man8/nxdctl.8.gz"
 gzip -9n -c docs/man/dm-nxd.4 >"$root/usr/share/man/man4/dm-nxd.4.gz"
 gzip -9n -c docs/man/nxdtab.5 >"$root/usr/share/man/man5/nxdtab.5.gz"
@@ -152,15 +157,33 @@ Description: administration tool and udev rules for dm-nxd volumes
  halves of a volume known to lsblk and blkid-based tools and keep the
  array's file system links for the volume.
 EOF
+# nxd-stop.service as the preset says, on the first installation only
+# (an admin's later disable stays).  Volumes present now are left to
+# nxdctl assemble or the next boot.
 cat >"$root/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e
 if [ "$1" = configure ] && command -v udevadm >/dev/null; then
 	udevadm control --reload 2>/dev/null || true
 fi
+if [ "$1" = configure ] && [ -z "$2" ] && command -v systemctl >/dev/null; then
+	systemctl preset nxd-stop.service 2>/dev/null || true
+	if [ -d /run/systemd/system ]; then
+		systemctl daemon-reload || true
+		systemctl start nxd-stop.service || true
+	fi
+fi
 exit 0
 EOF
-chmod 0755 "$root/DEBIAN/postinst"
+cat >"$root/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = purge ] && command -v systemctl >/dev/null; then
+	systemctl disable nxd-stop.service 2>/dev/null || true
+fi
+exit 0
+EOF
+chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/postrm"
 
 for p in dkms nxdctl; do
 	dpkg-deb --root-owner-group -Zxz --build "$out/$p" "$out" >/dev/null

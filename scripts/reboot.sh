@@ -7,9 +7,10 @@
 # boots (scripts/vm-run.sh) sharing image files under build/reboot/KVER/.
 #  boot 1: an md RAID6 over four images, an SSD image, nxdctl create, an
 #          ext4, the nxdtab line, files written with part of them in the
-#          log, then umount and nxd-assemble.service's ExecStop= line.
-#  boot 2: the images appear again, md assembles the array, the unit's
-#          ExecStart= line; /dev/disk/by-uuid of the ext4 must be the nxd
+#          log, then umount and nxd-stop.service's ExecStop= line.
+#  boot 2: the images appear again, md assembles the array, the udev rule
+#          names nxd-activate@UUID.service and its ExecStart= line runs;
+#          /dev/disk/by-uuid of the ext4 must be the nxd
 #          volume (name, DM UUID, threshold from nxdtab, log replayed) and
 #          every file must verify.
 # The guest's init is not systemd (virtme-ng), so the unit's command lines

@@ -8,18 +8,19 @@ from bare disks: four image files on loop devices, an md RAID6 over them
 ext4 on the volume, /etc/nxd/nxdtab naming it (in DIR: the guest's /etc
 does not outlive the boot, so NXD_CONFIG points there), files written
 through /dev/disk/by-uuid with destage paused (the log holds them), then
-the shutdown: umount, the unit's ExecStop= line, md stopped.
+the shutdown: umount, nxd-stop.service's ExecStop= line, md stopped.
 
 boot 2 (... boot2 DIR), a new guest: the disks appear (loop devices on the
 same files; md assembles the array from its members, by udev's incremental
-rule or mdadm --assemble), then the unit's ExecStart= line exactly as
-systemd/nxd-assemble.service has it, then what an fstab UUID= mount waits
-for: /dev/disk/by-uuid/<fs uuid> must be the nxd volume, under its name,
+rule or mdadm --assemble), the SSD last; udev's SYSTEMD_WANTS on the SSD
+(69-nxd-activate.rules) must name nxd-activate@<volume UUID>.service, whose
+ExecStart= line then runs exactly as systemd/nxd-activate@.service has it,
+then what an fstab UUID= mount waits for: /dev/disk/by-uuid/<fs uuid> must be the nxd volume, under its name,
 DM UUID and threshold, the log replayed, every file's sha256 as written,
 e2fsck clean.
 
-systemd is not init in these guests (virtme-ng), so the unit's command
-lines run here in its place, after udev has settled, as its After= says.
+systemd is not init in these guests (virtme-ng), so the units' command
+lines run here in its place (scripts/test-boot.sh boots a real systemd).
 nxdctl, nxd-probe and the udev rules are installed into the guest's
 /usr and /etc overlays at each boot, as the nxdctl package installs them.
 Prints "reboot: PASS ..." or "reboot: FAIL ..." as its last line.
@@ -56,12 +57,20 @@ def nxdctl(d, *args, check=True):
                check=check)
 
 
-def run_unit(d, key):
-    """The unit's @key= line as systemd would run it; nxdtab from @d."""
-    p = run(["env", f"NXD_CONFIG={d}/nxdtab", *unit_cmd(key)], check=False)
+def run_unit(d, unit, key, instance=None):
+    """@unit's @key= line as systemd would run it; nxdtab from @d."""
+    p = run(["env", f"NXD_CONFIG={d}/nxdtab", *unit_cmd(unit, key, instance)],
+            check=False)
     say(f"{key}: exit {p.returncode}: {(p.stdout + p.stderr).strip()!r}")
     assert p.returncode == 0, (key, p.stdout, p.stderr)
     return p
+
+
+def udev_wants(dev):
+    """The units udev's SYSTEMD_WANTS names for @dev."""
+    out = run(["udevadm", "info", "--query=property", dev]).stdout
+    return next((ln.split("=", 1)[1].split() for ln in out.splitlines()
+                 if ln.startswith("SYSTEMD_WANTS=")), [])
 
 
 def install():
@@ -75,7 +84,7 @@ def install():
     shutil.copy2(os.path.join(REPO, "tools", "nxdctl"), "/usr/sbin/nxdctl")
     os.makedirs("/usr/lib/udev", exist_ok=True)
     shutil.copy2(os.path.join(REPO, "tools", "nxd-probe"), "/usr/lib/udev/nxd-probe")
-    for r in ("60-nxd.rules", "64-nxd-members.rules"):
+    for r in ("60-nxd.rules", "64-nxd-members.rules", "69-nxd-activate.rules"):
         shutil.copy2(os.path.join(REPO, "udev", r), f"/etc/udev/rules.d/{r}")
     run(["udevadm", "control", "--reload"])
 
@@ -117,7 +126,7 @@ def kernel_ok(what):
 
 def shutdown(d, md, loops):
     """What a shutdown does: file systems unmounted, ExecStop=, md stopped."""
-    run_unit(d, "ExecStop")
+    run_unit(d, "nxd-stop.service", "ExecStop")
     assert not os.path.exists(f"/dev/mapper/{NAME}"), "ExecStop left the volume"
     blkdev.md_stop(md)
     for lp in loops:
@@ -200,7 +209,10 @@ def boot2(d):
     assert lsblk_fstype(md) == "nxd_hdd" and lsblk_fstype(ssd) == "nxd_log"
     assert disk_link("uuid", s["fs_uuid"]) is None, "the bare array owns the fs UUID link"
 
-    run_unit(d, "ExecStart")                    # nxd-assemble.service
+    # The SSD completed the volume: udev asks systemd for its unit.
+    wants = udev_wants(ssd)
+    assert f"nxd-activate@{s['vol_uuid']}.service" in wants, wants
+    run_unit(d, "nxd-activate@.service", "ExecStart", s["vol_uuid"])
     vol = os.path.realpath(f"/dev/mapper/{NAME}")
     settle(vol, check=False)
     dmu = DMSetup().info(NAME)["uuid"]

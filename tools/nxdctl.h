@@ -521,6 +521,7 @@ extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
 extern const struct cmd cmd_assemble, cmd_udev_info,		/* cmd_assemble.c */
 	cmd_stop;
+extern const struct cmd cmd_activate;				/* cmd_activate.c */
 extern const struct cmd cmd_wipe;				/* cmd_wipe.c */
 extern const struct cmd cmd_takeover, cmd_set_owner;		/* cmd_owner.c */
 extern const struct cmd cmd_status;				/* cmd_status.c */

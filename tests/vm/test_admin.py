@@ -286,8 +286,12 @@ def test_install_uninstall_and_runtime_deps(tmp_path):
     assert files == sorted([f"lib/modules/{kver}/extra/dm-nxd.ko", "usr/sbin/nxdctl",
                             "usr/lib/udev/nxd-probe", "usr/lib/udev/rules.d/60-nxd.rules",
                             "usr/lib/udev/rules.d/64-nxd-members.rules",
-                            "usr/lib/systemd/system/nxd-assemble.service",
+                            "usr/lib/udev/rules.d/69-nxd-activate.rules",
+                            "usr/lib/systemd/system/nxd-activate@.service",
+                            "usr/lib/systemd/system/nxd-activate@.timer",
+                            "usr/lib/systemd/system/nxd-stop.service",
                             "usr/lib/systemd/system/nxd-monitor.service",
+                            "usr/lib/systemd/system-preset/80-nxd.preset",
                             "usr/lib/ocf/resource.d/nxd/nxd",
                             "usr/share/man/man8/nxdctl.8", "usr/share/man/man4/dm-nxd.4",
                             "usr/share/man/man5/nxdtab.5", "usr/share/man/man8/nxd-probe.8"]), files
@@ -339,12 +343,19 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
         listed = run(["dpkg", "-L", "nxdctl"]).stdout.split()
         for f in ("/usr/sbin/nxdctl", "/usr/lib/udev/nxd-probe",
                   "/usr/lib/udev/rules.d/64-nxd-members.rules",
-                  "/usr/lib/systemd/system/nxd-assemble.service",
+                  "/usr/lib/udev/rules.d/69-nxd-activate.rules",
+                  "/usr/lib/systemd/system/nxd-activate@.service",
+                  "/usr/lib/systemd/system/nxd-activate@.timer",
+                  "/usr/lib/systemd/system/nxd-stop.service",
                   "/usr/lib/systemd/system/nxd-monitor.service",
+                  "/usr/lib/systemd/system-preset/80-nxd.preset",
                   "/usr/lib/ocf/resource.d/nxd/nxd",
                   "/usr/share/man/man8/nxdctl.8.gz", "/usr/share/man/man5/nxdtab.5.gz",
                   "/usr/share/man/man8/nxd-probe.8.gz"):
             assert f in listed and os.path.exists(f), f
+        # The preset enabled nxd-stop.service (systemctl works offline).
+        wants = "/etc/systemd/system/local-fs-pre.target.wants/nxd-stop.service"
+        assert os.readlink(wants).endswith("/systemd/system/nxd-stop.service"), wants
         hdd, ssd = loopdev(64), nullb(16)
         run(["/usr/sbin/nxdctl", "create", "pkg0", hdd, ssd])
         dm.created.append("pkg0")

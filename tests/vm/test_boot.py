@@ -1,33 +1,42 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Boot-time assembly: /etc/nxd/nxdtab, nxd-assemble.service's command
-lines, the device-mapper UUID create gives, a removed volume staying
-removed, drain-on-stop.
+"""Boot-time assembly: /etc/nxd/nxdtab, the command lines of
+nxd-activate@.service and nxd-stop.service, 69-nxd-activate.rules under the
+guest's udevd, the device-mapper UUID create gives, a removed volume
+staying removed, drain-on-stop.
 
-The unit is not started through systemd (the guest's init is not): its
-ExecStart= and ExecStop= lines are read from systemd/nxd-assemble.service
-and run as they are, with the tree's nxdctl for /usr/sbin/nxdctl, so that
-a change of the unit changes what is tested.  The config file and the
-folder of removal marks are the test's own (NXD_CONFIG, NXD_REMOVED_DIR);
-emptying that folder stands for a reboot (it is on tmpfs).
+The units are not started through systemd (the guest's init is not; make
+test-boot boots a real one): their ExecStart= and ExecStop= lines are read
+from systemd/ and run as they are, with the tree's nxdctl for
+/usr/sbin/nxdctl, so that a change of a unit changes what is tested.  The
+config file and the folder of removal marks are the test's own
+(NXD_CONFIG, NXD_REMOVED_DIR); emptying that folder stands for a reboot
+(it is on tmpfs).
 """
 import json
+import os
+import shutil
 
 import pytest
 
 from nxdt import blkdev, ctl, host, nxdvol, ondisk
+from nxdt.admin import udev_env
+from nxdt.blkdev import settle
+from nxdt.ctl import NXDCTL
 from nxdt.facts import KiB, unit_cmd
+from nxdt.host import REPO, run
 from nxdt.bootenv import (Env, region_sum, reseal_without_meta, status, threshold, vol_uuid,
                           write_some)
 
 
 @pytest.mark.guarantee("G15", "G4")
 def test_boot_assembly(dm, loopdev, tmp_path):
-    """nxd-assemble.service's own command lines: a configured volume comes back
-    at boot under its name, DM UUID, options and data, a noauto or removed
-    one does not, and drain-on-stop leaves the log empty."""
+    """The units' own command lines (nxd-activate@UUID.service for each
+    volume, nxd-stop.service at shutdown): a configured volume comes back at
+    boot under its name, DM UUID, options and data, a noauto or removed one
+    does not, and drain-on-stop leaves the log empty."""
     env = Env(tmp_path)
-    start, stop = unit_cmd("ExecStart"), unit_cmd("ExecStop")
-    assert start[1:] == ["assemble", "--all"] and stop[1:] == ["stop", "--all"]
+    stop = unit_cmd("nxd-stop.service", "ExecStop")
+    assert stop[1:] == ["stop", "--all"], stop
     hdd = {"boota": loopdev(128), "bootb": loopdev(128)}
     ssd = {"boota": loopdev(32), "bootb": loopdev(32)}
     thr = {"boota": 128 * KiB, "bootb": 256 * KiB}
@@ -46,6 +55,12 @@ def test_boot_assembly(dm, loopdev, tmp_path):
         csum[n] = region_sum(dm.path(n))
         assert status(env, n)["dirty_blocks"] > 0
 
+    def start():
+        """Boot: each volume's unit, as udev would start them."""
+        ps = [env.run(unit_cmd("nxd-activate@.service", "ExecStart", uuid[n]))
+              for n in ("boota", "bootb")]
+        return "".join(p.stdout for p in ps)
+
     # Removed by hand: marked, then a "reboot" forgets the marks.
     for n in ("boota", "bootb"):
         env.nxdctl("remove", n)
@@ -60,20 +75,20 @@ def test_boot_assembly(dm, loopdev, tmp_path):
 
     # Boot: the configured volume comes back under its name, with its
     # DM UUID, threshold and data; the noauto one does not.
-    p = env.run(start)
-    assert "bootb: noauto" in p.stdout, p.stdout
-    assert dm.exists("boota") and not dm.exists("bootb"), p.stdout
+    out = start()
+    assert "bootb: noauto" in out, out
+    assert dm.exists("boota") and not dm.exists("bootb"), out
     assert dm.info("boota")["uuid"] == dmu["boota"]
     assert threshold(env, "boota") == thr["boota"]
     assert region_sum(dm.path("boota")) == csum["boota"]
     c = ctl.get_stats("boota")["counters"]
     assert c["recovered_blocks"] > 0, c          # the log was replayed
 
-    # Removed on purpose: assemble --all leaves it alone.
+    # Removed on purpose: automatic assembly leaves it alone.
     env.nxdctl("remove", "boota")
-    p = env.run(start)
-    assert not dm.exists("boota") and not dm.exists("bootb"), p.stdout
-    assert f"volume {uuid['boota']} was removed with nxdctl remove" in p.stdout, p.stdout
+    out = start()
+    assert not dm.exists("boota") and not dm.exists("bootb"), out
+    assert f"volume {uuid['boota']} was removed with nxdctl remove" in out, out
 
     # By hand: back, with the config's name, options and the same DM UUID;
     # the noauto one too.
@@ -84,8 +99,8 @@ def test_boot_assembly(dm, loopdev, tmp_path):
         assert threshold(env, n) == thr[n]
         assert region_sum(dm.path(n)) == csum[n]
     assert not (env.removed / uuid["boota"]).exists()
-    p = env.run(start)                          # nothing left to do
-    assert "already active as boota" in p.stdout, p.stdout
+    out = start()                               # nothing left to do
+    assert "already active as boota" in out and "already active as bootb" in out, out
 
     # Logged writes in both; shutdown: boota (drain-on-stop) is drained,
     # bootb is not; both are removed.
@@ -107,7 +122,7 @@ def test_boot_assembly(dm, loopdev, tmp_path):
 
     # Next boot: boota's log is empty, its data on the HDD.
     env.reboot()
-    env.run(start)
+    start()
     st = status(env, "boota")
     assert st["log_used_bytes"] == 0 and st["dirty_blocks"] == 0, st
     assert ctl.get_stats("boota")["counters"]["recovered_blocks"] == 0
@@ -124,12 +139,12 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
     a superblock without them (older module) still assembles, as
     nxd-<uuid> with the defaults."""
     env = Env(tmp_path)
-    start = unit_cmd("ExecStart")
     assert not env.tab.exists()                 # no config file at all
     hdd, ssd = loopdev(128), loopdev(32)
     env.nxdctl("create", "ostx", hdd, ssd)
     dm.created.append("ostx")
     uuid, dmu = vol_uuid(env, "ostx"), dm.info("ostx")["uuid"]
+    start = unit_cmd("nxd-activate@.service", "ExecStart", uuid)
     sb = ondisk.newest_sb(ssd)[1]
     assert sb["name"] == "ostx", sb
     assert sb["tun_flags"] & 1 and sb["write_threshold"] == 64 * KiB, sb
@@ -204,11 +219,11 @@ def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
     range, and change nothing; status of the stopped, configured volume says
     inactive (exit 2)."""
     env = Env(tmp_path)
-    start = unit_cmd("ExecStart")
     hdd, ssd = loopdev(64), loopdev(16)
     env.nxdctl("create", "tunp", hdd, ssd)
     dm.created.append("tunp")
     uuid = vol_uuid(env, "tunp")
+    start = unit_cmd("nxd-activate@.service", "ExecStart", uuid)
     sysfs = f"/sys/block/{blkdev.blk_name(dm.path('tunp'))}/nxd"
 
     # Refused before anything is written: a good key then a bad one.
@@ -274,3 +289,102 @@ def test_tunables_persist_in_superblock(dm, loopdev, tmp_path):
     assert host.wait_kmsg(mark, r"high_watermark must be 0 to 100"), \
         host.dmesg_since(mark)
     assert nxdvol.table_opts(dm.table("tunp")) == opts
+
+
+@pytest.fixture
+def udev_activate():
+    """nxdctl, nxd-probe, 64-nxd-members.rules and 69-nxd-activate.rules
+    where the nxdctl package puts them (the guest's /usr and /etc are
+    overlays), udevd reloaded; undone afterwards."""
+    if run(["udevadm", "control", "--ping"], check=False).returncode:
+        pytest.fail("no udevd in the guest", pytrace=False)
+    placed = []     # (path, saved copy of what was there, or None)
+    try:
+        os.makedirs("/usr/lib/udev/rules.d", exist_ok=True)
+        for src, dst in ((NXDCTL, "/usr/sbin/nxdctl"),
+                         (os.path.join(REPO, "tools", "nxd-probe"), "/usr/lib/udev/nxd-probe"),
+                         *((os.path.join(REPO, "udev", r), f"/usr/lib/udev/rules.d/{r}")
+                           for r in ("64-nxd-members.rules", "69-nxd-activate.rules"))):
+            saved = None
+            if os.path.exists(dst):
+                saved = f"{dst}.nxd-test-saved"
+                os.rename(dst, saved)
+            placed.append((dst, saved))
+            shutil.copy2(src, dst)
+        run(["udevadm", "control", "--reload"])
+        yield
+    finally:
+        for dst, saved in reversed(placed):
+            os.unlink(dst)
+            if saved:
+                os.rename(saved, dst)
+        run(["udevadm", "control", "--reload"])
+
+
+def udev_wants(dev):
+    """What 69-nxd-activate.rules asks of systemd for @dev (SYSTEMD_WANTS)
+    after a change event."""
+    settle(dev)
+    return udev_env(dev).get("SYSTEMD_WANTS", "").split()
+
+
+@pytest.mark.guarantee("G15")
+def test_udev_activation(dm, loopdev, udev_activate, tmp_path):
+    """69-nxd-activate.rules under the guest's udevd, then the command line
+    of the unit it names: a half whose peer is missing (the HDD held by
+    another device) asks for nxd-activate@UUID.timer and the service says
+    which half is missing and assembles nothing; the half that completes
+    the volume asks for nxd-activate@UUID.service, which assembles it under
+    its config name and DM UUID; a held device (an active volume's) asks
+    for nothing; /etc/nxd/noauto turns the rule off."""
+    env = Env(tmp_path)
+    hdd, ssd = loopdev(128), loopdev(32)
+    env.nxdctl("create", "udv0", hdd, ssd)
+    dm.created.append("udv0")
+    uuid = vol_uuid(env, "udv0")
+    env.nxdctl("stop", "udv0")
+    assert not dm.exists("udv0")
+    env.tab.write_text(f"udv1 UUID={uuid}\n")
+    svc, timer = f"nxd-activate@{uuid}.service", f"nxd-activate@{uuid}.timer"
+    act = unit_cmd("nxd-activate@.service", "ExecStart", uuid)
+    assert act[1:] == ["activate", uuid], act
+
+    # The HDD held by a linear device over its first half (which has no
+    # label): the SSD is alone.
+    dm.create("udvhold", f"0 {blkdev.dev_sectors(hdd) // 2} linear {hdd} 0")
+    w = udev_wants(ssd)
+    assert timer in w and svc not in w, w
+    w = udev_wants(hdd)                         # held: asks for nothing
+    assert not [u for u in w if u.startswith("nxd-activate@")], w
+    p = env.run(act, check=False)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert f"volume {uuid}: its SSD" in p.stderr, p.stderr
+    assert "is present but its HDD is missing: not assembled" in p.stderr, p.stderr
+    assert not dm.exists("udv1") and not dm.exists("udv0")
+    dm.remove("udvhold")
+
+    # Both present: either half's event completes the volume.
+    for dev in (hdd, ssd):
+        w = udev_wants(dev)
+        assert svc in w and timer not in w, (dev, w)
+    os.makedirs("/etc/nxd", exist_ok=True)
+    knob = "/etc/nxd/noauto"
+    assert not os.path.exists(knob)
+    try:
+        open(knob, "w").close()
+        w = udev_wants(ssd)
+        assert not [u for u in w if u.startswith("nxd-activate@")], w
+    finally:
+        os.unlink(knob)
+
+    p = env.run(act)
+    dm.created.append("udv1")
+    assert dm.exists("udv1") and not dm.exists("udv0"), p.stdout
+    assert dm.info("udv1")["uuid"] == f"NXD-{uuid}"
+    p = env.run(act)                            # a second start: nothing
+    assert f"volume {uuid} is already active as udv1" in p.stdout, p.stdout
+    for dev in (hdd, ssd):                      # held by the volume
+        w = udev_wants(dev)
+        assert not [u for u in w if u.startswith("nxd-activate@")], (dev, w)
+    env.nxdctl("stop", "udv1")
+    assert not dm.exists("udv1")

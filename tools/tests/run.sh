@@ -108,6 +108,9 @@ assert not any("read_threshold" in x for x in v)' "$OUT/list.json"
 . tests/assemble.sh
 . tests/owner.sh
 
+# ---- activate (event-driven assembly) on loop devices ----
+. tests/activate.sh
+
 # ---- grow, detach, attach, replace-ssd (--dry-run on test hooks) ----
 . tests/lifecycle.sh
 
@@ -120,7 +123,7 @@ has "--version" "^nxdctl .* (dm-nxd ioctl ABI 1)$"
 t "unknown command" 1 "$NXDCTL" frobnicate
 for c in histogram stats threshold config create remove stop drain \
 	pause-destage resume-destage list suggest-threshold assemble \
-	udev-info wipe status show-super help; do
+	activate udev-info wipe status show-super help; do
 	t "$c --help" 0 "$NXDCTL" $c --help
 	has "$c --help shows usage" "^Usage: nxdctl $c"
 done

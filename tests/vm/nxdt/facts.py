@@ -64,17 +64,20 @@ def parse_status(line):
     return parse_params(f[3])
 
 
-UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                    "systemd", "nxd-assemble.service")
+UNITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                     "systemd")
 
 
-def unit_cmd(key):
-    """nxd-assemble.service's @key= command line (ExecStart, ExecStop) as
-    argv: the tests run it where systemd would."""
-    with open(UNIT) as f:
+def unit_cmd(unit, key, instance=None):
+    """The @key= command line (ExecStart, ExecStop) of systemd/@unit as
+    argv, %i replaced by @instance: the tests run it where systemd would."""
+    with open(os.path.join(UNITS, unit)) as f:
         lines = [ln.split("=", 1)[1].strip() for ln in f.read().splitlines()
                  if ln.startswith(key + "=")]
-    assert len(lines) == 1, (key, lines)
+    assert len(lines) == 1, (unit, key, lines)
     argv = shlex.split(lines[0])
     assert argv[0] == "/usr/sbin/nxdctl", argv
+    if instance is not None:
+        argv = [a.replace("%i", instance) for a in argv]
+    assert not any("%" in a for a in argv), argv
     return argv
