@@ -82,6 +82,15 @@ static int nxd_sb_write_locked(struct nxd_c *nc)
 }
 
 /* A failed superblock write degrades the volume and freezes the log. */
+static int nxd_sb_failed(struct nxd_c *nc, int r)
+{
+	if (r) {
+		nxd_ssd_failed(nc, r, "superblock write");
+		nxd_log_freeze(nc);
+	}
+	return r;
+}
+
 int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq)
 {
 	int r;
@@ -96,11 +105,7 @@ int nxd_sb_commit(struct nxd_c *nc, u32 flags, u64 tail_pos, u64 tail_seq)
 	spin_unlock(&nc->lock);
 	r = nxd_sb_write_locked(nc);
 	mutex_unlock(&nc->sb_lock);
-	if (r) {
-		nxd_ssd_failed(nc, r, "superblock write");
-		nxd_log_freeze(nc);
-	}
-	return r;
+	return nxd_sb_failed(nc, r);
 }
 
 int nxd_sb_write(struct nxd_c *nc, bool clean)
@@ -125,11 +130,7 @@ int nxd_sb_save(struct nxd_c *nc)
 	mutex_lock(&nc->sb_lock);
 	r = nxd_sb_write_locked(nc);
 	mutex_unlock(&nc->sb_lock);
-	if (r) {
-		nxd_ssd_failed(nc, r, "superblock write");
-		nxd_log_freeze(nc);
-	}
-	return r;
+	return nxd_sb_failed(nc, r);
 }
 
 /*
