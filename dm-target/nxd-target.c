@@ -75,9 +75,14 @@ static int nxd_parse_opts(struct nxd_c *nc, struct dm_arg_set *as, char **error)
 			return -EINVAL;
 		}
 	}
-	/* Each value was checked: only the watermarks' order can fail. */
+	/* Each value was checked: only the pairs and the stripe can fail. */
 	if (!nxd_tun_valid(&nc->opt)) {
-		*error = "low_watermark must not exceed high_watermark";
+		if (nc->opt.low_wm > nc->opt.high_wm)
+			*error = "low_watermark must not exceed high_watermark";
+		else if (nc->opt.auto_min_thr > nc->opt.auto_max_thr)
+			*error = "auto_min_threshold must not exceed auto_max_threshold";
+		else
+			*error = "stripe_size must be a multiple of 4096";
 		return -EINVAL;
 	}
 	if (as->argc) {
@@ -119,6 +124,7 @@ static void nxd_dtr(struct dm_target *ti)
 	if (!list_empty(&nc->node))
 		list_del_init(&nc->node);
 	mutex_unlock(&nxd_vols_lock);
+	nxd_auto_stop(nc);
 	nxd_destager_stop(nc);
 	nxd_writer_stop(nc);
 	/* Nothing raises events any more; the table is unbound already. */
@@ -197,6 +203,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = nxd_parse_opts(nc, &as, &ti->error);
 	if (r)
 		goto bad;
+	nxd_auto_setup(nc);
 
 	r = dm_get_device(ti, hdd_path, dm_table_get_mode(ti->table), &nc->hdd);
 	if (r) {
@@ -440,6 +447,7 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	struct nxd_tun *t = &nc->vol->tun;
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
+	enum nxd_mode mode = READ_ONCE(t->mode);
 	bool to_log, logged;
 
 	if (!nr)
@@ -452,10 +460,17 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	 */
 	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost))
 		return DM_MAPIO_KILL;
-	to_log = !atomic_read(&nc->degraded) &&
-		 nxd_route_write_to_log(s, (u64)nr << 9,
-					READ_ONCE(t->write_threshold),
-					nc->hdd_io_min, READ_ONCE(t->mode));
+	if (atomic_read(&nc->degraded)) {
+		to_log = false;
+	} else if (mode == NXD_MODE_ADAPTIVE) {
+		/* it may cut the bio at a stripe boundary */
+		to_log = nxd_auto_map(nc, bio, pb);
+		nr = bio_sectors(bio);
+	} else {
+		to_log = nxd_route_write_to_log(s, (u64)nr << 9,
+						READ_ONCE(t->write_threshold),
+						nc->hdd_io_min, mode);
+	}
 	if (!to_log) {
 		int ep = nxd_epoch_get(&nc->hw_ep);
 
@@ -636,6 +651,7 @@ static void nxd_postsuspend(struct dm_target *ti)
 	if (READ_ONCE(nc->vol->tun.drain_on_suspend) && !atomic_read(&nc->degraded))
 		nxd_drain(nc);
 	WRITE_ONCE(nc->running, false);
+	nxd_auto_stop(nc);
 	/* A round that saw running still set ends before we go on. */
 	mutex_lock(&nc->round_lock);
 	mutex_unlock(&nc->round_lock);
@@ -697,6 +713,7 @@ static void nxd_resume(struct dm_target *ti)
 			smp_store_release(&vol->kobj_added, true);
 	}
 	WRITE_ONCE(nc->running, true);
+	nxd_auto_start(nc);
 	nxd_writer_wake(nc);
 	nxd_destager_wake(nc);
 }
@@ -801,7 +818,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 3, 0},
+	.version = {2, 4, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,
