@@ -172,7 +172,8 @@ const struct cmd cmd_config = {
 	"config", do_config, "VOL [KEY[=VALUE]...]",
 	"Show all sysfs tunables of VOL, or show or set some.",
 	"KEY is one of write_threshold, mode, low_watermark, "
-	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, or "
-	"the read-only\nlog_used_pct and state.\n"
+	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, "
+	"auto_min_threshold,\nauto_max_threshold, stream_min, stripe_size, "
+	"or the read-only log_used_pct\nand state.\n"
 	VOL_HELP,
 };

@@ -91,8 +91,8 @@ int table_opt(const char *cmd, int o, const char *arg,
 	case O_MODE:
 		if (nxd_mode_parse(arg, &m))
 			return usage_error(cmd, "--mode: expected auto, "
-					   "passthrough or log_all, got '%s'",
-					   arg);
+					   "passthrough, log_all or adaptive, "
+					   "got '%s'", arg);
 		return add_opt(co, "mode", arg);
 	case O_LOWWM:
 	case O_HIGHWM:
@@ -104,6 +104,20 @@ int table_opt(const char *cmd, int o, const char *arg,
 		if (rc)
 			return rc;
 		snprintf(buf, sizeof(buf), "%lu", n);
+		return add_opt(co, d->name, buf);
+	case O_AMIN:
+	case O_AMAX:
+	case O_SMIN:
+	case O_SSIZE:
+		/* Sizes, in the kernel's ranges; their order is the kernel's. */
+		d = opt_tun(o, flag, sizeof(flag));
+		rc = parse_size_opt(cmd, flag, arg, d->max, &sz);
+		if (rc)
+			return rc;
+		if (sz < d->min)
+			return usage_error(cmd, "%s: at least %u, got '%s'",
+					   flag, d->min, arg);
+		snprintf(buf, sizeof(buf), "%" PRIu64, sz);
 		return add_opt(co, d->name, buf);
 	case O_RATE:
 		/*
