@@ -274,7 +274,7 @@ def test_read_threshold_refused(dm, pair):
     model = fill(a, 43)
     table0, tun0 = a.table(), a.tunables()
     w = table0.split()
-    assert w[5] == "14" and "read_threshold" not in w, table0
+    assert w[5] == "22" and "read_threshold" not in w, table0
     assert nxdvol.table_opts(table0) == tun0, (table0, tun0)
     assert not os.path.exists(a.sysfs("read_threshold"))
     st0 = a.status()
