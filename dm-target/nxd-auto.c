@@ -194,7 +194,7 @@ bool nxd_auto_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	stripe = nxd_auto_stripe(nc);
 	if (bytes > thr && blocks && stripe >= NXD_BLOCK_SIZE &&
 	    nxd_split_stripes(s, nr, stripe, &sp) && (sp.head || sp.tail)) {
-		atomic64_inc(&nc->auto_split_writes);
+		atomic64_inc(&nc->auto_split_cuts);
 		if (sp.head) {
 			/* the partial stripe first; the rest comes back */
 			nxd_auto_accept(bio, pb, sp.head);
@@ -212,10 +212,11 @@ bool nxd_auto_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	to_log = nxd_route_write_to_log(s, bytes, thr, nc->hdd_io_min,
 					NXD_MODE_ADAPTIVE);
 	spin_lock(&nc->auto_lock);
-	run = nxd_stream_write(&nc->streams, s, nr);
-	probe = blocks && nxd_auto_probe(&nc->at, bytes);
+	/* every write extends the runs; a small one may then bypass */
+	run = nxd_stream_write(&nc->streams, s, nr) && to_log && blocks;
+	probe = !run && blocks && nxd_auto_probe(&nc->at, bytes);
 	spin_unlock(&nc->auto_lock);
-	if (to_log && blocks && run) {
+	if (run) {
 		/* a proven sequential run: md merges it into whole stripes */
 		atomic64_inc(&nc->auto_stream_writes);
 		return false;
@@ -237,7 +238,7 @@ void nxd_auto_fill(struct nxd_c *nc, struct nxd_ioc_auto *ia)
 
 	ia->stripe_bytes = nxd_auto_stripe(nc);
 	ia->stream_writes = atomic64_read(&nc->auto_stream_writes);
-	ia->split_writes = atomic64_read(&nc->auto_split_writes);
+	ia->split_cuts = atomic64_read(&nc->auto_split_cuts);
 	ia->split_log_bytes = atomic64_read(&nc->auto_split_log);
 	ia->split_hdd_bytes = atomic64_read(&nc->auto_split_hdd);
 	spin_lock(&nc->auto_lock);

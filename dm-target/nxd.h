@@ -359,7 +359,7 @@ struct nxd_c {
 	u64 auto_prev_used;
 	atomic64_t split_tail;
 	atomic64_t auto_stream_writes;
-	atomic64_t auto_split_writes;
+	atomic64_t auto_split_cuts;
 	atomic64_t auto_split_log;
 	atomic64_t auto_split_hdd;
 

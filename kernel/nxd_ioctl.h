@@ -165,7 +165,7 @@ struct nxd_ioc_auto {
 	__u64 samples[2];	/* completed writes measured: SSD, HDD */
 	__u64 est_ns[2][NXD_HIST_NBUCKETS];	/* service-time EWMA, ns; 0 none */
 	__u64 stream_writes;	/* small writes sent to the HDD in a long run */
-	__u64 split_writes;	/* large writes cut at stripe boundaries */
+	__u64 split_cuts;	/* cuts of large writes at stripe boundaries */
 	__u64 split_log_bytes;	/* of those, partial stripes sent to the log */
 	__u64 split_hdd_bytes;	/* and whole stripes sent to the HDD */
 	__u64 stream_hits;

@@ -59,7 +59,7 @@ static void routing_json(const struct vol *v, const struct nxd_ioc_auto *a)
 	}
 	jw_close(&j, '}');
 	jw_u64(&j, "stream_writes", a->stream_writes);
-	jw_u64(&j, "split_writes", a->split_writes);
+	jw_u64(&j, "split_cuts", a->split_cuts);
 	jw_u64(&j, "split_log_bytes", a->split_log_bytes);
 	jw_u64(&j, "split_hdd_bytes", a->split_hdd_bytes);
 	jw_u64(&j, "stream_hits", a->stream_hits);
@@ -112,9 +112,9 @@ static void routing_text(const struct vol *v, const struct nxd_ioc_auto *a)
 	}
 	if (!any)
 		printf("    (no samples)\n");
-	printf("  stripe %u bytes: %llu writes split, %llu bytes to the log, "
+	printf("  stripe %u bytes: %llu cuts, %llu bytes to the log, "
 	       "%llu to the HDD\n", a->stripe_bytes,
-	       (unsigned long long)a->split_writes,
+	       (unsigned long long)a->split_cuts,
 	       (unsigned long long)a->split_log_bytes,
 	       (unsigned long long)a->split_hdd_bytes);
 	printf("  streams: %llu small writes to the HDD in runs of at least "
