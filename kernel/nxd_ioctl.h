@@ -130,8 +130,8 @@ struct nxd_ioc_list {
  * Adaptive routing (mode adaptive): the threshold controller, its changes
  * by reason, the stream table.  Read-only; NXD_IOC_F_RESET is refused.
  */
-#define NXD_AUTO_NREASONS	8	/* none, ssd_faster, hdd_faster, log_occupancy,
-					 * destage_headroom, bounds; 2 spare */
+/* none, ssd_faster, hdd_faster, log_occupancy, destage_headroom, bounds; 2 spare */
+#define NXD_AUTO_NREASONS	8
 #define NXD_AUTO_NSTREAMS	32
 
 struct nxd_ioc_stream {

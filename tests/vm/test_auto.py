@@ -123,24 +123,24 @@ def test_adaptive_mode_and_bounds(dm, loopdev, nullb):
 
 @pytest.mark.guarantee("G2")
 def test_adaptive_streams_go_to_the_hdd(dm, loopdev, nullb):
-    """Mode adaptive, stream_min 256 KiB: 400 small writes at random
+    """Mode adaptive, stream_min 128 KiB: 200 small writes at random
     distinct blocks are logged, but for the controller's counted probes
-    (writes_direct rises by exactly the probes, no stream write); then 300
-    sequential 4 KiB writes: the 237 after the run reached 256 KiB go to
-    the HDD (stream_writes), the 63 before are logged but for the probes
+    (writes_direct rises by exactly the probes, no stream write); then 150
+    sequential 4 KiB writes: the 119 after the run reached 128 KiB go to
+    the HDD (stream_writes), the 31 before are logged but for the probes
     (writes_direct = stream writes + probes); then
     two threads writing alternate blocks of one run are one stream to the
     table (most of their writes go to the HDD).  The data reads back as
     the model, live and after a drain."""
     v = adaptive(dm, loopdev, nullb, "nxdstream",
-                 ["stream_min", "256K", "write_threshold", "64K"])
+                 ["stream_min", "128K", "write_threshold", "64K"])
     m = Model(16 * MiB)
     rnd = random.Random(46)
     fd = os.open(v.dev, os.O_WRONLY | os.O_DIRECT)
     try:
         # Phase 1: random 4 KiB writes, each block once, in the first 6 MiB.
         st0, r0 = v.status(), routing(v)
-        blocks = rnd.sample(range(6 * MiB // BLK), 400)
+        blocks = rnd.sample(range(6 * MiB // BLK), 200)
         for b in blocks:
             m.write(fd, b * BLK, rnd.randbytes(BLK))
         st1, r1 = v.status(), routing(v)
@@ -149,17 +149,17 @@ def test_adaptive_streams_go_to_the_hdd(dm, loopdev, nullb):
         probes = r1["probes"] - r0["probes"]
         assert r1["stream_writes"] == r0["stream_writes"], (r0, r1)
         assert direct == probes, (direct, probes)
-        assert logged + direct == 400, (logged, direct)
-        assert logged >= 400 - 400 // 32 - 1, (logged, probes)
+        assert logged + direct == 200, (logged, direct)
+        assert logged >= 200 - 200 // 32 - 1, (logged, probes)
 
         # Phase 2: one sequential run of 4 KiB writes at 8 MiB.
-        n = 300
+        n = 150
         for i in range(n):
             m.write(fd, 8 * MiB + i * BLK, rnd.randbytes(BLK))
         st2, r2 = v.status(), routing(v)
         streamed = r2["stream_writes"] - r1["stream_writes"]
         probes = r2["probes"] - r1["probes"]     # only before the run proved
-        assert streamed == n - (256 * KiB // BLK - 1), (streamed, r2)
+        assert streamed == n - (128 * KiB // BLK - 1), (streamed, r2)
         assert st2["writes_direct"] - st1["writes_direct"] == streamed + probes, \
             (st1, st2, probes)
         assert st2["writes_logged"] - st1["writes_logged"] == n - streamed - probes
@@ -176,12 +176,12 @@ def test_adaptive_streams_go_to_the_hdd(dm, loopdev, nullb):
     def writer(first, bufs):
         wfd = os.open(v.dev, os.O_WRONLY | os.O_DIRECT)
         try:
-            for i in range(first, 512, 2):
+            for i in range(first, 256, 2):
                 step.wait()
                 pwrite_direct(wfd, 12 * MiB + i * BLK, bufs[i])
         finally:
             os.close(wfd)
-    bufs = [rnd.randbytes(BLK) for _ in range(512)]
+    bufs = [rnd.randbytes(BLK) for _ in range(256)]
     for i, b in enumerate(bufs):
         m.data[12 * MiB + i * BLK:12 * MiB + (i + 1) * BLK] = b
     ts = [threading.Thread(target=writer, args=(k, bufs)) for k in (0, 1)]
@@ -190,8 +190,8 @@ def test_adaptive_streams_go_to_the_hdd(dm, loopdev, nullb):
     for t in ts:
         t.join()
     r3 = routing(v)
-    # 63 writes prove the run; out-of-order pairs are counted with it
-    assert r3["stream_writes"] - r2["stream_writes"] >= 384, r3
+    # 31 writes prove the run; out-of-order pairs are counted with it
+    assert r3["stream_writes"] - r2["stream_writes"] >= 192, r3
 
     m.check(v, "live")
     v.drain()
