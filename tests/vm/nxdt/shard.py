@@ -139,11 +139,6 @@ FULL_ONLY = (
     "test_fs.py::test_fs_detach_ssd_then_new_ssd",
     "test_fs.py::test_fs_grow_hdd",
     "test_fs.py::test_fs_drain_on_suspend_then_linear",
-    # mode adaptive beyond its stream test (30-80 s each under TCG): the
-    # bounds and their storage, the stripe cut, the occupancy cap
-    "test_auto.py::test_adaptive_mode_and_bounds",
-    "test_auto.py::test_adaptive_stripe_split",
-    "test_auto.py::test_adaptive_threshold_moves_with_reasons",
 )
 
 # Seconds each kernel's share of `make test` takes beyond its tests, from
