@@ -106,6 +106,40 @@ out:
 	return r;
 }
 
+static long nxd_ioc_auto(void __user *arg)
+{
+	struct nxd_ioc_auto *ia;
+	struct nxd_vol *vol;
+	int r;
+
+	ia = kvzalloc(sizeof(*ia), GFP_KERNEL);
+	if (!ia)
+		return -ENOMEM;
+	r = nxd_ioc_in(arg, ia, sizeof(*ia), sizeof(ia->hdr));
+	if (r)
+		goto out;
+	if (ia->hdr.flags) {
+		r = -EINVAL;
+		goto out;
+	}
+	memset((char *)ia + sizeof(ia->hdr), 0, sizeof(*ia) - sizeof(ia->hdr));
+	mutex_lock(&nxd_vols_lock);
+	vol = nxd_vol_find(&ia->hdr);
+	if (vol) {
+		ia->mode = READ_ONCE(vol->tun.mode);
+		ia->hdr.dev = new_encode_dev(vol->dev);
+		if (vol->active) {
+			ia->active = 1;
+			nxd_auto_fill(vol->active, ia);
+		}
+	}
+	mutex_unlock(&nxd_vols_lock);
+	r = vol ? nxd_ioc_out(arg, ia, sizeof(*ia)) : -ENODEV;
+out:
+	kvfree(ia);
+	return r;
+}
+
 static long nxd_ioc_list(void __user *arg)
 {
 	struct nxd_ioc_list *l;
@@ -162,6 +196,8 @@ static long nxd_ctl_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return nxd_ioc_stats(p);
 	case _IOC_NR(NXD_IOC_LIST):
 		return nxd_ioc_list(p);
+	case _IOC_NR(NXD_IOC_GET_AUTO):
+		return nxd_ioc_auto(p);
 	default:
 		return -ENOTTY;
 	}

@@ -43,7 +43,38 @@ void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb)
 	atomic64_inc(&c[0]);
 	atomic64_add(pb->bytes, &c[1]);
 	atomic64_add(ns, &c[2]);
+	if (pb->dir == NXD_H_WRITE) {
+		atomic64_inc(&p->auto_n[pb->route][nxd_hist_bucket(pb->bytes)]);
+		atomic64_add(ns, &p->auto_ns[pb->route][nxd_hist_bucket(pb->bytes)]);
+	}
 	put_cpu_ptr(vol->pcpu);
+}
+
+/* Completed writes of @route in size bucket @k: count and total ns. */
+void nxd_auto_sums(struct nxd_vol *vol, unsigned int route, unsigned int k,
+		   u64 *n, u64 *ns)
+{
+	int cpu;
+
+	*n = 0;
+	*ns = 0;
+	for_each_possible_cpu(cpu) {
+		struct nxd_pcpu *p = per_cpu_ptr(vol->pcpu, cpu);
+
+		*n += atomic64_read(&p->auto_n[route][k]);
+		*ns += atomic64_read(&p->auto_ns[route][k]);
+	}
+}
+
+/* Counter @ctr summed over the CPUs (a reset may make it go back). */
+u64 nxd_ctr_sum(struct nxd_vol *vol, unsigned int ctr)
+{
+	u64 v = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		v += atomic64_read(&per_cpu_ptr(vol->pcpu, cpu)->ctr[ctr]);
+	return v;
 }
 
 static u64 nxd_take(atomic64_t *a, bool reset)

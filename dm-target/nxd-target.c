@@ -116,6 +116,7 @@ static void nxd_dtr(struct dm_target *ti)
 	if (!list_empty(&nc->node))
 		list_del_init(&nc->node);
 	mutex_unlock(&nxd_vols_lock);
+	nxd_auto_stop(nc);
 	nxd_destager_stop(nc);
 	nxd_writer_stop(nc);
 	/* Nothing raises events any more; the table is unbound already. */
@@ -194,6 +195,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = nxd_parse_opts(nc, &as, &ti->error);
 	if (r)
 		goto bad;
+	nxd_auto_setup(nc);
 
 	r = dm_get_device(ti, hdd_path, dm_table_get_mode(ti->table), &nc->hdd);
 	if (r) {
@@ -264,10 +266,10 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	if (r)
 		goto bad;	/* ti->error set */
 	nxd_tun_merge(nc, vol_active);
-	/* Each value was checked: only the watermarks' order can fail. */
+	/* Each value was checked: only the pairs and the stripe can fail. */
 	r = -EINVAL;
 	if (!nxd_tun_valid(&nc->opt)) {
-		ti->error = NXD_ERR_WM_ORDER;
+		ti->error = (char *)nxd_tun_pair_err(&nc->opt);
 		goto bad;
 	}
 
@@ -498,6 +500,7 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	struct nxd_tun *t = &nc->vol->tun;
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
+	enum nxd_mode mode = READ_ONCE(t->mode);
 	bool to_log, logged;
 
 	if (!nr)
@@ -510,10 +513,17 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	 */
 	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost))
 		return DM_MAPIO_KILL;
-	to_log = !atomic_read(&nc->degraded) &&
-		 nxd_route_write_to_log(s, (u64)nr << 9,
-					READ_ONCE(t->write_threshold),
-					nc->hdd_io_min, READ_ONCE(t->mode));
+	if (atomic_read(&nc->degraded)) {
+		to_log = false;
+	} else if (mode == NXD_MODE_ADAPTIVE) {
+		/* it may cut the bio at a stripe boundary */
+		to_log = nxd_auto_map(nc, bio, pb);
+		nr = bio_sectors(bio);
+	} else {
+		to_log = nxd_route_write_to_log(s, (u64)nr << 9,
+						READ_ONCE(t->write_threshold),
+						nc->hdd_io_min, mode);
+	}
 	if (!to_log) {
 		int ep = nxd_epoch_get(&nc->hw_ep);
 
@@ -698,6 +708,7 @@ static void nxd_postsuspend(struct dm_target *ti)
 	if (READ_ONCE(nc->vol->tun.drain_on_suspend) && !atomic_read(&nc->degraded))
 		nxd_drain(nc);
 	WRITE_ONCE(nc->running, false);
+	nxd_auto_stop(nc);
 	/* A round that saw running still set ends before we go on. */
 	mutex_lock(&nc->round_lock);
 	mutex_unlock(&nc->round_lock);
@@ -759,6 +770,7 @@ static void nxd_resume(struct dm_target *ti)
 			smp_store_release(&vol->kobj_added, true);
 	}
 	WRITE_ONCE(nc->running, true);
+	nxd_auto_start(nc);
 	nxd_writer_wake(nc);
 	nxd_destager_wake(nc);
 }
@@ -869,7 +881,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 3, 0},
+	.version = {2, 4, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

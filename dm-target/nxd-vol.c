@@ -65,6 +65,15 @@ void nxd_tun_merge(struct nxd_c *nc, bool vol_active)
 /* "write_threshold must be 0 to 1G": built once, by nxd_sysfs_init(). */
 static char nxd_tun_errs[NXD_TUN_NR][NXD_TUN_RANGE_LEN + 32];
 
+const char *nxd_tun_pair_err(const struct nxd_tun *t)
+{
+	if (t->low_wm > t->high_wm)
+		return "low_watermark must not exceed high_watermark";
+	if (t->auto_min_thr > t->auto_max_thr)
+		return "auto_min_threshold must not exceed auto_max_threshold";
+	return "stripe_size must be a multiple of 4096";
+}
+
 const char *nxd_tun_err(const struct nxd_tun_desc *d)
 {
 	return nxd_tun_errs[d - nxd_tuns];
@@ -196,7 +205,7 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 	t = vol->tun;
 	r = nxd_tun_parse(na->tun, strim(val), &v);
 	if (!r) {
-		/* The watermarks are checked against each other. */
+		/* The pairs are checked against each other. */
 		*nxd_tun_field(&t, na->tun) = v;
 		if (!nxd_tun_valid(&t))
 			r = -EDOM;
@@ -207,7 +216,7 @@ static ssize_t nxd_attr_store(struct kobject *k, struct attribute *a,
 	mutex_unlock(&nxd_tun_lock);
 	if (r) {
 		DMWARN_LIMIT("%s: %s", dm_disk(vol->md)->disk_name,
-			     r == -EDOM ? NXD_ERR_WM_ORDER :
+			     r == -EDOM ? nxd_tun_pair_err(&t) :
 			     nxd_tun_err(na->tun));
 		return -EINVAL;
 	}

@@ -31,6 +31,9 @@
 struct nxd_pcpu {
 	atomic64_t hist[NXD_H_NDIR][NXD_HIST_NBUCKETS][NXD_H_NROUTE][NXD_H_NALIGN][3];
 	atomic64_t ctr[NXD_NCTR];
+	/* Completed writes by device and size for nxd-auto.c: never reset. */
+	atomic64_t auto_n[NXD_H_NROUTE][NXD_HIST_NBUCKETS];
+	atomic64_t auto_ns[NXD_H_NROUTE][NXD_HIST_NBUCKETS];
 };
 
 struct nxd_c;
@@ -340,6 +343,28 @@ struct nxd_c {
 	int d_error;
 	u64 destage_errors;
 
+	/*
+	 * Mode adaptive (nxd-auto.c).  @auto_lock guards the controller and
+	 * the stream table; map reads @auto_thr without it, the tick alone
+	 * writes it.  @split_tail: 1 + the first sector of the tail of the
+	 * last write split at stripes, which map then logs (0: none).
+	 */
+	spinlock_t auto_lock;
+	struct nxd_auto at;
+	struct nxd_streams streams;
+	u32 auto_thr;
+	bool auto_on;			/* the tick is armed */
+	struct delayed_work auto_work;
+	u64 auto_prev_n[NXD_H_NROUTE][NXD_HIST_NBUCKETS];
+	u64 auto_prev_ns[NXD_H_NROUTE][NXD_HIST_NBUCKETS];
+	u64 auto_prev_written;
+	u64 auto_prev_used;
+	atomic64_t split_tail;
+	atomic64_t auto_stream_writes;
+	atomic64_t auto_split_cuts;
+	atomic64_t auto_split_log;
+	atomic64_t auto_split_hdd;
+
 	/* Recovery report, written at the first preresume. */
 	u64 rec_segments;
 	u64 rec_blocks;
@@ -358,6 +383,9 @@ int nxd_stats_alloc(struct nxd_vol *vol);
 void nxd_stats_free(struct nxd_vol *vol);
 void nxd_count(struct nxd_c *nc, unsigned int ctr, u64 v);
 void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb);
+void nxd_auto_sums(struct nxd_vol *vol, unsigned int route, unsigned int k,
+		   u64 *n, u64 *ns);
+u64 nxd_ctr_sum(struct nxd_vol *vol, unsigned int ctr);
 void nxd_stats_fill(struct nxd_vol *vol, struct nxd_ioc_stats *st, bool reset);
 void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c);
 const char *nxd_event_name(unsigned int kind);
@@ -417,7 +445,8 @@ void nxd_tun_get(struct nxd_vol *vol, struct nxd_tun *t);
 void nxd_tun_put(struct nxd_vol *vol, const struct nxd_tun *t);
 void nxd_tun_merge(struct nxd_c *nc, bool vol_active);
 const char *nxd_tun_err(const struct nxd_tun_desc *d);
-#define NXD_ERR_WM_ORDER "low_watermark must not exceed high_watermark"
+/* Why a set of tunables, each in its range, fails nxd_tun_valid(). */
+const char *nxd_tun_pair_err(const struct nxd_tun *t);
 void nxd_sysfs_init(void);
 int nxd_sysfs_add(struct nxd_vol *vol);
 void nxd_event_work(struct work_struct *w);
@@ -482,6 +511,13 @@ void nxd_lazy_free(struct nxd_c *nc);
 int nxd_writer_start(struct nxd_c *nc);
 void nxd_writer_stop(struct nxd_c *nc);
 void nxd_writer_queue(struct nxd_c *nc, struct bio *bio);
+
+/* nxd-auto.c */
+void nxd_auto_setup(struct nxd_c *nc);
+void nxd_auto_start(struct nxd_c *nc);
+void nxd_auto_stop(struct nxd_c *nc);
+bool nxd_auto_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb);
+void nxd_auto_fill(struct nxd_c *nc, struct nxd_ioc_auto *ia);
 
 /* nxd-ctl.c */
 int nxd_ctl_init(void);

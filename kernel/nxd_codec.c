@@ -42,21 +42,29 @@ static bool nxd_crc_ok(const void *blk, __le32 stored)
 static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
 {
 	u64 wt = le64_to_cpu(d->write_threshold);
-	struct nxd_tun t = {
-		/* Above any range: out of range, not truncated into one. */
-		.write_threshold = min_t(u64, wt, NXD_U32_MAX),
-		.mode = le32_to_cpu(d->mode),
-		.low_wm = d->low_wm,
-		.high_wm = d->high_wm,
-		.destage_rate = le32_to_cpu(d->destage_rate),
-		.ssd_discard = d->ssd_discard,
-		.drain_on_suspend = d->drain_on_suspend,
-	};
+	u32 flags = le32_to_cpu(d->tun_flags);
+	struct nxd_tun t;
 
 	/* sb was zeroed: up to the first NUL, the rest stays zero. */
 	memcpy(sb->name, d->name, strnlen(d->name, sizeof(d->name) - 1));
-	if (!(le32_to_cpu(d->tun_flags) & NXD_SB_TUN_VALID))
+	if (!(flags & NXD_SB_TUN_VALID))
 		return;
+	/* Written before a field existed: its default. */
+	nxd_tun_defaults(&t);
+	/* Above any range: out of range, not truncated into one. */
+	t.write_threshold = min_t(u64, wt, NXD_U32_MAX);
+	t.mode = le32_to_cpu(d->mode);
+	t.low_wm = d->low_wm;
+	t.high_wm = d->high_wm;
+	t.destage_rate = le32_to_cpu(d->destage_rate);
+	t.ssd_discard = d->ssd_discard;
+	t.drain_on_suspend = d->drain_on_suspend;
+	if (flags & NXD_SB_TUN_AUTO) {
+		t.auto_min_thr = le32_to_cpu(d->auto_min_thr);
+		t.auto_max_thr = le32_to_cpu(d->auto_max_thr);
+		t.stream_min = le32_to_cpu(d->stream_min);
+		t.stripe_size = le32_to_cpu(d->stripe_size);
+	}
 	if (!nxd_tun_valid(&t))
 		return;
 	sb->tun_valid = true;
@@ -70,7 +78,7 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	memcpy(d->name, sb->name, n);	/* the rest stays zero */
 	if (!sb->tun_valid)
 		return;
-	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID);
+	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO);
 	d->mode = cpu_to_le32(sb->tun.mode);
 	d->write_threshold = cpu_to_le64(sb->tun.write_threshold);
 	d->destage_rate = cpu_to_le32(sb->tun.destage_rate);
@@ -78,6 +86,10 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	d->high_wm = min_t(u32, sb->tun.high_wm, 255);
 	d->ssd_discard = min_t(u32, sb->tun.ssd_discard, 255);
 	d->drain_on_suspend = min_t(u32, sb->tun.drain_on_suspend, 255);
+	d->auto_min_thr = cpu_to_le32(sb->tun.auto_min_thr);
+	d->auto_max_thr = cpu_to_le32(sb->tun.auto_max_thr);
+	d->stream_min = cpu_to_le32(sb->tun.stream_min);
+	d->stripe_size = cpu_to_le32(sb->tun.stripe_size);
 }
 
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)

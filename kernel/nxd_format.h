@@ -53,6 +53,11 @@
  */
 #define NXD_SB_NAME_LEN		128
 #define NXD_SB_TUN_VALID	BIT(0)
+/*
+ * The adaptive routing tunables (auto_min_thr .. stripe_size) hold
+ * values; without it they take their defaults.
+ */
+#define NXD_SB_TUN_AUTO		BIT(1)
 
 struct nxd_sb {
 	__le64 magic;
@@ -85,7 +90,11 @@ struct nxd_sb {
 	u8 high_wm;
 	u8 ssd_discard;
 	u8 drain_on_suspend;
-	u8 reserved[3784];
+	__le32 auto_min_thr;	/* bytes, with NXD_SB_TUN_AUTO */
+	__le32 auto_max_thr;
+	__le32 stream_min;
+	__le32 stripe_size;
+	u8 reserved[3768];
 } __packed;
 
 /*
@@ -163,7 +172,8 @@ struct nxd_hdd_label {
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
 static_assert(offsetof(struct nxd_sb, name) == 160, "sb name offset");
-static_assert(offsetof(struct nxd_sb, reserved) == 312, "sb reserved offset");
+static_assert(offsetof(struct nxd_sb, auto_min_thr) == 312, "sb auto offset");
+static_assert(offsetof(struct nxd_sb, reserved) == 328, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
 static_assert(offsetof(struct nxd_hdd_label, owner) == 96, "label owner offset");

@@ -126,8 +126,60 @@ struct nxd_ioc_list {
 	struct nxd_ioc_vol vols[NXD_IOC_MAX_VOLS];
 };
 
+/*
+ * Adaptive routing (mode adaptive): the threshold controller, its changes
+ * by reason, the stream table.  Read-only; NXD_IOC_F_RESET is refused.
+ */
+/* none, ssd_faster, hdd_faster, log_occupancy, destage_headroom, bounds; 2 spare */
+#define NXD_AUTO_NREASONS	8
+#define NXD_AUTO_NSTREAMS	32
+
+struct nxd_ioc_stream {
+	__u64 start;		/* first sector of the run */
+	__u64 next;		/* sector its next write starts at */
+	__u64 idle;		/* writes seen since it was last used */
+};
+
+struct nxd_ioc_auto {
+	struct nxd_ioc_hdr hdr;
+	__u32 active;		/* 1 if the volume has a live table */
+	__u32 mode;		/* enum nxd_mode of the volume */
+	__u32 threshold;	/* the controller's, bytes */
+	__u32 min_thr;		/* its bounds */
+	__u32 max_thr;
+	__u32 occ_pct;		/* log occupancy it last saw */
+	__u32 headroom_pct;	/* destage headroom it last saw */
+	__u32 stripe_bytes;	/* the split's stripe, 0 = none */
+	__u32 stream_min;	/* bytes a run needs to bypass the log */
+	__u32 last_from;	/* the last change: old, new value, reason */
+	__u32 last_to;
+	__u32 last_reason;
+	__u32 nstreams;		/* entries in use, first in @streams */
+	__u32 reserved0;
+	__u64 ticks;
+	__u64 changes;		/* threshold changes */
+	__u64 raises;
+	__u64 lowers;
+	__u64 by_reason[NXD_AUTO_NREASONS];
+	__u64 probes;		/* writes sent to the other device to measure it */
+	__u64 samples[2];	/* completed writes measured: SSD, HDD */
+	__u64 est_ns[2][NXD_HIST_NBUCKETS];	/* service-time EWMA, ns; 0 none */
+	__u64 stream_writes;	/* small writes sent to the HDD in a long run */
+	__u64 split_cuts;	/* cuts of large writes at stripe boundaries */
+	__u64 split_log_bytes;	/* of those, partial stripes sent to the log */
+	__u64 split_hdd_bytes;	/* and whole stripes sent to the HDD */
+	__u64 stream_hits;
+	__u64 stream_misses;
+	__u64 stream_merges;
+	__u64 stream_evictions;
+	__u64 stream_longs;	/* writes the detector found in a long run */
+	__u64 reserved[16];
+	struct nxd_ioc_stream streams[NXD_AUTO_NSTREAMS];
+};
+
 #define NXD_IOC_MAGIC		0xDB
 #define NXD_IOC_GET_STATS	_IOWR(NXD_IOC_MAGIC, 1, struct nxd_ioc_stats)
 #define NXD_IOC_LIST		_IOWR(NXD_IOC_MAGIC, 2, struct nxd_ioc_list)
+#define NXD_IOC_GET_AUTO	_IOWR(NXD_IOC_MAGIC, 3, struct nxd_ioc_auto)
 
 #endif /* _UAPI_NXD_IOCTL_H */

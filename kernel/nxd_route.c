@@ -18,6 +18,7 @@ bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 	case NXD_MODE_LOG_ALL:
 		return true;
 	case NXD_MODE_AUTO:
+	case NXD_MODE_ADAPTIVE:
 		break;
 	default:
 		return false;
@@ -26,13 +27,18 @@ bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 		return false;
 	if (bytes <= threshold)
 		return true;
+	return !nxd_route_aligned(sector, bytes, io_min);
+}
+
+bool nxd_route_aligned(u64 sector, u64 bytes, u32 io_min)
+{
 	if ((sector & (NXD_SECTORS_PER_BLOCK - 1)) ||
 	    (bytes & (NXD_BLOCK_SIZE - 1)))
-		return true;
+		return false;
 	if (io_min > NXD_BLOCK_SIZE &&
 	    (((sector << 9) % io_min) || (bytes % io_min)))
-		return true;
-	return false;
+		return false;
+	return true;
 }
 
 u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty)
@@ -78,6 +84,7 @@ static const char *const nxd_mode_names[NXD_MODE_MAX] = {
 	[NXD_MODE_AUTO] = "auto",
 	[NXD_MODE_PASSTHROUGH] = "passthrough",
 	[NXD_MODE_LOG_ALL] = "log_all",
+	[NXD_MODE_ADAPTIVE] = "adaptive",
 };
 
 const char *nxd_mode_name(enum nxd_mode m)

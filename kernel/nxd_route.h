@@ -14,6 +14,7 @@ enum nxd_mode {
 	NXD_MODE_AUTO = 0,	/* by size and alignment */
 	NXD_MODE_PASSTHROUGH,	/* every write to the HDD */
 	NXD_MODE_LOG_ALL,	/* every write to the log */
+	NXD_MODE_ADAPTIVE,	/* as auto, by a threshold that tunes itself */
 	NXD_MODE_MAX
 };
 
@@ -21,6 +22,11 @@ enum nxd_mode {
 bool nxd_route_write_to_log(u64 sector, u64 bytes, u32 threshold,
 			    u32 io_min, enum nxd_mode mode);
 const char *nxd_mode_name(enum nxd_mode m);
+/*
+ * A write HDD-aligned enough to bypass the log: offset and length whole
+ * 4 KiB blocks and, if @io_min is above 4 KiB, multiples of it.
+ */
+bool nxd_route_aligned(u64 sector, u64 bytes, u32 io_min);
 
 /*
  * The sectors of 4 KiB block @block that a write of sectors [@start,

@@ -6,6 +6,7 @@
  */
 #include "nxd_tun.h"
 #include "nxd_route.h"
+#include "nxd_format.h"
 
 #define NXD_TUN(_name, _field, _kind, _def, _min, _max) {		\
 	.name = _name, .off = offsetof(struct nxd_tun, _field),		\
@@ -22,6 +23,15 @@ const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR] = {
 	NXD_TUN("destage_rate", destage_rate, NXD_TUN_NUM, 0, 0, 1000000),
 	NXD_TUN("ssd_discard", ssd_discard, NXD_TUN_NUM, 1, 0, 1),
 	NXD_TUN("drain_on_suspend", drain_on_suspend, NXD_TUN_NUM, 0, 0, 1),
+	/* Mode adaptive: the threshold's bounds, stream and stripe sizes. */
+	NXD_TUN("auto_min_threshold", auto_min_thr, NXD_TUN_BYTES,
+		4096, 4096, 1U << 30),
+	NXD_TUN("auto_max_threshold", auto_max_thr, NXD_TUN_BYTES,
+		1U << 20, 4096, 1U << 30),
+	NXD_TUN("stream_min", stream_min, NXD_TUN_BYTES,
+		4U << 20, 4096, 1U << 30),
+	/* 0: the HDD's io_opt. */
+	NXD_TUN("stripe_size", stripe_size, NXD_TUN_BYTES, 0, 0, 1U << 30),
 };
 
 void nxd_tun_defaults(struct nxd_tun *t)
@@ -127,5 +137,6 @@ bool nxd_tun_valid(const struct nxd_tun *t)
 		if (v < nxd_tuns[i].min || v > nxd_tuns[i].max)
 			return false;
 	}
-	return t->low_wm <= t->high_wm;
+	return t->low_wm <= t->high_wm && t->auto_min_thr <= t->auto_max_thr &&
+	       !(t->stripe_size & (NXD_BLOCK_SIZE - 1));
 }

@@ -19,6 +19,10 @@ struct nxd_tun {
 	u32 destage_rate;	/* MB/s, 0 = unlimited */
 	u32 ssd_discard;	/* TRIM reclaimed log space */
 	u32 drain_on_suspend;
+	u32 auto_min_thr;	/* bytes: bounds of mode adaptive's threshold */
+	u32 auto_max_thr;
+	u32 stream_min;		/* bytes a sequential run needs to bypass the log */
+	u32 stripe_size;	/* bytes; 0: the HDD's io_opt */
 };
 
 /* How a value is written. */
@@ -38,7 +42,7 @@ struct nxd_tun_desc {
 };
 
 /* In the order of the status table line, sysfs and nxdctl config. */
-#define NXD_TUN_NR	7
+#define NXD_TUN_NR	11
 extern const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR];
 
 /* Room for any value's text (u32 or mode name) and its NUL. */
@@ -71,7 +75,10 @@ const char *nxd_tun_str(const struct nxd_tun_desc *d, u32 v, char *buf);
  */
 #define NXD_TUN_RANGE_LEN	64
 const char *nxd_tun_range(const struct nxd_tun_desc *d, char *buf);
-/* Every value in its range, and low_watermark <= high_watermark. */
+/*
+ * Every value in its range, low_watermark <= high_watermark,
+ * auto_min_threshold <= auto_max_threshold, stripe_size whole 4 KiB blocks.
+ */
 bool nxd_tun_valid(const struct nxd_tun *t);
 
 #endif /* NXD_TUN_H */

@@ -42,8 +42,31 @@ static int tun_write(const struct vol *v, const struct nxd_tun_desc *d,
 }
 
 /*
+ * Raising the low one of a pair above the current high one: the high one
+ * goes first (the kernel checks the pair at every write).
+ */
+static void order_pair(struct tun_change *ch, unsigned int n, size_t lo_off,
+		       size_t hi_off)
+{
+	unsigned int i, lo = n, hi = n;
+	struct tun_change tmp;
+
+	for (i = 0; i < n; i++) {
+		if (ch[i].d->off == lo_off)
+			lo = i;
+		if (ch[i].d->off == hi_off)
+			hi = i;
+	}
+	if (lo < n && hi < n && (lo < hi) == (ch[lo].v > ch[hi].old)) {
+		tmp = ch[lo];
+		ch[lo] = ch[hi];
+		ch[hi] = tmp;
+	}
+}
+
+/*
  * Write @n checked changes, all or none: in an order that keeps
- * low_watermark <= high_watermark at every step, and on a refusal the
+ * low_watermark <= high_watermark (and the adaptive bounds) at every step, and on a refusal the
  * ones written are put back.  Then ask the kernel to store them in the
  * superblock, where the next activation reads them.
  */
@@ -51,9 +74,8 @@ static int tun_apply(const struct vol *v, struct tun_change *ch,
 		     unsigned int n, bool dry_run, bool quiet)
 {
 	char buf[NXD_TUN_STR_LEN];
-	struct tun_change tmp;
 	struct nxd_tun t;
-	unsigned int i, lo = n, hi = n;
+	unsigned int i;
 	int rc = 0;
 
 	for (i = 0; i < NXD_TUN_NR; i++) {
@@ -67,25 +89,17 @@ static int tun_apply(const struct vol *v, struct tun_change *ch,
 		if (rc)
 			return rc;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		ch[i].old = nxd_tun_val(&t, ch[i].d);
-		if (ch[i].d->off == offsetof(struct nxd_tun, low_wm))
-			lo = i;
-		if (ch[i].d->off == offsetof(struct nxd_tun, high_wm))
-			hi = i;
-	}
 	for (i = 0; i < n; i++)
 		*nxd_tun_field(&t, ch[i].d) = ch[i].v;
-	if (t.low_wm > t.high_wm)
-		return usage_error("config", "low_watermark (%u) must not "
-				   "exceed high_watermark (%u)", t.low_wm,
-				   t.high_wm);
-	/* Raising low above the current high: high goes first. */
-	if (lo < n && hi < n && (lo < hi) == (ch[lo].v > ch[hi].old)) {
-		tmp = ch[lo];
-		ch[lo] = ch[hi];
-		ch[hi] = tmp;
-	}
+	rc = tun_pairs_check("config", &t);
+	if (rc)
+		return rc;
+	order_pair(ch, n, offsetof(struct nxd_tun, low_wm),
+		   offsetof(struct nxd_tun, high_wm));
+	order_pair(ch, n, offsetof(struct nxd_tun, auto_min_thr),
+		   offsetof(struct nxd_tun, auto_max_thr));
 	for (i = 0; i < n; i++) {
 		if (!dry_run)
 			rc = tun_write(v, ch[i].d, ch[i].v);
@@ -262,8 +276,9 @@ const struct cmd cmd_config = {
 	"is checked\nfirst; then all are set or none, and stored in the "
 	"superblock for the next\nassembly.",
 	"KEY is one of write_threshold, mode, low_watermark, "
-	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, or "
-	"the read-only\nlog_used_pct and state.\n"
+	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, "
+	"auto_min_threshold,\nauto_max_threshold, stream_min, stripe_size, "
+	"or the read-only log_used_pct\nand state.\n"
 	"  --dry-run   check the values and print them; change nothing\n"
 	VOL_HELP,
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxdctl: the control device /dev/nxd-control (NXD_IOC_GET_STATS,
- * NXD_IOC_LIST), or the NXDCTL_TEST_STATS file in its place.
+ * NXD_IOC_LIST, NXD_IOC_GET_AUTO), or the NXDCTL_TEST_STATS file in its place.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -88,6 +88,25 @@ int get_stats(const struct vol *v, uint32_t flags,
 		return fail(NXDCTL_EXIT_NOVOL, "%s: dm-nxd does not know this "
 			    "volume", v->arg);
 	return fail(errno_code(e), "%s: NXD_IOC_GET_STATS: %s", v->arg,
+		    strerror(e));
+}
+
+int get_auto(const struct vol *v, struct nxd_ioc_auto *ia)
+{
+	int rc, e;
+
+	memset(ia, 0, sizeof(*ia));
+	hdr_init(&ia->hdr, sizeof(*ia), 0, v);
+	rc = control_ioctl(NXD_IOC_GET_AUTO, ia, &e);
+	if (rc || !e)
+		return rc;
+	if (errno_code(e) == NXDCTL_EXIT_NOVOL)
+		return fail(NXDCTL_EXIT_NOVOL, "%s: dm-nxd does not know this "
+			    "volume", v->arg);
+	if (e == ENOTTY)
+		return fail(NXDCTL_EXIT_KERNEL, "%s: this dm-nxd has no "
+			    "adaptive routing (NXD_IOC_GET_AUTO)", v->arg);
+	return fail(errno_code(e), "%s: NXD_IOC_GET_AUTO: %s", v->arg,
 		    strerror(e));
 }
 

@@ -33,7 +33,8 @@ const struct cmd cmd_help = {
 
 static const struct cmd *const cmds[] = {
 	&cmd_status, &cmd_list, &cmd_histogram, &cmd_stats, &cmd_threshold,
-	&cmd_config, &cmd_suggest_threshold, &cmd_create, &cmd_assemble,
+	&cmd_config, &cmd_suggest_threshold, &cmd_routing,
+	&cmd_create, &cmd_assemble,
 	&cmd_activate, &cmd_remove, &cmd_stop, &cmd_drain,
 	&cmd_pause_destage, &cmd_resume_destage, &cmd_show_super, &cmd_wipe,
 	&cmd_udev_info, &cmd_monitor, &cmd_grow, &cmd_detach, &cmd_attach,

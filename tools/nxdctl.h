@@ -134,6 +134,7 @@ int control_open(void);
 void hdr_init(struct nxd_ioc_hdr *h, uint32_t size, uint32_t flags,
 	      const struct vol *v);
 int get_stats(const struct vol *v, uint32_t flags, struct nxd_ioc_stats *st);
+int get_auto(const struct vol *v, struct nxd_ioc_auto *ia);
 int get_list(struct nxd_ioc_list *l);
 /* GET_STATS of the volume with device number @dev (or name), silently. */
 int peek_stats(uint64_t dev, const char *name, struct nxd_ioc_stats *st);
@@ -224,7 +225,7 @@ struct create_opts {
 
 enum {
 	O_WTHR = 256, O_MODE, O_LOWWM, O_HIGHWM, O_RATE, O_DISCARD,
-	O_DRAIN, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
+	O_DRAIN, O_AMIN, O_AMAX, O_SMIN, O_SSIZE, O_DRY, O_FORMAT, O_UUID, O_NAME, O_SSDIOPS, O_SSDMBPS,
 	O_HDDIOPS, O_HDDMBPS, O_PROBE, O_RETRY, O_ACCEPT_LOSS, O_FORCE,
 	O_STRIPE, O_CHUNK, O_NOCAP, O_ALL, O_AUTO, O_CONFIG, O_TAKEOVER,
 };
@@ -238,6 +239,10 @@ enum {
 	{ "destage-rate", required_argument, NULL, O_RATE },		\
 	{ "ssd-discard", required_argument, NULL, O_DISCARD },		\
 	{ "drain-on-suspend", required_argument, NULL, O_DRAIN },	\
+	{ "auto-min-threshold", required_argument, NULL, O_AMIN },	\
+	{ "auto-max-threshold", required_argument, NULL, O_AMAX },	\
+	{ "stream-min", required_argument, NULL, O_SMIN },		\
+	{ "stripe-size", required_argument, NULL, O_SSIZE },		\
 	{ "dry-run", no_argument, NULL, O_DRY },			\
 	{ "format", no_argument, NULL, O_FORMAT }
 
@@ -250,6 +255,11 @@ int add_opt(struct create_opts *co, const char *key, const char *val);
  */
 int tun_value(const char *cmd, const char *what,
 	      const struct nxd_tun_desc *d, const char *val, uint32_t *v);
+/*
+ * The checks between tunables (the kernel's nxd_tun_valid() beyond each
+ * range): low <= high watermark, adaptive min <= max, whole-block stripe.
+ */
+int tun_pairs_check(const char *cmd, const struct nxd_tun *t);
 /* One table option from getopt; 1 if @o is not one. */
 int table_opt(const char *cmd, int o, const char *arg,
 	      struct create_opts *co);
@@ -519,6 +529,7 @@ extern const struct cmd cmd_threshold, cmd_config;		/* cmd_tune.c */
 extern const struct cmd cmd_create, cmd_remove, cmd_drain,	/* cmd_volume.c */
 	cmd_pause_destage, cmd_resume_destage, cmd_list;
 extern const struct cmd cmd_suggest_threshold;			/* cmd_suggest.c */
+extern const struct cmd cmd_routing;				/* cmd_routing.c */
 extern const struct cmd cmd_assemble, cmd_udev_info,		/* cmd_assemble.c */
 	cmd_stop;
 extern const struct cmd cmd_activate;				/* cmd_activate.c */

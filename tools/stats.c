@@ -228,6 +228,12 @@ void nxdctl_route_why(const struct nxd_ioc_stats *st, unsigned int b,
 		w->hdd_full = h.count;
 		return;
 	}
+	if (mode == NXD_MODE_ADAPTIVE) {
+		/* its threshold moves, runs and stripe cuts: nxdctl routing */
+		w->ssd_mode = sa.count + su.count;
+		w->hdd_mode = h.count;
+		return;
+	}
 	if (mode == NXD_MODE_PASSTHROUGH || !thr) {
 		w->hdd_mode = h.count;
 		w->ssd_either = sa.count + su.count;

@@ -98,6 +98,10 @@ int table_opt(const char *cmd, int o, const char *arg,
 	case O_RATE:
 	case O_DISCARD:
 	case O_DRAIN:
+	case O_AMIN:
+	case O_AMAX:
+	case O_SMIN:
+	case O_SSIZE:
 		/* Refused here, in the kernel's ranges (nxd_tuns[]). */
 		d = opt_tun(o, flag, sizeof(flag));
 		/* In a config file, the key as written there: no dashes. */
@@ -117,7 +121,8 @@ int table_opt(const char *cmd, int o, const char *arg,
 
 /*
  * The tunables @co would give: its options over @co->base (the stored
- * ones) or the defaults.  The watermarks' order is the only check left.
+ * ones) or the defaults.  The pairs' order and the stripe are the only
+ * checks left.
  */
 static int check_tun_order(const struct create_opts *co)
 {
@@ -134,10 +139,22 @@ static int check_tun_order(const struct create_opts *co)
 		if (co->tun_given & (1U << i))
 			*nxd_tun_field(&t, d) = nxd_tun_val(&co->tun, d);
 	}
-	if (t.low_wm > t.high_wm)
-		return usage_error("create", "low_watermark (%u) must not "
-				   "exceed high_watermark (%u)", t.low_wm,
-				   t.high_wm);
+	return tun_pairs_check("create", &t);
+}
+
+int tun_pairs_check(const char *cmd, const struct nxd_tun *t)
+{
+	if (t->low_wm > t->high_wm)
+		return usage_error(cmd, "low_watermark (%u) must not exceed "
+				   "high_watermark (%u)", t->low_wm,
+				   t->high_wm);
+	if (t->auto_min_thr > t->auto_max_thr)
+		return usage_error(cmd, "auto_min_threshold (%u) must not "
+				   "exceed auto_max_threshold (%u)",
+				   t->auto_min_thr, t->auto_max_thr);
+	if (t->stripe_size % 4096)
+		return usage_error(cmd, "stripe_size (%u) must be a multiple "
+				   "of 4096", t->stripe_size);
 	return 0;
 }
 

@@ -254,7 +254,11 @@ static void test_sb_meta(void)
 	CHECK_EQ(offsetof(struct nxd_sb, high_wm), 309);
 	CHECK_EQ(offsetof(struct nxd_sb, ssd_discard), 310);
 	CHECK_EQ(offsetof(struct nxd_sb, drain_on_suspend), 311);
-	CHECK_EQ(offsetof(struct nxd_sb, reserved), 312);
+	CHECK_EQ(offsetof(struct nxd_sb, auto_min_thr), 312);
+	CHECK_EQ(offsetof(struct nxd_sb, auto_max_thr), 316);
+	CHECK_EQ(offsetof(struct nxd_sb, stream_min), 320);
+	CHECK_EQ(offsetof(struct nxd_sb, stripe_size), 324);
+	CHECK_EQ(offsetof(struct nxd_sb, reserved), 328);
 	CHECK_EQ(sizeof(struct nxd_sb), BS);
 
 	/* nothing stored: all of it zero on disk, "" and no tunables */
@@ -280,16 +284,24 @@ static void test_sb_meta(void)
 	sb.tun.destage_rate = 300;
 	sb.tun.ssd_discard = 0;
 	sb.tun.drain_on_suspend = 1;
+	sb.tun.auto_min_thr = 8192;
+	sb.tun.auto_max_thr = 262144;
+	sb.tun.stream_min = 1048576;
+	sb.tun.stripe_size = 393216;
 	memset(blk, 0xA5, sizeof(blk));
 	nxd_sb_encode(&sb, blk);
 	CHECK(!memcmp(blk + 160, "ost0-nxd", 9));
 	bad = 0;
 	for (i = 160 + 8; i < 288; i++)
 		bad |= blk[i];
-	for (i = 312; i < BS; i++)
+	for (i = 328; i < BS; i++)
 		bad |= blk[i];
 	CHECK_EQ(bad, 0);
-	CHECK_EQ(le32toh(d->tun_flags), NXD_SB_TUN_VALID);
+	CHECK_EQ(le32toh(d->tun_flags), NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO);
+	CHECK_EQ(le32toh(d->auto_min_thr), 8192);
+	CHECK_EQ(le32toh(d->auto_max_thr), 262144);
+	CHECK_EQ(le32toh(d->stream_min), 1048576);
+	CHECK_EQ(le32toh(d->stripe_size), 393216);
 	CHECK_EQ(le32toh(d->mode), 2);
 	memcpy(&wt, blk + 296, 8);
 	CHECK_EQ(le64toh(wt), 12288);
@@ -312,6 +324,19 @@ static void test_sb_meta(void)
 	CHECK_EQ(out.tun.write_threshold, 0);
 	CHECK_EQ(out.tail_seq, sb.tail_seq);
 
+	/* written before the adaptive tunables: they take their defaults */
+	memcpy(blk2, blk, BS);
+	d2->tun_flags = htole32(NXD_SB_TUN_VALID);
+	memset(blk2 + 312, 0, 16);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(out.tun_valid);
+	CHECK_EQ(out.tun.write_threshold, 12288);
+	CHECK_EQ(out.tun.auto_min_thr, 4096);
+	CHECK_EQ(out.tun.auto_max_thr, 1U << 20);
+	CHECK_EQ(out.tun.stream_min, 4U << 20);
+	CHECK_EQ(out.tun.stripe_size, 0);
+
 	/* values without the VALID flag: ignored */
 	memcpy(blk2, blk, BS);
 	d2->tun_flags = 0;
@@ -322,9 +347,18 @@ static void test_sb_meta(void)
 	CHECK(!strcmp(out.name, "ost0-nxd"));
 
 	/* out of range: the superblock is fine, the tunables ignored */
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 10; i++) {
 		memcpy(blk2, blk, BS);
 		switch (i) {
+		case 7:
+			d2->auto_min_thr = htole32(524288);	/* above max */
+			break;
+		case 8:
+			d2->auto_max_thr = htole32(2048);
+			break;
+		case 9:
+			d2->stripe_size = htole32(393216 + 512);
+			break;
 		case 0:
 			d2->write_threshold = htole64((1ULL << 30) + 1);
 			break;

@@ -16,7 +16,8 @@ static bool ref_route(u64 sector, u64 bytes, u32 thr, u32 io_min,
 {
 	if (m == NXD_MODE_LOG_ALL)
 		return true;
-	if (m != NXD_MODE_AUTO || thr == 0)
+	/* adaptive: the same rule, at the controller's threshold */
+	if ((m != NXD_MODE_AUTO && m != NXD_MODE_ADAPTIVE) || thr == 0)
 		return false;
 	if (bytes <= thr)
 		return true;
@@ -77,6 +78,10 @@ static void test_route(void)
 		if (nxd_route_write_to_log(sector, bytes, t, io, m) !=
 		    ref_route(sector, bytes, t, io, m))
 			bad++;
+		/* aligned enough to bypass: what auto checks above thr */
+		if (nxd_route_aligned(sector, bytes, io) !=
+		    !ref_route(sector, bytes, 1, io, NXD_MODE_AUTO))
+			bad++;
 	}
 	CHECK_EQ(bad, 0);
 }
@@ -89,6 +94,7 @@ static void test_modes(void)
 	CHECK(!strcmp(nxd_mode_name(NXD_MODE_AUTO), "auto"));
 	CHECK(!strcmp(nxd_mode_name(NXD_MODE_PASSTHROUGH), "passthrough"));
 	CHECK(!strcmp(nxd_mode_name(NXD_MODE_LOG_ALL), "log_all"));
+	CHECK(!strcmp(nxd_mode_name(NXD_MODE_ADAPTIVE), "adaptive"));
 	CHECK(!strcmp(nxd_mode_name(NXD_MODE_MAX), "unknown"));
 	CHECK(!strcmp(nxd_mode_name((enum nxd_mode)-1), "unknown"));
 	for (i = 0; i < NXD_MODE_MAX; i++) {

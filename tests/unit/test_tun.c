@@ -18,7 +18,7 @@ static const struct {
 } ref[] = {
 	{ "write_threshold", offsetof(struct nxd_tun, write_threshold),
 	  65536, 0, 1U << 30 },
-	{ "mode", offsetof(struct nxd_tun, mode), NXD_MODE_AUTO, 0, 2 },
+	{ "mode", offsetof(struct nxd_tun, mode), NXD_MODE_AUTO, 0, 3 },
 	{ "low_watermark", offsetof(struct nxd_tun, low_wm), 25, 0, 100 },
 	{ "high_watermark", offsetof(struct nxd_tun, high_wm), 75, 0, 100 },
 	{ "destage_rate", offsetof(struct nxd_tun, destage_rate),
@@ -26,6 +26,14 @@ static const struct {
 	{ "ssd_discard", offsetof(struct nxd_tun, ssd_discard), 1, 0, 1 },
 	{ "drain_on_suspend", offsetof(struct nxd_tun, drain_on_suspend),
 	  0, 0, 1 },
+	/* mode adaptive's */
+	{ "auto_min_threshold", offsetof(struct nxd_tun, auto_min_thr),
+	  4096, 4096, 1U << 30 },
+	{ "auto_max_threshold", offsetof(struct nxd_tun, auto_max_thr),
+	  1U << 20, 4096, 1U << 30 },
+	{ "stream_min", offsetof(struct nxd_tun, stream_min),
+	  4U << 20, 4096, 1U << 30 },
+	{ "stripe_size", offsetof(struct nxd_tun, stripe_size), 0, 0, 1U << 30 },
 };
 
 static void test_table(void)
@@ -51,8 +59,10 @@ static void test_table(void)
 	CHECK(nxd_tun_valid(&t));
 	CHECK_EQ(nxd_tuns[0].kind, NXD_TUN_BYTES);
 	CHECK_EQ(nxd_tuns[1].kind, NXD_TUN_MODE);
-	for (i = 2; i < NXD_TUN_NR; i++)
+	for (i = 2; i < 7; i++)
 		CHECK_EQ(nxd_tuns[i].kind, NXD_TUN_NUM);
+	for (i = 7; i < NXD_TUN_NR; i++)
+		CHECK_EQ(nxd_tuns[i].kind, NXD_TUN_BYTES);
 }
 
 static void set_ok(const char *key, const char *val, size_t i, u32 want)
@@ -82,6 +92,8 @@ static void test_bounds(void)
 	for (i = 0; i < ARRAY_SIZE(ref); i++) {
 		if (i == 1)	/* mode: by name, below */
 			continue;
+		if (i == 7)	/* the upper bound must stay above */
+			set_ok("auto_max_threshold", "1G", 8, 1U << 30);
 		snprintf(s, sizeof(s), "%u", ref[i].min);
 		set_ok(ref[i].name, s, i, ref[i].min);
 		snprintf(s, sizeof(s), "%u", ref[i].max);
@@ -103,6 +115,7 @@ static void test_bounds(void)
 	set_ok("mode", "passthrough", 1, NXD_MODE_PASSTHROUGH);
 	set_ok("mode", "log_all", 1, NXD_MODE_LOG_ALL);
 	set_ok("mode", "auto", 1, NXD_MODE_AUTO);
+	set_ok("mode", "adaptive", 1, NXD_MODE_ADAPTIVE);
 	set_err("mode", "Auto", -EINVAL);
 	set_err("mode", "1", -EINVAL);
 	/* Keys in any case; unknown ones are -ENOENT. */
@@ -147,7 +160,9 @@ static void test_valid(void)
 				nt_below(2) ? edge[nt_below(ARRAY_SIZE(edge))] :
 				(u32)nt_rand();
 		}
-		want = t.low_wm <= t.high_wm;
+		want = t.low_wm <= t.high_wm &&
+		       t.auto_min_thr <= t.auto_max_thr &&
+		       !(t.stripe_size & 4095);
 		for (i = 0; i < ARRAY_SIZE(ref); i++) {
 			u32 v = *(u32 *)((char *)&t + ref[i].off);
 
@@ -160,6 +175,15 @@ static void test_valid(void)
 	t.low_wm = 76;
 	CHECK(!nxd_tun_valid(&t));
 	t.high_wm = 76;
+	CHECK(nxd_tun_valid(&t));
+	/* adaptive bounds in order; a stripe of whole blocks */
+	t.auto_min_thr = t.auto_max_thr + 4096;
+	CHECK(!nxd_tun_valid(&t));
+	t.auto_min_thr = t.auto_max_thr;
+	CHECK(nxd_tun_valid(&t));
+	t.stripe_size = 65536 + 512;
+	CHECK(!nxd_tun_valid(&t));
+	t.stripe_size = 65536 + 4096;
 	CHECK(nxd_tun_valid(&t));
 }
 
@@ -177,7 +201,7 @@ static void test_range(void)
 	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("write_threshold"), buf),
 		      "0 to 1G"));
 	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("mode"), buf),
-		      "auto, passthrough or log_all"));
+		      "auto, passthrough, log_all or adaptive"));
 	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("low_watermark"), buf),
 		      "0 to 100"));
 	CHECK(!strcmp(nxd_tun_range(nxd_tun_find("destage_rate"), buf),

@@ -274,7 +274,7 @@ def test_read_threshold_refused(dm, pair):
     model = fill(a, 43)
     table0, tun0 = a.table(), a.tunables()
     w = table0.split()
-    assert w[5] == "14" and "read_threshold" not in w, table0
+    assert w[5] == "22" and "read_threshold" not in w, table0
     assert nxdvol.table_opts(table0) == tun0, (table0, tun0)
     assert not os.path.exists(a.sysfs("read_threshold"))
     st0 = a.status()
@@ -448,13 +448,18 @@ def test_control_bad_requests(dm, pair):
         # Commands that are not ours.
         for cmd in (ctl.IOC(3, 0xDC, 1, ctl.STATS_SIZE), ctl.IOC(2, 0xDB, 1, ctl.STATS_SIZE),
                     ctl.IOC(1, 0xDB, 1, ctl.STATS_SIZE), ctl.IOC(0, 0xDB, 1, 0),
-                    ctl.IOC(3, 0xDB, 0, ctl.STATS_SIZE), ctl.IOC(3, 0xDB, 3, ctl.STATS_SIZE),
+                    ctl.IOC(3, 0xDB, 0, ctl.STATS_SIZE), ctl.IOC(3, 0xDB, 4, ctl.STATS_SIZE),
                     ctl.IOC(3, 0xDB, 255, ctl.STATS_SIZE), 0x80081272, 0x1261):
             b = stats_req(ctl.STATS_SIZE, name=v.name)
             assert ctl.ioctl(fd, cmd, b) == errno.ENOTTY, hex(cmd)
         # The size in the number does not matter (hdr.size versions the ABI).
         b = stats_req(ctl.STATS_SIZE, name=v.name)
         assert ctl.ioctl(fd, ctl.IOC(3, 0xDB, 1, 0), b) == 0
+        # NXD_IOC_GET_AUTO (nr 3): no flags, a known volume.
+        A = ctl.IOC(3, 0xDB, 3, ctl.STATS_SIZE)
+        assert ctl.ioctl(fd, A, stats_req(ctl.HDR_SIZE, name=v.name)) == 0
+        assert ctl.ioctl(fd, A, stats_req(ctl.HDR_SIZE, name=v.name, flags=1)) == errno.EINVAL
+        assert ctl.ioctl(fd, A, stats_req(ctl.HDR_SIZE, name="nosuch")) == errno.ENODEV
 
         # LIST
         b = ctl.RawBuf(ctl.LIST_SIZE)

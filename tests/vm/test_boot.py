@@ -166,14 +166,16 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
                 high_watermark=75, destage_rate=0, ssd_discard=1,
                 drain_on_suspend=0)
     sb = ondisk.newest_sb(ssd)[1]
-    assert sb["tun_flags"] == 1, sb
+    assert sb["tun_flags"] == 3, sb
     assert {k: sb[k] for k in want} == want, sb
     sup = json.loads(env.nxdctl("show-super", ssd, "--json").stdout)
     assert sup["superblock"]["name"] == "ostx", sup["superblock"]
     assert sup["superblock"]["tunables"] == {
         "write_threshold": 32768, "mode": "auto", "low_watermark": 10,
         "high_watermark": 75, "destage_rate": 0, "ssd_discard": 1,
-        "drain_on_suspend": 0}, sup["superblock"]
+        "drain_on_suspend": 0, "auto_min_threshold": 4096,
+        "auto_max_threshold": 1048576, "stream_min": 4194304,
+        "stripe_size": 0}, sup["superblock"]
     text = env.nxdctl("show-super", ssd).stdout
     assert "  name          ostx\n" in text, text
     assert "write_threshold 32768 mode auto low_watermark 10" in text, text

@@ -43,7 +43,12 @@ err_has "create: rate range named" \
 t "create --dry-run: bad mode" 1 "$NXDCTL" create v0 "$OUT/hdd.img" \
 	"$OUT/ssd.img" --dry-run --mode fast2
 err_has "create: modes named" \
-	"^nxdctl: --mode: expected auto, passthrough or log_all, got 'fast2'$"
+	"^nxdctl: --mode: expected auto, passthrough, log_all or adaptive, got 'fast2'$"
+t "create --dry-run: adaptive min above max" 1 "$NXDCTL" create v0 \
+	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --auto-min-threshold 512K \
+	--auto-max-threshold 64K
+err_has "create: adaptive bounds' order named" \
+	"^nxdctl: auto_min_threshold (524288) must not exceed auto_max_threshold (65536)$"
 t "create --dry-run: low above high" 1 "$NXDCTL" create v0 \
 	"$OUT/hdd.img" "$OUT/ssd.img" --dry-run --low-watermark 90 \
 	--high-watermark 10

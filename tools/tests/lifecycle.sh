@@ -16,7 +16,7 @@ lc_status() { # STATE USED DEGRADED
 	z=$(printf ' 0%.0s' $(seq 22))
 	echo "$1 262144 $2 $2$z $3 0 0 0 0 0 0"
 }
-OPTS="14 write_threshold 65536 mode auto low_watermark 30 high_watermark 80 destage_rate 0 ssd_discard 1 drain_on_suspend 0"
+OPTS="22 write_threshold 65536 mode auto low_watermark 30 high_watermark 80 destage_rate 0 ssd_discard 1 drain_on_suspend 0 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0"
 NXDL="nxd $LC/hdd.img $LC/ssd.img"
 NXDCTL_TEST_STATUS=$(lc_status ok 0 0)
 export NXDCTL_TEST_STATUS
@@ -60,7 +60,7 @@ NXDCTL_TEST_TABLE="0 2097152 linear $LC/hdd.img 0" t "detach: linear" 2 \
 
 t "replace-ssd --dry-run" 0 "$NXDCTL" replace-ssd v0 "$LC/new.img" --dry-run
 has "replace-ssd: detach first" "^dmsetup load v0 --table '0 2097152 linear $LC/hdd.img 0'$"
-has "replace-ssd: the old options and format" "^dmsetup load v0 --table '0 2097152 nxd $LC/hdd.img $LC/new.img 15 write_threshold 65536 mode auto low_watermark 30 high_watermark 80 destage_rate 0 ssd_discard 1 drain_on_suspend 0 format'$"
+has "replace-ssd: the old options and format" "^dmsetup load v0 --table '0 2097152 nxd $LC/hdd.img $LC/new.img 23 write_threshold 65536 mode auto low_watermark 30 high_watermark 80 destage_rate 0 ssd_discard 1 drain_on_suspend 0 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0 format'$"
 NXDCTL_TEST_TABLE="0 2097152 $NXDL" t "replace-ssd: no options" 0 \
 	"$NXDCTL" replace-ssd v0 "$LC/new.img" --dry-run
 has "replace-ssd: format alone" "nxd $LC/hdd.img $LC/new.img 1 format'$"

@@ -47,6 +47,8 @@ int main(int argc, char **argv)
 	if (argc >= 6)
 		snprintf(sb.name, sizeof(sb.name), "%s", argv[5]);
 	if (argc == 7) {
+		/* the adaptive tunables, not given: their defaults */
+		nxd_tun_defaults(&sb.tun);
 		if (sscanf(argv[6], "%u,%u,%u,%u,%u,%u,%u",
 			   &sb.tun.write_threshold, &sb.tun.mode,
 			   &sb.tun.low_wm, &sb.tun.high_wm,

@@ -13,7 +13,9 @@ echo lin1 >"$SYS/block/dm-1/dm/name"
 echo 253:1 >"$SYS/block/dm-1/dev"
 echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
 for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
-	ssd_discard:1 drain_on_suspend:1 log_used_pct:12 state:ok; do
+	ssd_discard:1 drain_on_suspend:1 auto_min_threshold:4096 \
+	auto_max_threshold:1048576 stream_min:4194304 stripe_size:0 \
+	log_used_pct:12 state:ok; do
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
 done
 export NXDCTL_SYSFS="$SYS"
@@ -44,10 +46,10 @@ err_has "unknown volume message" "volume 'nosuch' not found"
 t "config lists all" 0 "$NXDCTL" config vol0
 has "config mode" "^mode=auto$"
 has "config state" "^state=ok$"
-[ "$(grep -c = "$OUT/last.out")" = 9 ] &&
+[ "$(grep -c = "$OUT/last.out")" = 13 ] &&
 	! grep -q read_threshold "$OUT/last.out" &&
-	ok "config lists 7 tunables and 2 read-only, no read_threshold" ||
-	ko "config lists 7 tunables and 2 read-only, no read_threshold"
+	ok "config lists 11 tunables and 2 read-only, no read_threshold" ||
+	ko "config lists 11 tunables and 2 read-only, no read_threshold"
 t "config read_threshold (removed)" 1 "$NXDCTL" config vol0 \
 	read_threshold=0
 err_has "config read_threshold message" \
@@ -79,7 +81,7 @@ err_has "config --dry-run: the same message" \
 	"^nxdctl: destage_rate: expected 0 to 1000000, got '1000001'$"
 t "config: a bad mode" 1 "$NXDCTL" config vol0 mode=fast
 err_has "config: the modes are named" \
-	"^nxdctl: mode: expected auto, passthrough or log_all, got 'fast'$"
+	"^nxdctl: mode: expected auto, passthrough, log_all or adaptive, got 'fast'$"
 t "config: a key twice" 1 "$NXDCTL" config vol0 mode=auto mode=log_all
 t "config: low above the current high" 1 "$NXDCTL" config vol0 \
 	low_watermark=95
@@ -98,6 +100,22 @@ t "config: raise both watermarks" 0 "$NXDCTL" config vol0 \
 	[ "$(cat "$NXD/high_watermark")" = 95 ] &&
 	ok "config: high written before a low above the old high" ||
 	ko "config: high written before a low above the old high"
+t "config: adaptive min above the current max" 1 "$NXDCTL" config vol0 \
+	auto_min_threshold=2M
+err_has "config: the adaptive bounds are checked against sysfs" \
+	"^nxdctl: auto_min_threshold (2097152) must not exceed auto_max_threshold (1048576)$"
+t "config: a stripe of part of a block" 1 "$NXDCTL" config vol0 \
+	stripe_size=6000
+err_has "config: the stripe's block multiple is named" \
+	"^nxdctl: stripe_size (6000) must be a multiple of 4096$"
+t "config: raise both adaptive bounds" 0 "$NXDCTL" config vol0 \
+	auto_min_threshold=2M auto_max_threshold=4M
+[ "$(sed -n 1p "$OUT/last.out")" = auto_max_threshold=4194304 ] &&
+	[ "$(cat "$NXD/auto_min_threshold")" = 2097152 ] &&
+	ok "config: max written before a min above the old max" ||
+	ko "config: max written before a min above the old max"
+echo 4096 >"$NXD/auto_min_threshold"
+echo 1048576 >"$NXD/auto_max_threshold"
 t "config: lower both watermarks" 0 "$NXDCTL" config vol0 \
 	high_watermark=20 low_watermark=10
 [ "$(sed -n 1p "$OUT/last.out")" = low_watermark=10 ] &&

@@ -55,6 +55,16 @@ def bad_lines(hdd, ssd, L):
         (f"{base} 2 ssd_discard 2", "Invalid option value"),
         (f"{base} 2 drain_on_suspend 2", "Invalid option value"),
         (f"{base} 2 drain_on_suspend yes", "Invalid option value"),
+        (f"{base} 2 mode Adaptive", "Invalid option value"),
+        (f"{base} 2 auto_min_threshold 2048", "Invalid option value"),
+        (f"{base} 2 auto_max_threshold 0", "Invalid option value"),
+        (f"{base} 2 auto_max_threshold 2G", "Invalid option value"),
+        (f"{base} 2 stream_min 0", "Invalid option value"),
+        (f"{base} 4 auto_min_threshold 1M auto_max_threshold 64K",
+         "auto_min_threshold must not exceed auto_max_threshold"),
+        (f"{base} 2 auto_min_threshold 2M",      # default max is 1M
+         "auto_min_threshold must not exceed auto_max_threshold"),
+        (f"{base} 2 stripe_size 6000", "stripe_size must be a multiple of 4096"),
     ]
 
 

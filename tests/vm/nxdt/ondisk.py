@@ -30,9 +30,9 @@ def parse_sb(blk):
     (hdd_sectors, label_sector, data_sec, bsize, segmax, ring_start, ring_blocks,
      tail_pos, tail_seq, gen, gen_start, head_pos, head_seq, flags) = \
         struct.unpack_from("<QQQIIQQQQQQQQI", blk, 56)
-    # The stored name and tunables (docs/on-disk-format.md, bytes 160-311).
-    (tun_flags, mode, wthr, rate, low, high, discard, drain) = \
-        struct.unpack_from("<IIQIBBBB", blk, 288)
+    # The stored name and tunables (docs/on-disk-format.md, bytes 160-327).
+    (tun_flags, mode, wthr, rate, low, high, discard, drain, amin, amax,
+     smin, stripe) = struct.unpack_from("<IIQIBBBBIIII", blk, 288)
     return dict(sb_seq=sb_seq, vol_uuid=vol_uuid, hdd_uuid=hdd_uuid,
                 hdd_sectors=hdd_sectors, label_sector=label_sector,
                 data_sectors=data_sec, ring_start=ring_start,
@@ -42,7 +42,9 @@ def parse_sb(blk):
                 name=blk[160:288].split(b"\0", 1)[0].decode(),
                 tun_flags=tun_flags, mode=mode, write_threshold=wthr,
                 destage_rate=rate, low_watermark=low, high_watermark=high,
-                ssd_discard=discard, drain_on_suspend=drain)
+                ssd_discard=discard, drain_on_suspend=drain,
+                auto_min_threshold=amin, auto_max_threshold=amax,
+                stream_min=smin, stripe_size=stripe)
 
 
 _CRC32C_TAB = []
