@@ -348,6 +348,24 @@ static int nxd_format(struct nxd_c *nc)
 	return r;
 }
 
+/*
+ * A format stores the table's tunables (defaults for the rest): a set the
+ * constructor would refuse afterwards must not have written anything.
+ */
+static int nxd_format_checked(struct nxd_c *nc)
+{
+	int r;
+
+	if (!nxd_tun_valid(&nc->opt)) {
+		nc->ti->error = (char *)nxd_tun_pair_err(&nc->opt);
+		return -EINVAL;
+	}
+	r = nxd_format(nc);
+	if (r)
+		nc->ti->error = "Format failed: I/O error";
+	return r;
+}
+
 /* Table-load checks: is this SSD log ours, for this HDD?  Formats if asked. */
 int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 {
@@ -362,10 +380,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 			ti->error = "Refusing to format the log of an active volume";
 			return -EBUSY;
 		}
-		r = nxd_format(nc);
-		if (r)
-			ti->error = "Format failed: I/O error";
-		return r;
+		return nxd_format_checked(nc);
 	}
 	r = nxd_read_sbs(nc, sbs, res, &blank);
 	if (r) {
@@ -388,10 +403,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 			ti->error = NXD_ERR_HDD_LABELLED;
 			return -EINVAL;
 		}
-		r = nxd_format(nc);
-		if (r)
-			ti->error = "Format failed: I/O error";
-		return r;
+		return nxd_format_checked(nc);
 	}
 	if (pick < 0) {
 		ti->error = NXD_ERR_SB_CORRUPT;
