@@ -633,7 +633,8 @@ bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio)
 			return true;
 		}
 	}
-	bio_list_add(&nc->held, bio);
+	/* Degraded: the lazy INVALs go once the log is empty. */
+	nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 	return true;
 }
 

@@ -269,7 +269,7 @@ void nxd_bio_done(struct nxd_c *nc, struct bio *bio)
 		return;
 	if (pb->error == NXD_PB_RETRY) {
 		pb->error = 0;
-		bio_list_add(&nc->held, bio);
+		nxd_hold(nc, bio, NXD_HOLD_RETRY);
 		atomic_set(&nc->kick, 1);
 		return;
 	}

@@ -320,7 +320,7 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	pb->epoch = -1;
 	pb->hw_epoch = -1;
 	pb->fg_hdd = false;
-	pb->fill_held = false;
+	pb->hold = NXD_HOLD_NONE;
 	pb->error = 0;
 	pb->inval = NULL;
 	pb->fast = NXD_FAST_NONE;

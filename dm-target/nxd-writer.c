@@ -98,11 +98,11 @@ static void nxd_fail_waiters(struct nxd_c *nc, int err)
 		struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 		/*
-		 * Nothing logged lay under it, and the failed round's fill
-		 * fence is gone with the round: try it again.
+		 * Held by a fence (the failed round's is gone with it), an
+		 * INVAL in flight or a degraded redo: nothing it waits for
+		 * needs the destager.  Try it again.
 		 */
-		if (pb->fill_held) {
-			pb->fill_held = false;
+		if (pb->hold != NXD_HOLD_DESTAGE) {
 			bio_list_add(&retry, bio);
 			continue;
 		}
@@ -189,8 +189,7 @@ static bool nxd_writer_hdd(struct nxd_c *nc, struct bio *bio)
 	spin_unlock(&nc->lock);
 	if (busy) {
 		nxd_epoch_put(&nc->hw_ep, ep);
-		pb->fill_held = true;
-		bio_list_add(&nc->held, bio);
+		nxd_hold(nc, bio, NXD_HOLD_RETRY);
 		WRITE_ONCE(nc->fg_fenced, true);	/* an idle round yields */
 		return false;
 	}
@@ -220,7 +219,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	lazy = nxd_lazy_overlap_locked(nc, first, last);
 	spin_unlock(&nc->lock);
 	if (busy) {
-		bio_list_add(&nc->held, bio);
+		nxd_hold(nc, bio, NXD_HOLD_RETRY);
 		return;
 	}
 	/* A newer copy of blocks with a lazy INVAL: the INVAL goes first. */
@@ -256,7 +255,7 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 			}
 			/* Partial blocks over logged data: wait for space. */
 			nc->room_wait = true;
-			bio_list_add(&nc->held, bio);
+			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 			return;
 		}
 	}
@@ -354,7 +353,7 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 			/* No merge, no zeros can be logged: wait for the destager. */
 			kfree(op);
 			pb->inval = NULL;
-			bio_list_add(&nc->held, bio);
+			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 			return;
 		}
 		if (!discard) {
@@ -570,7 +569,7 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		}
 		if (nxd_fast_void_left(nc) ||
 		    (logged && (lazy || nxd_ssd_flush(nc))))
-			bio_list_add(&nc->held, bio);
+			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 		else if (atomic_read(&nc->acked_lost))
 			/*
 			 * The SSD died with acknowledged writes in its cache
@@ -629,7 +628,7 @@ static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	bool busy;
 
-	pb->fill_held = false;	/* set again if held for a fill */
+	pb->hold = NXD_HOLD_NONE;	/* set again if held */
 	/*
 	 * What follows decides by the index: direct log writes of these
 	 * regions go into it first (a flush: all of them, and they are then

@@ -116,7 +116,7 @@ struct nxd_pb {
 	s8 epoch;		/* read epoch held, or -1 */
 	s8 hw_epoch;		/* HDD write epoch held, or -1 */
 	bool fg_hdd;		/* counted in hdd_fg_inflight */
-	bool fill_held;		/* held only by a round's stripe fill */
+	u8 hold;		/* NXD_HOLD_*: why it is on nc->held */
 	atomic_t pending;	/* segments a logged write still waits for */
 	int error;		/* -errno, or NXD_PB_RETRY */
 	struct nxd_inval *inval;
@@ -127,6 +127,16 @@ struct nxd_pb {
 	struct bvec_iter iter;	/* as mapped: redone from here if it fails */
 	bool queued;		/* counted in nxd_c.queued from map to end_io */
 	u64 qfirst, qlast;	/* its blocks */
+};
+
+/*
+ * Why a bio waits on nc->held.  A failed destage round fails only the bios
+ * waiting for destage progress; the others are tried again.
+ */
+enum {
+	NXD_HOLD_NONE,
+	NXD_HOLD_RETRY,		/* a fence or an INVAL in flight, or a redo */
+	NXD_HOLD_DESTAGE,	/* log room, a logged block's copy, the log empty */
 };
 
 #define NXD_MERGE_SLOTS	64
@@ -377,6 +387,15 @@ struct nxd_c {
  * them in this order).  A file calls only the files listed before it,
  * never one after: scripts/callgraph.py checks it in make check.
  */
+
+/* Writer only (nc->held is the writer's). */
+static inline void nxd_hold(struct nxd_c *nc, struct bio *bio, u8 why)
+{
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	pb->hold = why;
+	bio_list_add(&nc->held, bio);
+}
 
 /* nxd-stats.c */
 int nxd_stats_alloc(struct nxd_vol *vol);

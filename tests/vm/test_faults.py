@@ -22,6 +22,9 @@ from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
 from nxdt.host import run
 from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
+from nxdt.destagerig import wait_until
+from nxdt.dmlib import delay_line
+from nxdt.workloads import BgWrites, pattern
 from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, timed
 
 
@@ -355,6 +358,75 @@ def test_destage_errors_keep_the_log(rig):
     m.close()
     v.remove()
     m.verify(rig.hdd)
+
+
+@pytest.mark.guarantee("G11")
+def test_failed_round_fails_only_writes_waiting_for_it(dm, loopdev, nullb):
+    """A 4 KiB write W2 held behind a plain 128 KiB HDD write W1 over its
+    logged block (the HDD slowed by dm-delay) is not failed when a destage
+    round fails meanwhile (the SSD failing every bio): a failed round fails
+    only writes waiting for destage progress.  W2 completes, as its redo on
+    the HDD once the SSD refuses it; after the repair and a drain the HDD
+    alone holds W1, W2 or W1 at block 5 (concurrent) and the logged block
+    elsewhere."""
+    host.modprobe("dm-delay")
+    hdd_base, ssd_base = loopdev(64), nullb(16)
+    hdd = dm.create("nxfr-hdd", delay_line(hdd_base, 0, 0))
+    ssdi = dmlib.Injector(dm, "nxfr-ssd", ssd_base)
+    try:
+        v = Volume(dm, "nxfr", hdd, ssdi.dev, opts=["write_threshold", "65536"])
+        v.pause()
+        far = 1000                                # what the round will read
+        with rawio.Fd(v.dev) as f:
+            for b in list(range(32)) + [far]:
+                f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
+            f.fsync()
+        assert v.status()["index_entries"] == 33
+        dm.suspend("nxfr-hdd")
+        dm.load("nxfr-hdd", delay_line(hdd_base, 0, 5000))
+        dm.resume("nxfr-hdd")
+        big = b"".join(pattern("big", b, BLOCK) for b in range(32))
+        small = pattern("small", 5, BLOCK)
+        hdd_kname = blkdev.blk_name(hdd)
+
+        def hdd_writes_in_flight():
+            with open(f"/sys/block/{hdd_kname}/inflight") as fh:
+                return int(fh.read().split()[1])
+        bg = BgWrites(v.dev)
+        t1 = bg.start(0, big)
+        wait_until(lambda: hdd_writes_in_flight() > 0, 30, "W1 in flight on the HDD")
+        t2 = bg.start(5 * BLOCK, small)
+        ssdi.set("error")
+        e0 = v.status()["ssd_errors"]
+        v.message("resume_destage")
+        wait_until(lambda: v.status()["ssd_errors"] > e0, 30, "a failed destage round")
+        assert t1.is_alive(), "W1 completed before the round failed: nothing was held"
+        t1.join(60)
+        t2.join(60)
+        assert not bg.errors, f"a write held behind W1 was failed by the round: {bg.errors}"
+        ssdi.set("ok")
+        v.drain()
+        st = v.status()
+        assert st["index_entries"] == 0, st
+        with rawio.Fd(v.dev, write=False) as f:
+            live = f.pread(0, 32 * BLOCK)
+            assert f.pread(far * BLOCK, BLOCK) == pattern("log", far, BLOCK)
+        v.remove()
+        with rawio.Fd(hdd_base, write=False) as f:
+            on_hdd = f.pread(0, 32 * BLOCK)
+            assert f.pread(far * BLOCK, BLOCK) == pattern("log", far, BLOCK), \
+                "the logged block is not on the HDD after the drain"
+        for got, where in ((live, "live"), (on_hdd, "HDD")):
+            for b in range(32):
+                blk = got[b * BLOCK:(b + 1) * BLOCK]
+                want = big[b * BLOCK:(b + 1) * BLOCK]
+                if b == 5:
+                    assert blk in (small, want), f"{where}: block 5 is neither W1 nor W2"
+                else:
+                    assert blk == want, f"{where}: block {b}"
+    finally:
+        if ssdi.mode != "ok":
+            ssdi.set("ok")
 
 
 @pytest.mark.guarantee("G8")
