@@ -759,8 +759,14 @@ static void nxd_resume(struct dm_target *ti)
 	memcpy(vol->vol_uuid, nc->sb.vol_uuid, sizeof(vol->vol_uuid));
 	mutex_unlock(&nxd_vols_lock);
 	if (!vol->kobj_added) {
+		/*
+		 * dm still holds this device's I/O: reclaim must not write to
+		 * it from kobject_add()'s allocations.
+		 */
+		unsigned int noio = memalloc_noio_save();
 		int r = nxd_sysfs_add(vol);
 
+		memalloc_noio_restore(noio);
 		/* The volume works without it; a later resume tries again. */
 		if (r)
 			DMWARN("%s: no sysfs nxd/ until the next resume: %d",
