@@ -31,7 +31,8 @@
 # their own at once, one per kernel, so a shared folder would be removed
 # under the other's feet).  DEB_LINT=1: lintian on the result, its
 # output on stderr, failing on errors.  Prints the paths of the two
-# packages, nothing else on stdout.
+# packages, nothing else on stdout.  mkdeb.sh --print-version prints the
+# version it would build and stops.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +45,13 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 	gitver=+git$(git rev-list --count HEAD).g$(git rev-parse --short HEAD)
 fi
 debver=${DEB_VERSION:-$modver$gitver}
+if [ "${1:-}" = --print-version ]; then
+	echo "$debver"
+	exit 0
+elif [ $# -gt 0 ]; then
+	echo "usage: mkdeb.sh [--print-version]" >&2
+	exit 2
+fi
 for c in dpkg-buildpackage dh dh_dkms; do
 	command -v "$c" >/dev/null ||
 		{ echo "mkdeb: no $c: dpkg-dev, debhelper and dh-dkms needed (make deps-runtime)" >&2; exit 1; }
