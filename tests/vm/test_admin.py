@@ -446,18 +446,29 @@ def _dkms_kernels():
                   if os.path.isdir(f"/lib/modules/{k}/build/include") and re.match(excl, k))
 
 
+def _dkms_ko(kver):
+    """DKMS's dm-nxd.ko for @kver (compressed as the kernel's own modules,
+    dm-nxd.ko.xz on Debian's 6.12), or None."""
+    for ext in ("", ".xz", ".zst", ".gz"):
+        p = f"/lib/modules/{kver}/updates/dkms/dm-nxd.ko{ext}"
+        if os.path.exists(p):
+            return p
+    return None
+
+
 def _dkms_installed(kvers, modver):
     st = run(["dkms", "status", "-m", "dm-nxd", "-v", modver]).stdout
     for k in kvers:
         assert any(k in ln and "installed" in ln for ln in st.splitlines()), (k, st)
-        assert os.path.exists(f"/lib/modules/{k}/updates/dkms/dm-nxd.ko"), k
+        assert _dkms_ko(k), k
 
 
 # Measured in a 6.1 guest (TCG, one vCPU, a loaded 2-core host), before
 # the postinst built for every kernel with headers and before the upgrade:
 # 556 s, of which dpkg -i 376 s (DKMS compiles the module, then depmod runs
 # over every module of the kernel) and dpkg -r 145 s.  Now two
-# installations, each building for both kernels of the guest.
+# installations, each building for both kernels of the guest (on the host,
+# outside a guest: 142 s for the two kernels, 138 s for the upgrade).
 @pytest.mark.guarantee("G15")
 @pytest.mark.watchdog(7200)
 @pytest.mark.skipif(os.environ.get("NXD_DKMS_TEST") != "1",
@@ -476,7 +487,6 @@ def test_package_dkms(dm, loopdev, nullb, debs):
     kver = os.uname().release
     kvers = _dkms_kernels()
     assert kver in kvers, kvers
-    ko = f"/lib/modules/{kver}/updates/dkms/dm-nxd.ko"
     with open(os.path.join(REPO, "dkms.conf")) as f:
         modver = [ln.split("=", 1)[1].strip().strip('"') for ln in f
                   if ln.startswith("PACKAGE_VERSION=")][0]
@@ -491,6 +501,7 @@ def test_package_dkms(dm, loopdev, nullb, debs):
         listed = run(["dpkg", "-L", "dm-nxd-dkms"]).stdout.split()
         assert f"/usr/src/dm-nxd-{modver}/dkms.conf" in listed
         _dkms_installed(kvers, modver)
+        ko = _dkms_ko(kver)
         run(["rmmod", "dm_nxd"])
         run(["modprobe", "dm-nxd"])
         with open("/sys/module/dm_nxd/srcversion") as f:
@@ -505,15 +516,14 @@ def test_package_dkms(dm, loopdev, nullb, debs):
         v.remove()
         run(["rmmod", "dm_nxd"])
 
-        before = {k: os.stat(f"/lib/modules/{k}/updates/dkms/dm-nxd.ko").st_ctime_ns
-                  for k in kvers}
+        before = {k: os.stat(_dkms_ko(k)).st_ctime_ns for k in kvers}
         t1 = time.monotonic()
         run(["dpkg", "-i", debs["next"]["dkms"]], timeout=3000)
         timing.append(f"dpkg -i (upgrade): {time.monotonic() - t1:.0f} s")
         assert _status("dm-nxd-dkms") == ("install ok installed", nver)
         _dkms_installed(kvers, modver)
         for k in kvers:           # removed by the old prerm, built again
-            assert os.stat(f"/lib/modules/{k}/updates/dkms/dm-nxd.ko").st_ctime_ns > before[k], k
+            assert os.stat(_dkms_ko(k)).st_ctime_ns > before[k], k
     finally:
         if host.module_loaded("dm_nxd"):
             run(["rmmod", "dm_nxd"], check=False)
@@ -524,7 +534,7 @@ def test_package_dkms(dm, loopdev, nullb, debs):
         if not host.module_loaded("dm_nxd"):
             run(["insmod", host.MODULE_KO])
     for k in kvers:
-        assert not os.path.exists(f"/lib/modules/{k}/updates/dkms/dm-nxd.ko"), k
+        assert not _dkms_ko(k), k
     assert "dm-nxd" not in run(["dkms", "status"]).stdout
     assert not os.path.exists(f"/usr/src/dm-nxd-{modver}")
     left = [f for f in listed if os.path.lexists(f) and not os.path.isdir(f)]
