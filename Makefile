@@ -276,8 +276,9 @@ uninstall:
 	else depmod -a -b '$(DESTDIR)' '$(KVER)' 2>/dev/null || true; fi
 	@echo "uninstalled dm-nxd for $(KVER) (DKMS: make dkms-remove)"
 
-# Debian packages (scripts/mkdeb.sh): dm-nxd-dkms and nxdctl in build/deb.
-deb: tools
+# Debian packages (scripts/mkdeb.sh: dpkg-buildpackage on debian/ in a
+# copy of the tree): dm-nxd-dkms and nxdctl in build/deb.
+deb:
 	$(TOP)/scripts/mkdeb.sh
 
 DKMS_SRC := /usr/src/$(DKMS_NAME)-$(DKMS_VERSION)

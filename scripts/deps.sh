@@ -4,8 +4,9 @@
 #
 # deps.sh --runtime (make deps-runtime): only what a server needs to build,
 # install and run the module and nxdctl (compiler, headers of the running
-# kernel, dkms, the libraries nxdctl links, dmsetup, udev); no backports,
-# no test kernel, no qemu or test tools, no virtme-ng.
+# kernel, dkms, the libraries nxdctl links, dmsetup, udev; debhelper and
+# dh-dkms for make deb); no backports, no test kernel, no qemu or test
+# tools, no virtme-ng.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 VNG_VERSION=${VNG_VERSION:-1.42}
@@ -21,6 +22,7 @@ export DEBIAN_FRONTEND=noninteractive
 if [ "${1:-}" = --runtime ]; then
 	RT_PKGS=(build-essential make gcc pkg-config kmod dmsetup udev dkms
 		 rsync libdevmapper-dev libsmartcols-dev libblkid-dev
+		 dpkg-dev debhelper dh-dkms    # make deb (dpkg-buildpackage)
 		 "linux-headers-$(uname -r)")
 	missing=()
 	for p in "${RT_PKGS[@]}"; do
@@ -63,7 +65,8 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       glusterfs-server glusterfs-client attr fuse3   # make test-pfs, make demo-pfs
       shellcheck    # make lint-sh
       resource-agents libxml2-utils   # ocf-tester (tests/vm/test_owner.py); no pacemaker
-      prometheus)   # promtool check metrics in make -C tools check
+      prometheus    # promtool check metrics in make -C tools check
+      dpkg-dev debhelper dh-dkms lintian)   # make deb (dpkg-buildpackage), DEB_LINT=1
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 # make test-boot: a Debian root built with mmdebstrap, booted by QEMU on
 # virtiofs (/usr/lib/qemu/virtiofsd, in qemu-system-common).

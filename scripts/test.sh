@@ -80,10 +80,18 @@ $MAKE --no-print-directory modules-all TEST_KVERS="${kvers[*]}" NXD_FAULT_CONTRO
 $MAKE --no-print-directory tools || { say "tools build FAILED"; exit 1; }
 # The Debian packages test_admin.py installs, built here once: dpkg-deb's
 # xz takes minutes under TCG, and both guests would build them at once.
+# Also the same tree as a higher version, what the upgrade test moves to;
+# the two builds run side by side.
 debs=$logs/deb
+debs_next=$logs/deb-next
 mkdir -p "$logs"
-rm -rf "$debs"
-DEB_OUT=$debs scripts/mkdeb.sh >"$logs/mkdeb.log" 2>&1 ||
+rm -rf "$debs" "$debs_next"
+debver=$(scripts/mkdeb.sh --print-version)
+DEB_OUT=$debs DEB_VERSION=$debver scripts/mkdeb.sh >"$logs/mkdeb.log" 2>&1 &
+mkdeb_pid=$!
+DEB_OUT=$debs_next DEB_VERSION=$debver+next scripts/mkdeb.sh >"$logs/mkdeb-next.log" 2>&1 ||
+	{ cat "$logs/mkdeb-next.log"; wait "$mkdeb_pid"; say "make deb (DEB_VERSION=$debver+next) FAILED"; exit 1; }
+wait "$mkdeb_pid" ||
 	{ cat "$logs/mkdeb.log"; say "make deb FAILED"; exit 1; }
 
 # 3. unit tests, and the nxdctl tests (tools/tests/run.sh: C unit tests of
@@ -253,7 +261,7 @@ run_kernel() {
 	rm -f "$logs/$kv"-*
 	junit=$rel/$kv-junit.xml
 	crash_seeds=${NXD_CRASH_SEEDS:-$((11 + kidx))}
-	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs NXD_FULL=${NXD_FULL:-0}"
+	penv="NXD_CRASH_SEEDS=$crash_seeds NXD_CRASH_LONG=${NXD_CRASH_LONG:-0} NXD_DKMS_TEST=${NXD_DKMS_TEST:-0} NXD_DEBS=$debs NXD_DEBS_NEXT=$debs_next NXD_FULL=${NXD_FULL:-0}"
 	# Extra settings for the guest's tests, e.g. NXD_GUEST_ENV="NXD_FLAKEY_SEEDS=21-40"
 	[ -n "${NXD_GUEST_ENV:-}" ] && penv+=" $NXD_GUEST_ENV"
 	# Each test runs on one kernel but for EVERY_KERNEL; NXD_SHARD_KVERS
