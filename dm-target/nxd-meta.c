@@ -377,7 +377,7 @@ int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk)
 	int r;
 
 	if (!atomic_read(&nc->degraded)) {
-		DMERR("%s: abandon_log refused: the SSD has not failed (use drain, or nxdctl detach)",
+		DMERR("%s: abandon_log refused: the SSD has not failed (drain instead)",
 		      name);
 		return -EINVAL;
 	}

@@ -492,6 +492,7 @@ struct nxd_risk {
 	u32 listed;			/* in r[], the first ones */
 	u64 r[NXD_LABEL_LOST_MAX][2];	/* first block, blocks */
 };
+
 int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk);
 int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk);
 
