@@ -20,6 +20,8 @@
 #include <linux/random.h>
 #include <linux/ktime.h>
 #include <linux/dm-ioctl.h>
+#include <linux/sort.h>
+#include <linux/mm.h>
 
 #include "nxd.h"
 
@@ -279,8 +281,181 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
 	 * segments whose newer copies are (nxd_ring_safe_prefix).
 	 */
 	mutex_lock(&nc->sb_lock);
-	r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, tail_pos, tail_seq);
+	/* Abandoned: the label says never replay; nothing may undo that. */
+	if (!nc->abandoned)
+		r = nxd_label_write(nc, NXD_LABEL_LOG_FROZEN, tail_pos, tail_seq);
 	mutex_unlock(&nc->sb_lock);
+	return r;
+}
+
+static int nxd_cmp_block(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Has an HDD write, not yet acknowledged (parked), already put newer data
+ * over all of block @b?  Under nc->lock.
+ */
+static bool nxd_block_rewritten_locked(struct nxd_c *nc, u64 b)
+{
+	struct nxd_inval *op;
+
+	list_for_each_entry(op, &nc->invals, node)
+		if (READ_ONCE(op->hdd_state) == NXD_HDD_OK &&
+		    op->full_first <= b && b <= op->full_last)
+			return true;
+	return false;
+}
+
+/*
+ * The logged blocks the HDD does not hold (index entries not CLEAN, and
+ * not wholly rewritten on the HDD since), as sorted ranges: what dropping
+ * the log would lose.  A block only partly logged counts whole.
+ */
+int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
+{
+	u64 *blk, cap, n = 0, i;
+
+	spin_lock(&nc->lock);
+	cap = nc->ix.count;
+	spin_unlock(&nc->lock);
+	blk = kvmalloc_array(max_t(u64, cap, 1), sizeof(*blk), GFP_KERNEL);
+	if (!blk)
+		return -ENOMEM;
+	spin_lock(&nc->lock);
+	for (i = 0; i < nc->ix.cap && n < cap; i++) {
+		const struct nxd_ient *e = &nc->ix.tab[i];
+
+		if (e->block == NXD_IE_EMPTY || (e->flags & NXD_IE_CLEAN))
+			continue;
+		if (!list_empty(&nc->invals) &&
+		    nxd_block_rewritten_locked(nc, e->block))
+			continue;
+		blk[n++] = e->block;
+	}
+	spin_unlock(&nc->lock);
+	sort(blk, n, sizeof(*blk), nxd_cmp_block, NULL);
+	rk->blocks = n;
+	rk->ranges = 0;
+	for (i = 0; i < n; i++) {
+		if (i && blk[i] == blk[i - 1] + 1) {
+			if (rk->ranges <= NXD_LABEL_LOST_MAX)
+				rk->r[rk->ranges - 1][1]++;
+			continue;
+		}
+		if (rk->ranges < NXD_LABEL_LOST_MAX) {
+			rk->r[rk->ranges][0] = blk[i];
+			rk->r[rk->ranges][1] = 1;
+		}
+		if (rk->ranges < U32_MAX)
+			rk->ranges++;
+	}
+	rk->listed = min_t(u32, rk->ranges, NXD_LABEL_LOST_MAX);
+	kvfree(blk);
+	return 0;
+}
+
+/*
+ * The SSD is dead: give its log up online (the abandon_log message).  The
+ * label says ABANDONED first, durably, with what is given up: the log is
+ * then never replayed without 'accept_log_loss', so nothing written to the
+ * HDD from now on can be overwritten by an older logged copy.  Then the
+ * index and the ring are emptied: reads and writes all go to the HDD, and
+ * what waited for the destager (parked writes, held bios, flushes waiting
+ * for the log to empty) goes on.  The volume stays degraded: nothing is
+ * logged again in this table.  Held off while a destage round runs.
+ */
+int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk)
+{
+	const char *name = dm_table_device_name(nc->ti->table);
+	struct nxd_label_info l = { };
+	bool ready;
+	u32 i;
+	int r;
+
+	if (!atomic_read(&nc->degraded)) {
+		DMERR("%s: abandon_log refused: the SSD has not failed (drain instead)",
+		      name);
+		return -EINVAL;
+	}
+	mutex_lock(&nc->round_lock);
+	if (!READ_ONCE(nc->running)) {
+		r = -EBUSY;
+		goto out;
+	}
+	/* The freeze, and nxd_fast_fail() indexing the void blocks, are done. */
+	spin_lock(&nc->lock);
+	ready = nc->frozen_end && !nc->fs_count;
+	spin_unlock(&nc->lock);
+	if (!ready || !READ_ONCE(nc->frozen)) {
+		DMERR("%s: abandon_log: the log is not frozen yet, try again", name);
+		r = -EAGAIN;
+		goto out;
+	}
+	r = nxd_log_at_risk(nc, rk);
+	if (r)
+		goto out;
+	mutex_lock(&nc->sb_lock);
+	if (nc->abandoned) {
+		/* Done before: the label lists what it gave up. */
+		mutex_unlock(&nc->sb_lock);
+		rk->blocks = READ_ONCE(nc->abandoned_blocks);
+		rk->ranges = 0;
+		rk->listed = 0;
+		goto out;
+	}
+	nxd_label_owner_fetch(nc, nc->sb.hdd_label_sector);
+	memcpy(l.owner, nc->owner, sizeof(l.owner));
+	memcpy(l.vol_uuid, nc->sb.vol_uuid, 16);
+	memcpy(l.hdd_uuid, nc->sb.hdd_uuid, 16);
+	l.hdd_sectors = nc->sb.hdd_sectors;
+	l.flags = NXD_LABEL_LOG_ABANDONED;
+	l.abandoned_gen = nc->sb.gen;
+	l.lost_blocks = rk->blocks;
+	l.lost_ranges = rk->ranges;
+	l.lost_listed = rk->listed;
+	nxd_label_encode(&l, nc->sb_buf);
+	for (i = 0; i < rk->listed; i++)
+		nxd_label_set_lost(nc->sb_buf, i, rk->r[i][0], rk->r[i][1]);
+	nxd_label_seal(nc->sb_buf);
+	/* The parked HDD writes durable too before they are acknowledged. */
+	r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
+		       nc->sb.hdd_label_sector, nc->sb_buf);
+	if (!r) {
+		nc->abandoned = true;
+		WRITE_ONCE(nc->abandoned_blocks, rk->blocks);
+	}
+	mutex_unlock(&nc->sb_lock);
+	if (r) {
+		DMERR("%s: abandon_log: HDD label write failed (%d): nothing changed",
+		      name, r);
+		goto out;
+	}
+	spin_lock(&nc->lock);
+	nxd_index_clear(&nc->ix);
+	nxd_ring_reset(&nc->ring, nc->ring.head, nc->ring.next_seq);
+	nc->commit_seq = nc->ring.next_seq;
+	WRITE_ONCE(nc->void_on_hdd, true);
+	spin_unlock(&nc->lock);
+	/* The loss is known and accepted: flushes are not failed for it. */
+	atomic_set(&nc->acked_lost, 0);
+	DMERR("%s: SSD log abandoned (generation %llu): %llu blocks in %u ranges lost",
+	      name, nc->sb.gen, rk->blocks, rk->ranges);
+	for (i = 0; i < rk->listed; i++)
+		DMERR_LIMIT("%s: lost sectors %llu-%llu", name, rk->r[i][0] << 3,
+			    ((rk->r[i][0] + rk->r[i][1]) << 3) - 1);
+out:
+	mutex_unlock(&nc->round_lock);
+	if (!r) {
+		wake_up_all(&nc->ewq);
+		atomic_set(&nc->kick, 1);
+		nxd_writer_wake(nc);
+		wake_up_all(&nc->drain_wait);
+		nxd_destager_wake(nc);
+	}
 	return r;
 }
 

@@ -141,6 +141,7 @@ void nxd_gauges_fill(struct nxd_c *nc, struct nxd_ioc_counters *c)
 	c->degraded = atomic_read(&nc->degraded);
 	c->log_full = READ_ONCE(nc->log_full);
 	c->acked_lost = atomic_read(&nc->acked_lost);
+	c->log_abandoned_blocks = READ_ONCE(nc->abandoned_blocks);
 }
 
 const char *nxd_event_name(unsigned int kind)

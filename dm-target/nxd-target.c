@@ -834,10 +834,57 @@ static void nxd_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
+/*
+ * "blocks B ranges R S+N ...": 4 KiB blocks at risk, the ranges they form,
+ * then the first ranges in sectors (start+count), as many as fit.
+ */
+static void nxd_risk_emit(const struct nxd_risk *rk, char *result,
+			  unsigned int maxlen)
+{
+	unsigned int sz = 0;
+	u32 i;
+
+	if (!maxlen)
+		return;
+	sz += scnprintf(result + sz, maxlen - sz, "blocks %llu ranges %u",
+			rk->blocks, rk->ranges);
+	for (i = 0; i < rk->listed; i++) {
+		char one[48];
+		int n = scnprintf(one, sizeof(one), " %llu+%llu",
+				  rk->r[i][0] << 3, rk->r[i][1] << 3);
+
+		if (sz + n + 1 >= maxlen)
+			break;
+		memcpy(result + sz, one, n + 1);
+		sz += n;
+	}
+}
+
+/* log_at_risk, abandon_log: a reply built from struct nxd_risk. */
+static int nxd_risk_message(struct nxd_c *nc, bool abandon, char *result,
+			    unsigned int maxlen)
+{
+	struct nxd_risk *rk = kzalloc(sizeof(*rk), GFP_KERNEL);
+	int r;
+
+	if (!rk)
+		return -ENOMEM;
+	r = abandon ? nxd_log_abandon(nc, rk) : nxd_log_at_risk(nc, rk);
+	if (!r)
+		nxd_risk_emit(rk, result, maxlen);
+	kfree(rk);
+	return r;
+}
+
 static int nxd_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
 	struct nxd_c *nc = ti->private;
+
+	if (argc == 1 && !strcasecmp(argv[0], "log_at_risk"))
+		return nxd_risk_message(nc, false, result, maxlen);
+	if (argc == 1 && !strcasecmp(argv[0], "abandon_log"))
+		return nxd_risk_message(nc, true, result, maxlen);
 
 	if (argc == 1 && !strcasecmp(argv[0], "drain")) {
 		if (!nc->running)
@@ -887,7 +934,7 @@ static void nxd_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type nxd_target = {
 	.name = "nxd",
-	.version = {2, 4, 0},
+	.version = {2, 5, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = nxd_ctr,

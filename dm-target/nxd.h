@@ -257,6 +257,9 @@ struct nxd_c {
 	void *sb_buf;			/* superblock or label being written */
 	char owner[NXD_LABEL_OWNER_LEN];	/* label's owner: kept, not used */
 	bool frozen;			/* label says FROZEN; READ_ONCE outside */
+	/* label says ABANDONED (abandon_log): no label write after it */
+	bool abandoned;
+	u64 abandoned_blocks;		/* what it gave up, for the gauge */
 
 	/* The in-memory log: map, the writer, the destager, recovery. */
 	spinlock_t lock;
@@ -481,6 +484,17 @@ int nxd_sb_new_gen(struct nxd_c *nc);
 int nxd_sb_save(struct nxd_c *nc);
 int nxd_log_freeze(struct nxd_c *nc);
 int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq);
+
+/* Logged blocks not on the HDD: what an abandoned log gives up. */
+struct nxd_risk {
+	u64 blocks;
+	u32 ranges;			/* all of them */
+	u32 listed;			/* in r[], the first ones */
+	u64 r[NXD_LABEL_LOST_MAX][2];	/* first block, blocks */
+};
+
+int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk);
+int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk);
 
 /* nxd-fast.c */
 int nxd_fast_alloc(struct nxd_c *nc);

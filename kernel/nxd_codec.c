@@ -206,6 +206,9 @@ int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 	l->frozen_tail_seq = le64_to_cpu(d->frozen_tail_seq);
 	/* Advice, never a reason to refuse: up to the first NUL, 63 at most. */
 	memcpy(l->owner, d->owner, strnlen(d->owner, sizeof(d->owner) - 1));
+	l->lost_blocks = le64_to_cpu(d->lost_blocks);
+	l->lost_ranges = le32_to_cpu(d->lost_ranges);
+	l->lost_listed = min_t(u32, le32_to_cpu(d->lost_listed), NXD_LABEL_LOST_MAX);
 	/* A frozen log's window: the tail never passes its end. */
 	if ((l->flags & NXD_LABEL_LOG_FROZEN) &&
 	    (!l->frozen_tail_seq || l->frozen_tail_seq > l->frozen_end_seq))
@@ -229,6 +232,46 @@ void nxd_label_encode(const struct nxd_label_info *l, void *blk)
 	d->frozen_tail_pos = cpu_to_le64(l->frozen_tail_pos);
 	d->frozen_tail_seq = cpu_to_le64(l->frozen_tail_seq);
 	memcpy(d->owner, l->owner, strnlen(l->owner, sizeof(d->owner) - 1));
+	d->lost_blocks = cpu_to_le64(l->lost_blocks);
+	d->lost_ranges = cpu_to_le32(l->lost_ranges);
+	d->lost_listed = cpu_to_le32(min_t(u32, l->lost_listed, NXD_LABEL_LOST_MAX));
+	d->crc = cpu_to_le32(nxd_crc_block(blk));
+}
+
+void nxd_label_set_lost(void *blk, u32 i, u64 first, u64 nr)
+{
+	struct nxd_hdd_label *d = blk;
+
+	if (i < NXD_LABEL_LOST_MAX) {
+		d->lost[i].first = cpu_to_le64(first);
+		d->lost[i].nr = cpu_to_le64(nr);
+	}
+}
+
+void nxd_label_get_lost(const void *blk, u32 i, u64 *first, u64 *nr)
+{
+	const struct nxd_hdd_label *d = blk;
+
+	*first = 0;
+	*nr = 0;
+	if (i < NXD_LABEL_LOST_MAX) {
+		*first = le64_to_cpu(d->lost[i].first);
+		*nr = le64_to_cpu(d->lost[i].nr);
+	}
+}
+
+void nxd_label_keep_lost(void *blk, const void *old)
+{
+	memcpy(((struct nxd_hdd_label *)blk)->lost,
+	       ((const struct nxd_hdd_label *)old)->lost,
+	       sizeof(((struct nxd_hdd_label *)blk)->lost));
+	nxd_label_seal(blk);
+}
+
+void nxd_label_seal(void *blk)
+{
+	struct nxd_hdd_label *d = blk;
+
 	d->crc = cpu_to_le32(nxd_crc_block(blk));
 }
 

@@ -61,10 +61,21 @@ struct nxd_label_info {
 	u64 frozen_tail_seq;
 	u32 flags;
 	char owner[NXD_LABEL_OWNER_LEN];	/* NUL-terminated; "" = none */
+	u64 lost_blocks;			/* ABANDONED: blocks given up */
+	u32 lost_ranges;
+	u32 lost_listed;			/* at most NXD_LABEL_LOST_MAX */
 };
 
 int nxd_label_decode(const void *blk, struct nxd_label_info *l);
+/* The lost[] ranges are left zero: nxd_label_set_lost() fills them. */
 void nxd_label_encode(const struct nxd_label_info *l, void *blk);
+/* Range @i of lost[] in an encoded label; call nxd_label_seal() after. */
+void nxd_label_set_lost(void *blk, u32 i, u64 first, u64 nr);
+void nxd_label_get_lost(const void *blk, u32 i, u64 *first, u64 *nr);
+/* Copy lost[] from @old, an encoded label, into @blk; seals @blk. */
+void nxd_label_keep_lost(void *blk, const void *old);
+/* Recompute the checksum of an encoded label. */
+void nxd_label_seal(void *blk);
 
 /* Usable logical sectors of an HDD of @hdd_sectors, and where the label goes. */
 u64 nxd_hdd_data_sectors(u64 hdd_sectors);

@@ -136,7 +136,8 @@ struct nxd_seg_hdr {
 
 /*
  * Label flags.  ABANDONED: the log must not be replayed (written by
- * versions before 0.2 after an SSD failure, and by 'accept_log_loss').
+ * versions before 0.2 after an SSD failure, and by the abandon_log
+ * message, which records the blocks it gave up in lost_*).
  * FROZEN: an SSD write failed; the log is valid only in the window
  * [frozen_tail_seq, frozen_end_seq): recovery replays that window and
  * nothing after it, and the destager moves frozen_tail while the SSD
@@ -153,6 +154,18 @@ struct nxd_seg_hdr {
  */
 #define NXD_LABEL_OWNER_LEN	64
 
+/*
+ * ABANDONED by the abandon_log message: the logged blocks given up, as
+ * ranges of 4 KiB blocks in ascending order, the first NXD_LABEL_LOST_MAX
+ * of them.  Reserved (zero) bytes before: an older label lists none.
+ */
+#define NXD_LABEL_LOST_MAX	240
+
+struct nxd_lost_range {
+	__le64 first;		/* 4 KiB block */
+	__le64 nr;		/* blocks */
+} __packed;
+
 struct nxd_hdd_label {
 	__le64 magic;
 	__le32 crc;
@@ -167,7 +180,11 @@ struct nxd_hdd_label {
 	__le64 frozen_tail_pos;	/* FROZEN: replay from here if newer than */
 	__le64 frozen_tail_seq;	/*   the superblock's tail */
 	char owner[NXD_LABEL_OWNER_LEN];	/* host, NUL-padded; "" = none */
-	u8 reserved[3936];
+	__le64 lost_blocks;	/* ABANDONED: 4 KiB blocks given up */
+	__le32 lost_ranges;	/* ABANDONED: ranges they form, all of them */
+	__le32 lost_listed;	/*   of which in lost[] (the first ones) */
+	struct nxd_lost_range lost[NXD_LABEL_LOST_MAX];
+	u8 reserved[80];
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
@@ -177,6 +194,7 @@ static_assert(offsetof(struct nxd_sb, reserved) == 328, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
 static_assert(offsetof(struct nxd_hdd_label, owner) == 96, "label owner offset");
+static_assert(offsetof(struct nxd_hdd_label, lost) == 176, "label lost offset");
 static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
 
 #endif /* NXD_FORMAT_H */

@@ -91,7 +91,9 @@ struct nxd_ioc_counters {
 	__u64 destage_hdd_bytes;	/* bytes of destage write bios, fill's gaps included */
 	__u64 acked_lost;		/* 1 once acknowledged log writes were found lost */
 	__u64 events_acked_lost;	/* acked_lost was set, once per table; never reset */
-	__u64 reserved[27];
+	/* Appended in target 2.5.0. */
+	__u64 log_abandoned_blocks;	/* blocks given up by abandon_log, 0 if not */
+	__u64 reserved[26];
 };
 
 /* Event kinds, as in last_event and the events_* counters. */

@@ -31,7 +31,7 @@
 #include "nxdctl.h"
 
 enum {
-	O_TIMEOUT = 512, O_NOLOCKFS,
+	O_TIMEOUT = 512, O_NOLOCKFS, O_YES,
 };
 
 /* ---- grow ---- */
@@ -137,6 +137,12 @@ static int detach_opt(const struct cmd *c, int o, char **argv,
 	case O_DRY:
 		d->dry_run = true;
 		return -1;
+	case O_ACCEPT_LOSS:
+		d->accept_loss = true;
+		return -1;
+	case O_YES:
+		d->yes = true;
+		return -1;
 	default:
 		return opt_default(c, o, argv);
 	}
@@ -147,6 +153,8 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "nolockfs", no_argument, NULL, O_NOLOCKFS },
+		{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
+		{ "yes", no_argument, NULL, O_YES },
 		{ "dry-run", no_argument, NULL, O_DRY }, HELP_OPT, { 0 }
 	};
 	struct detach_opts dopt = { 0 };
@@ -160,6 +168,8 @@ static int do_detach(const struct cmd *c, int argc, char **argv)
 		if (rc >= 0)
 			return rc;
 	}
+	if (dopt.yes && !dopt.accept_loss)
+		return usage_error(c->name, "--yes goes with --accept-log-loss");
 	rc = lc_nxd_volume(c, argc, argv, 1, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
@@ -261,6 +271,8 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 		{ "dry-run", no_argument, NULL, O_DRY },
 		{ "format", no_argument, NULL, O_FORMAT },
 		{ "force", no_argument, NULL, O_FORCE },
+		{ "accept-log-loss", no_argument, NULL, O_ACCEPT_LOSS },
+		{ "yes", no_argument, NULL, O_YES },
 		HELP_OPT, { 0 }
 	};
 	char hdd[PATH_MAX], ssd[PATH_MAX], old[PATH_MAX];
@@ -285,6 +297,8 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 		if (rc >= 0)
 			return rc;
 	}
+	if (dopt.yes && !dopt.accept_loss)
+		return usage_error(c->name, "--yes goes with --accept-log-loss");
 	rc = lc_nxd_volume(c, argc, argv, 2, dopt.dry_run, &v, &t);
 	if (rc)
 		return rc;
@@ -344,7 +358,8 @@ const struct cmd cmd_grow = {
 };
 
 const struct cmd cmd_detach = {
-	"detach", do_detach, "VOL [--timeout S] [--nolockfs] [--dry-run]",
+	"detach", do_detach, "VOL [--timeout S] [--nolockfs] "
+	"[--accept-log-loss --yes] [--dry-run]",
 	"Take the SSD out of the nxd volume VOL online: drain its log "
 	"(progress on\nstderr), then switch VOL to a linear table over the "
 	"HDD at the same\nlength.  The file system stays mounted.  The "
@@ -361,10 +376,18 @@ const struct cmd cmd_detach = {
 	"                already: fsfreeze -f; a lockfs nested in an "
 	"fsfreeze left\n"
 	"                the device frozen on 6.12)\n"
+	"  --accept-log-loss\n"
+	"                degraded volume only: give up the frozen log "
+	"(abandon_log)\n"
+	"                instead of waiting for it; prints the sectors "
+	"lost, and\n"
+	"                needs --yes to go ahead\n"
+	"  --yes         confirm --accept-log-loss\n"
 	"  --dry-run     print the dmsetup-equivalent steps only\n"
 	"A degraded volume (failed SSD writes) is detached once the destager "
 	"has\ncopied its frozen log to the HDD, which needs the SSD to be "
-	"readable.\n" VOL_HELP,
+	"readable; if it\ncannot be read, --accept-log-loss --yes drops the "
+	"log online (the sectors\nit held read back older data).\n" VOL_HELP,
 };
 
 const struct cmd cmd_attach = {
@@ -390,16 +413,17 @@ const struct cmd cmd_attach = {
 
 const struct cmd cmd_replace_ssd = {
 	"replace-ssd", do_replace, "VOL NEWSSD [--timeout S] [--format] "
-	"[--force] [--dry-run]",
+	"[--force] [--accept-log-loss --yes] [--dry-run]",
 	"Replace the SSD of the nxd volume VOL by NEWSSD, online: the checks "
 	"of\nattach on NEWSSD first, then detach (drain, linear), then "
 	"attach NEWSSD\nwith the options of the old table line.  If the "
 	"attach fails, VOL stays\nonline as linear over its HDD.",
-	"Options: --timeout, --nolockfs as for detach; --format, --force as "
-	"for attach;\n"
+	"Options: --timeout, --nolockfs, --accept-log-loss, --yes as for "
+	"detach;\n--format, --force as for attach;\n"
 	"  --dry-run     print the dmsetup-equivalent steps only\n"
 	"A degraded volume (its SSD failed a write) is replaced once its "
 	"frozen log\nhas been copied to the HDD, read from the failed SSD; "
 	"if it cannot be read,\nthe drain does not end (use --timeout) and "
-	"the volume stays as it is.\n" VOL_HELP,
+	"the volume stays as it is, unless\n--accept-log-loss --yes gives "
+	"the log up first.\n" VOL_HELP,
 };

@@ -118,7 +118,14 @@ int dm_table_of(const char *name, char *target, size_t tlen, char *params,
 
 int dm_message(const struct vol *v, const char *msg)
 {
+	return dm_message_out(v, msg, NULL, 0);
+}
+
+int dm_message_out(const struct vol *v, const char *msg, char *out,
+		   size_t len)
+{
 	struct dm_task *dmt = dm_task_create(DM_DEVICE_TARGET_MSG);
+	const char *resp;
 	int rc = 0;
 
 	if (!dmt)
@@ -135,6 +142,9 @@ int dm_message(const struct vol *v, const char *msg)
 			rc = fail(NXDCTL_EXIT_KERNEL, "%s: message '%s' "
 				  "failed%s%s (see dmesg)", v->arg, msg,
 				  e ? ": " : "", e ? strerror(e) : "");
+	} else if (out && len) {
+		resp = dm_task_get_message_response(dmt);
+		snprintf(out, len, "%s", resp ? resp : "");
 	}
 	dm_task_destroy(dmt);
 	return rc;

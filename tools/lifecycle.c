@@ -264,6 +264,68 @@ static int drain_progress(const struct vol *v, unsigned long timeout)
 
 /* ---- detach ---- */
 
+/*
+ * Print a log_at_risk or abandon_log reply ("blocks B ranges R S+N ...")
+ * as the sectors at risk, one range a line.
+ */
+static void say_risk(const char *name, const char *reply, bool lost)
+{
+	unsigned long long blocks = 0, start, nr, shown = 0;
+	unsigned int ranges = 0;
+	const char *p = reply;
+	int n = 0;
+
+	if (sscanf(p, "blocks %llu ranges %u%n", &blocks, &ranges, &n) < 2) {
+		printf("%s: reply '%s'\n", name, reply);
+		return;
+	}
+	printf("%s: %s %llu sectors (%llu blocks of 4 KiB) in %u ranges%s\n",
+	       name, lost ? "gave up" : "at risk:", blocks * 8, blocks, ranges,
+	       blocks ? ":" : "");
+	for (p += n; sscanf(p, " %llu+%llu%n", &start, &nr, &n) == 2; p += n) {
+		printf("  lost sectors %llu+%llu\n", start, nr);
+		shown++;
+	}
+	if (shown < ranges)
+		printf("  ... and %llu more ranges (dmesg, and the HDD "
+		       "label: nxdctl show-super)\n", ranges - shown);
+}
+
+/*
+ * detach --accept-log-loss: say what the frozen log holds that the HDD
+ * does not, and with --yes give it up (abandon_log): the volume then
+ * reads and writes the HDD alone and its log is empty.
+ */
+static int give_up_log(const struct vol *v, const struct detach_opts *o)
+{
+	char reply[16384];
+	int rc;
+
+	printf("dmsetup message %s 0 log_at_risk\n"
+	       "dmsetup message %s 0 abandon_log\n", v->name, v->name);
+	if (o->dry_run)
+		return 0;
+	rc = dm_message_out(v, "log_at_risk", reply, sizeof(reply));
+	if (rc)
+		return rc;
+	say_risk(v->name, reply, false);
+	fflush(stdout);
+	if (!o->yes)
+		return fail(NXDCTL_EXIT_USAGE, "%s: these writes exist only "
+			    "on the failed SSD and are lost for good\n"
+			    "(those sectors read back older data): add --yes "
+			    "to go ahead", v->name);
+	rc = dm_message_out(v, "abandon_log", reply, sizeof(reply));
+	if (rc)
+		return rc;
+	say_risk(v->name, reply, true);
+	printf("%s: the SSD log is abandoned (HDD label): the volume runs "
+	       "on the HDD alone;\nthe old SSD is refused unless loaded "
+	       "with accept_log_loss\n", v->name);
+	fflush(stdout);
+	return 0;
+}
+
 int lc_detach(const struct vol *v, const struct dm_line *t,
 	      const struct detach_opts *o)
 {
@@ -285,14 +347,25 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 		return fail(NXDCTL_EXIT_USAGE, "%s is suspended: resume it "
 			    "first", v->name);
 	degraded = s.degraded || !strcmp(s.state, "degraded");
-	if (degraded)
+	if (o->accept_loss && !degraded)
+		return fail(NXDCTL_EXIT_USAGE, "%s is not degraded: "
+			    "--accept-log-loss is for a volume whose SSD "
+			    "failed; without it detach copies the log to "
+			    "the HDD, losing nothing", v->name);
+	if (degraded && !o->accept_loss)
 		fprintf(stderr, "nxdctl: %s is degraded: its SSD failed a "
 			"write, so nothing new is logged and\nthe destager "
 			"copies the frozen log (%" PRIu64 " blocks) from the "
 			"SSD to the HDD.\nThe switch waits for that; if the "
 			"SSD cannot be read the log never empties,\nand the "
 			"volume stays nxd (the writes in it exist nowhere "
-			"else).\n", v->name, s.log_used);
+			"else):\n--accept-log-loss gives them up.\n", v->name,
+			s.log_used);
+	if (o->accept_loss) {
+		rc = give_up_log(v, o);
+		if (rc)
+			return rc;
+	}
 
 	memset(&lin, 0, sizeof(lin));
 	lin.ntargets = 1;

@@ -163,6 +163,9 @@ int dm_fail(const char *what, const char *name);
 int dm_table_of(const char *name, char *target, size_t tlen, char *params,
 		size_t plen);
 int dm_message(const struct vol *v, const char *msg);
+/* The same, with the kernel's reply in @out (empty if none). */
+int dm_message_out(const struct vol *v, const char *msg, char *out,
+		   size_t len);
 
 /* The first target of a table, and how many there are. */
 struct dm_line {
@@ -493,6 +496,7 @@ int lc_dev_bytes(const char *tok, bool dry_run, uint64_t *bytes,
 struct detach_opts {
 	unsigned long timeout;
 	bool dry_run, nolockfs;
+	bool accept_loss, yes;	/* degraded: abandon_log first */
 };
 
 /*

@@ -94,6 +94,7 @@ int owner_write(const char *hdd, const struct nxd_meta *m, const char *owner)
 {
 	struct nxd_label_info l;
 	uint64_t off = m->label_sector << 9;
+	static char keep[NXD_BLOCK_SIZE];
 	void *blk = NULL;
 	int fd, rc;
 
@@ -114,7 +115,10 @@ int owner_write(const char *hdd, const struct nxd_meta *m, const char *owner)
 	}
 	memset(l.owner, 0, sizeof(l.owner));
 	scopy(l.owner, sizeof(l.owner), owner);
+	memcpy(keep, blk, NXD_BLOCK_SIZE);
 	nxd_label_encode(&l, blk);
+	/* An abandoned log's list of lost ranges stays. */
+	nxd_label_keep_lost(blk, keep);
 	if (pwrite(fd, blk, NXD_BLOCK_SIZE, off) != NXD_BLOCK_SIZE ||
 	    fdatasync(fd)) {
 		rc = errno ? -errno : -EIO;

@@ -117,13 +117,25 @@ bool nxdctl_status_action(const struct nxdctl_status *s, char *buf,
 			 n);
 	} else if (nxdctl_status_health(s) != NXDCTL_HEALTH_DEGRADED) {
 		return false;
+	} else if (s->have_stats && s->st.c.log_abandoned_blocks) {
+		snprintf(buf, len, "the SSD failed and its log was given up "
+			 "(%llu blocks lost): the volume runs on the HDD "
+			 "alone; check the file system, then nxdctl "
+			 "replace-ssd %s NEW_SSD (or detach %s)",
+			 (unsigned long long)s->st.c.log_abandoned_blocks,
+			 n, n);
 	} else if (s->have_stats && s->st.c.index_entries) {
 		snprintf(buf, len, "the SSD failed: its frozen log holds "
-			 "%llu blocks not yet on the HDD (the destager copies "
-			 "them; drain_done when it is empty); replace the SSD "
-			 "online (nxdctl replace-ssd %s NEW_SSD) or fix its "
-			 "path and reload the same table",
-			 (unsigned long long)s->st.c.index_entries, n);
+			 "%llu blocks not yet on the HDD.  If the SSD still "
+			 "reads, the destager copies them (drain_done when it "
+			 "is empty): replace the SSD online (nxdctl "
+			 "replace-ssd %s NEW_SSD) or fix its path and reload "
+			 "the same table.  If it cannot be read (dirty does "
+			 "not fall, ssd_errors rise), give the log up online, "
+			 "losing those writes: nxdctl replace-ssd %s NEW_SSD "
+			 "--accept-log-loss, or nxdctl detach %s "
+			 "--accept-log-loss",
+			 (unsigned long long)s->st.c.index_entries, n, n, n);
 	} else {
 		snprintf(buf, len, "the SSD failed and its log is on the HDD: "
 			 "replace the SSD online (nxdctl replace-ssd %s "

@@ -26,7 +26,7 @@ static void dev_line(FILE *f, const char *what, const char *dev,
 void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 {
 	const struct nxd_ioc_counters *c = &s->st.c;
-	char a[32], b[32], u[40], act[512];
+	char a[32], b[32], u[40], act[1024];
 	double bps;
 
 	nxdctl_fmt_uuid(u, s->uuid);
@@ -91,7 +91,7 @@ void nxdctl_print_status(FILE *f, const struct nxdctl_status *s)
 static void json_vol(struct jw *j, const struct nxdctl_status *s, bool full)
 {
 	const struct nxd_ioc_counters *c = &s->st.c;
-	char u[40], act[512];
+	char u[40], act[1024];
 	double bps;
 
 	nxdctl_fmt_uuid(u, s->uuid);

@@ -10,6 +10,7 @@ the model (which blocks are logged), not taken from the volume.
 import os
 import random
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -19,7 +20,9 @@ import pytest
 from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
+from nxdt.ctl import nxdctl
 from nxdt.host import run
+from nxdt.models import LoggedModel
 from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
 from nxdt.destagerig import wait_until
@@ -617,3 +620,183 @@ def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
     assert p.returncode != 0 and host.module_loaded("dm_nxd"), p.stderr
     v.dm.resume(v.name)
     assert v.status()["state"] == "ok"
+
+
+# ------------------------------------------- a dead SSD, given up online ---
+
+def _label(hdd):
+    """The HDD label's bytes (docs/on-disk-format.md, section 5)."""
+    sectors = blkdev.dev_sectors(hdd)
+    return rawio.pread_dev(hdd, nxdvol.label_offset(sectors), BLOCK)
+
+
+def _label_lost(blk):
+    """flags, abandoned_gen, lost_blocks, lost_ranges and the listed
+    ranges (4 KiB blocks) of a label."""
+    assert struct.unpack_from("<Q", blk, 0)[0] == ondisk.LABEL_MAGIC
+    flags, = struct.unpack_from("<I", blk, 56)
+    gen, = struct.unpack_from("<Q", blk, 64)
+    lost, ranges, listed = struct.unpack_from("<QII", blk, 160)
+    rr = [struct.unpack_from("<QQ", blk, 176 + 16 * i) for i in range(listed)]
+    return flags, gen, lost, ranges, rr
+
+
+def _runs(blocks):
+    out = []
+    for b in sorted(blocks):
+        if out and out[-1][0] + out[-1][1] == b:
+            out[-1][1] += 1
+        else:
+            out.append([b, 1])
+    return [tuple(r) for r in out]
+
+
+@pytest.mark.guarantee("G11")
+def test_dead_ssd_log_given_up_online(rig):
+    """The SSD fails every bio (reads too) with logged blocks in its log:
+    `nxdctl detach --accept-log-loss` refuses without --yes and changes
+    nothing; with --yes it completes online while a whole-block O_DIRECT
+    write over a logged block waits (parked) on the open volume: that
+    write completes, the sectors reported lost are exactly the model's
+    logged blocks but that one, the HDD label is ABANDONED with the same
+    count and ranges, every block reads back as the model says (the lost
+    ones with the data they had before they were logged), the volume is
+    linear, and the old SSD is refused later without accept_log_loss and
+    replays nothing with it."""
+    v = Volume(rig.dm, "nxdgone", rig.hdd, rig.ssd)
+    v.pause()
+    m = LoggedModel(v, 4 * MiB, 21)
+    rig.models.append(m)
+    m.base()
+    before = bytes(m.data)              # what the HDD holds under the log
+    m.log_blocks(m.free_blocks(24))
+    with nxdvol.module_param("direct_partial", "N"):
+        m.log_sectors(m.free_blocks(6))
+    m.f.fsync()
+    assert v.status()["index_entries"] == len(m.logged)
+    rig.ssdi.set("error")               # dead: reads fail too
+    marker = host.kmsg_mark("dead ssd")
+    b = m.free_blocks(1)[0]
+    m.write(b * BLOCK, BLOCK, False)    # degrades, goes to the HDD
+    assert host.wait_kmsg(marker, r"SSD log frozen at segment \d+"), "log not frozen"
+    st = v.status()
+    assert st["state"] == "degraded" and st["index_entries"] == len(m.logged), st
+    lab0 = _label(rig.hdd)
+
+    # Without --yes: the ranges are shown, nothing changes.
+    p = nxdctl("detach", v.name, "--accept-log-loss", check=False)
+    assert p.returncode == 1 and "--yes" in p.stderr, (p.returncode, p.stderr)
+    assert "at risk" in p.stdout, p.stdout
+    assert _label(rig.hdd) == lab0
+    assert v.status()["index_entries"] == len(m.logged)
+
+    # A whole-block write over a logged block: on the HDD, then parked.
+    over = sorted(m.logged - m.partial)[0]
+    new = random.Random(3).randbytes(BLOCK)
+    res = {}
+
+    def writer():
+        f = rawio.Fd(v.dev)
+        try:
+            res["e"] = f.pwrite_try(over * BLOCK, new)
+        finally:
+            f.close()
+    t = threading.Thread(target=writer)
+    t.start()
+    wait_until(lambda: rawio.pread_dev(rig.hdd, over * BLOCK, BLOCK) == new,
+               timeout=30, what="the parked write on the HDD")
+    assert t.is_alive(), "a write over a logged block completed before the log went"
+
+    p = nxdctl("detach", v.name, "--accept-log-loss", "--yes", "--timeout", 60,
+               check=False)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    t.join(timeout=30)
+    assert not t.is_alive() and res.get("e") == 0, res
+    m.data[over * BLOCK:(over + 1) * BLOCK] = new
+    m.unlog([over])
+
+    lost = set(m.logged)
+    reported = set()
+    for line in p.stdout.splitlines():
+        if line.startswith("  lost sectors "):
+            s, n = map(int, line.split()[2].split("+"))
+            assert s % 8 == 0 and n % 8 == 0, line
+            reported.update(range(s // 8, (s + n) // 8))
+    assert reported == lost, (sorted(reported ^ lost), p.stdout)
+    assert f"gave up {len(lost) * 8} sectors" in p.stdout, p.stdout
+    assert run(["dmsetup", "table", v.name]).stdout.split()[2] == "linear"
+
+    flags, _, nlost, nranges, rr = _label_lost(_label(rig.hdd))
+    assert flags & 1, f"label flags {flags:#x}: not ABANDONED"
+    assert nlost == len(lost) and rr == _runs(lost) and nranges == len(rr), \
+        (nlost, nranges, rr)
+
+    # The lost blocks read back what the HDD had: their data before the log.
+    for blk in lost:
+        m.data[blk * BLOCK:(blk + 1) * BLOCK] = before[blk * BLOCK:(blk + 1) * BLOCK]
+    m.unlog(list(lost))
+    m.verify()
+    for blk in m.free_blocks(4):        # online: writes go on
+        m.write(blk * BLOCK, BLOCK, False)
+    m.verify()
+    m.close()
+    run(["dmsetup", "remove", v.name])
+
+    # The old SSD back: refused without accept_log_loss, nothing replayed with it.
+    rig.ssdi.set("ok")
+    marker = host.kmsg_mark("old ssd")
+    p = run(["dmsetup", "create", v.name], input=v.line() + "\n", check=False)
+    assert p.returncode != 0 and not rig.dm.exists(v.name), p.stderr
+    assert host.wait_kmsg(marker, r"SSD log abandoned"), "no reason in the kernel log"
+    v.recreate(["accept_log_loss"])
+    m.reopen()
+    st = v.status()
+    assert st["index_entries"] == 0 and st["state"] == "ok", st
+    m.verify()
+    m.close()
+    v.remove()
+
+
+@pytest.mark.guarantee("G11")
+def test_degraded_replace_ssd_with_a_readable_log(rig, nullb):
+    """The SSD fails writes but still reads: `nxdctl replace-ssd` of the
+    degraded volume waits for the frozen log to reach the HDD, switches to
+    the new SSD (nxd, healthy, logging), and every block reads back as the
+    model says, through the open descriptor."""
+    v, m = setup_vol(rig, "nxdrep", seed=22, nfull=24, npart=6)
+    degrade(v, m, rig)
+    v.message("resume_destage")
+    new = nullb(SSD_MB)
+    p = nxdctl("replace-ssd", v.name, new, "--timeout", 120, check=False)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    words = run(["dmsetup", "table", v.name]).stdout.split()
+    rdev = os.stat(new).st_rdev
+    assert words[2] == "nxd" and words[4] == f"{os.major(rdev)}:{os.minor(rdev)}", words
+    st = v.status()
+    assert st["state"] == "ok" and st["degraded"] == 0, st
+    m.unlog(list(m.logged))
+    m.verify()
+    b = m.free_blocks(1)[0]
+    m.write(b * BLOCK, BLOCK, True)
+    m.verify()
+    m.close()
+
+
+@pytest.mark.guarantee("G11")
+def test_abandon_log_refused_on_a_healthy_volume(rig):
+    """abandon_log on a healthy volume (and nxdctl detach
+    --accept-log-loss) is refused with a reason and changes nothing: the
+    label bytes, the logged blocks and every block as the model says."""
+    v, m = setup_vol(rig, "nxdab", seed=23, nfull=16, npart=4)
+    lab0 = _label(rig.hdd)
+    marker = host.kmsg_mark("abandon healthy")
+    p = run(["dmsetup", "message", v.name, "0", "abandon_log"], check=False)
+    assert p.returncode != 0, p
+    assert host.wait_kmsg(marker, r"abandon_log refused: the SSD has not failed")
+    p = nxdctl("detach", v.name, "--accept-log-loss", "--yes", check=False)
+    assert p.returncode == 1 and "not degraded" in p.stderr, p.stderr
+    assert _label(rig.hdd) == lab0
+    st = v.status()
+    assert st["state"] == "ok" and st["index_entries"] == len(m.logged), st
+    assert run(["dmsetup", "table", v.name]).stdout.split()[2] == "nxd"
+    m.verify()

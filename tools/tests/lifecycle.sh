@@ -57,6 +57,26 @@ NXDCTL_TEST_STATUS="$(lc_status degraded 77 1)" t "detach: degraded" 0 \
 err_has "detach: degraded says what happens" "the frozen log (77 blocks)"
 NXDCTL_TEST_TABLE="0 2097152 linear $LC/hdd.img 0" t "detach: linear" 2 \
 	"$NXDCTL" detach v0 --dry-run
+# --accept-log-loss: a degraded volume only; the log given up first
+NXDCTL_TEST_STATUS="$(lc_status degraded 77 1)" \
+	t "detach --accept-log-loss --dry-run: degraded" 0 \
+	"$NXDCTL" detach v0 --dry-run --accept-log-loss
+has "detach --accept-log-loss: asks for the ranges" "^dmsetup message v0 0 log_at_risk$"
+has "detach --accept-log-loss: abandons the log" "^dmsetup message v0 0 abandon_log$"
+has "detach --accept-log-loss: then linear" "^dmsetup load v0 --table '0 2097152 linear $LC/hdd.img 0'$"
+t "detach --accept-log-loss: refused on a healthy volume" 1 \
+	"$NXDCTL" detach v0 --dry-run --accept-log-loss --yes
+err_has "detach --accept-log-loss: healthy says why" "v0 is not degraded: --accept-log-loss is for a volume whose SSD failed"
+if grep -q abandon_log "$OUT/last.out"; then
+	ko "detach --accept-log-loss: healthy sends nothing"
+else ok "detach --accept-log-loss: healthy sends nothing"; fi
+t "detach --yes alone" 1 "$NXDCTL" detach v0 --dry-run --yes
+err_has "detach --yes alone says why" "--yes goes with --accept-log-loss"
+NXDCTL_TEST_STATUS="$(lc_status degraded 77 1)" \
+	t "replace-ssd --accept-log-loss --dry-run: degraded" 0 \
+	"$NXDCTL" replace-ssd v0 "$LC/new.img" --dry-run --accept-log-loss --yes
+has "replace-ssd --accept-log-loss: abandons the log" "^dmsetup message v0 0 abandon_log$"
+has "replace-ssd --accept-log-loss: then the new SSD" "nxd $LC/hdd.img $LC/new.img 23 .* format'$"
 
 t "replace-ssd --dry-run" 0 "$NXDCTL" replace-ssd v0 "$LC/new.img" --dry-run
 has "replace-ssd: detach first" "^dmsetup load v0 --table '0 2097152 linear $LC/hdd.img 0'$"
