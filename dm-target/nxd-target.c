@@ -873,7 +873,8 @@ static int nxd_risk_message(struct nxd_c *nc, bool abandon, char *result,
 	if (!r)
 		nxd_risk_emit(rk, result, maxlen);
 	kfree(rk);
-	return r;
+	/* 1: dm-ioctl passes @result to userspace only then. */
+	return r ? r : 1;
 }
 
 static int nxd_message(struct dm_target *ti, unsigned int argc, char **argv,
