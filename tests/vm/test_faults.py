@@ -26,8 +26,6 @@ from nxdt.models import LoggedModel
 from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
 from nxdt.destagerig import wait_until
-from nxdt.dmlib import delay_line
-from nxdt.workloads import BgWrites, pattern
 from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, timed
 
 
