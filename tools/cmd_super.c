@@ -156,6 +156,11 @@ static void json_label(struct jw *j, const struct nxd_meta *m)
 	}
 	if (l->flags & NXD_LABEL_LOG_ABANDONED)
 		jw_u64(j, "abandoned_gen", l->abandoned_gen);
+	/* Given up online (abandon_log): what the label says was lost. */
+	if ((l->flags & NXD_LABEL_LOG_ABANDONED) && l->lost_blocks) {
+		jw_u64(j, "lost_blocks", l->lost_blocks);
+		jw_u64(j, "lost_ranges", l->lost_ranges);
+	}
 	jw_close(j, '}');
 }
 
@@ -176,6 +181,10 @@ static void text_label(const struct nxd_meta *m)
 	if (l->flags & NXD_LABEL_LOG_ABANDONED)
 		printf("  log           abandoned in generation %" PRIu64
 		       ": never replayed\n", l->abandoned_gen);
+	if ((l->flags & NXD_LABEL_LOG_ABANDONED) && l->lost_blocks)
+		printf("  lost          %" PRIu64 " blocks of 4 KiB in %u ranges "
+		       "(the kernel log lists them)\n", l->lost_blocks,
+		       l->lost_ranges);
 	if (!(l->flags & (NXD_LABEL_LOG_FROZEN | NXD_LABEL_LOG_ABANDONED)))
 		printf("  flags         none\n");
 }
