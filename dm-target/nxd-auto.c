@@ -162,14 +162,6 @@ void nxd_auto_stop(struct nxd_c *nc)
 }
 
 /* The piece of @bio that map handles is now its first @n sectors. */
-static void nxd_auto_accept(struct bio *bio, struct nxd_pb *pb, sector_t n)
-{
-	dm_accept_partial_bio(bio, n);
-	pb->bytes = bio->bi_iter.bi_size;
-	pb->align = ((bio->bi_iter.bi_sector | n) & 7) ? NXD_H_UNALIGNED :
-			NXD_H_ALIGNED;
-}
-
 /*
  * Mode adaptive, not degraded: true if @bio goes to the log.  It may cut
  * @bio at a stripe boundary first (dm sends the rest to map again).  A
@@ -197,11 +189,11 @@ bool nxd_auto_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		atomic64_inc(&nc->auto_split_cuts);
 		if (sp.head) {
 			/* the partial stripe first; the rest comes back */
-			nxd_auto_accept(bio, pb, sp.head);
+			nxd_accept_partial(bio, pb, sp.head);
 			atomic64_add((u64)sp.head << 9, &nc->auto_split_log);
 			to_log = true;
 		} else {
-			nxd_auto_accept(bio, pb, sp.mid);
+			nxd_accept_partial(bio, pb, sp.mid);
 			atomic64_add((u64)sp.mid << 9, &nc->auto_split_hdd);
 			atomic64_set(&nc->split_tail, s + sp.mid + 1);
 			to_log = false;

@@ -4,8 +4,7 @@
  * nxd_batch), below the thread itself (nxd-writer.c, where the ordering
  * rules are).  Filling it, merging a partial block with its logged copy
  * (RMW), committing it in seq order after the direct segments, failing
- * it, and the lazy INVALs it carries.  Writer thread only, but for
- * nxd_lazy_sync() and the allocation at ctr.
+ * it.  Writer thread only, but for the allocation at ctr.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -65,16 +64,6 @@ static void nxd_batch_unmerge(struct nxd_c *nc, struct nxd_batch *b)
 
 static void nxd_batch_reset(struct nxd_c *nc, struct nxd_batch *b)
 {
-	struct nxd_lazy *lz;
-
-	if (b->lazy_recs) {
-		/* Not logged: flushed again when they are next logged. */
-		spin_lock(&nc->lock);
-		list_for_each_entry(lz, &nc->lazy, node)
-			lz->covered = false;
-		spin_unlock(&nc->lock);
-		b->lazy_recs = 0;
-	}
 	nxd_batch_unmerge(nc, b);
 	b->nr_data = 0;
 	b->nr_inval = 0;
@@ -202,7 +191,6 @@ int nxd_batch_commit(struct nxd_c *nc)
 {
 	struct nxd_batch *bt = &nc->batch;
 	struct nxd_inval *op, *tmp;
-	struct nxd_lazy *lz, *ltmp;
 	void *hdr = bt->buf;
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	struct nxd_ient old;
@@ -265,17 +253,6 @@ int nxd_batch_commit(struct nxd_c *nc)
 			b += n;
 		}
 	}
-	/* Writer only changes nc->lazy: no lock to read it here. */
-	list_for_each_entry(lz, &nc->lazy, node) {
-		u64 b = lz->first;
-
-		while (lz->covered && b <= lz->last && r >= 0) {
-			u32 n = min_t(u64, lz->last - b + 1, U32_MAX);
-
-			r = nxd_seg_add_inval(hdr, b, n);
-			b += n;
-		}
-	}
 	/* The accounting (nxd_batch_fits) never lets this happen. */
 	if (WARN_ON_ONCE(r < 0)) {
 		nxd_batch_fail(nc, -EINVAL);
@@ -297,15 +274,6 @@ int nxd_batch_commit(struct nxd_c *nc)
 		nxd_batch_fail(nc, 0);
 		return -EIO;
 	}
-	/* Their copies left the index when their writes landed. */
-	list_for_each_entry_safe(lz, ltmp, &nc->lazy, node) {
-		if (!lz->covered)
-			continue;
-		list_del(&lz->node);
-		nc->nr_lazy--;
-		kfree(lz);
-	}
-	bt->lazy_recs = 0;
 	/* Same order as recovery: INVALs kill older copies, then new data. */
 	list_for_each_entry(op, &bt->invals, bnode)
 		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
@@ -461,208 +429,4 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 		bt->last_bio = bio;
 	}
 	return nxd_batch_data(bt, idx);
-}
-
-/* ---- lazy INVALs (see the ordering rules in nxd-writer.c) ---- */
-
-static u32 nxd_lazy_nr_recs(struct nxd_lazy *lz)
-{
-	return DIV_ROUND_UP_ULL(lz->last - lz->first + 1, U32_MAX);
-}
-
-/*
- * Put every lazy INVAL into the open batch, after an HDD flush: their
- * writes landed before it started, so the flush makes them durable
- * before the INVAL that kills the logged copies can be.  Writer only.
- */
-int nxd_lazy_log(struct nxd_c *nc)
-{
-	struct nxd_batch *bt = &nc->batch;
-	struct nxd_lazy *lz;
-	u32 recs = 0;
-	int r;
-
-	list_for_each_entry(lz, &nc->lazy, node)
-		if (!lz->covered)
-			recs += nxd_lazy_nr_recs(lz);
-	if (!recs)
-		return 0;
-	if (!nxd_batch_fits(bt, 0, recs)) {
-		r = nxd_batch_commit(nc);
-		if (r)
-			return r;
-		recs = 0;
-		list_for_each_entry(lz, &nc->lazy, node)
-			recs += nxd_lazy_nr_recs(lz);
-	}
-	r = nxd_hdd_flush_fg(nc);
-	if (r)
-		return r;
-	spin_lock(&nc->lock);
-	list_for_each_entry(lz, &nc->lazy, node)
-		lz->covered = true;
-	spin_unlock(&nc->lock);
-	bt->nr_inval += recs;
-	bt->lazy_recs += recs;
-	return 0;
-}
-
-/* Log the lazy INVALs now and commit them.  Writer only. */
-int nxd_lazy_commit(struct nxd_c *nc)
-{
-	int r;
-
-	if (!nc->nr_lazy)
-		return 0;
-	r = nxd_lazy_log(nc);
-	return r ? r : nxd_batch_commit(nc);
-}
-
-/*
- * A pending lazy INVAL, not yet in the open batch, that [first, last]
- * overlaps or continues on either side.  The writes of a stream at a
- * queue depth above one land out of order; joined, they stay one record,
- * not one per write up to NXD_LAZY_MAX and an HDD flush.  Under nc->lock.
- */
-static struct nxd_lazy *nxd_lazy_touching(struct nxd_c *nc, u64 first, u64 last)
-{
-	struct nxd_lazy *lz;
-
-	list_for_each_entry_reverse(lz, &nc->lazy, node)
-		if (!lz->covered && first <= lz->last + 1 && lz->first <= last + 1)
-			return lz;
-	return NULL;
-}
-
-/*
- * Widen @lz to the union with [first, last], every block of which a plain
- * HDD write landed on, and absorb the pending ranges it now touches.
- * Under nc->lock.
- */
-static void nxd_lazy_grow(struct nxd_c *nc, struct nxd_lazy *lz, u64 first, u64 last)
-{
-	struct nxd_lazy *o;
-
-	lz->first = min(lz->first, first);
-	lz->last = max(lz->last, last);
-	list_del(&lz->node);
-	while ((o = nxd_lazy_touching(nc, lz->first, lz->last))) {
-		lz->first = min(lz->first, o->first);
-		lz->last = max(lz->last, o->last);
-		list_del(&o->node);
-		nc->nr_lazy--;
-		kfree(o);
-	}
-	list_add_tail(&lz->node, &nc->lazy);
-}
-
-/*
- * @op's plain HDD write landed: drop the logged copies, keep the INVAL
- * for later, acknowledge.  Writer only.
- */
-void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op)
-{
-	struct nxd_lazy *lz = NULL, *tail;
-	u64 dropped = 0;
-	int r;
-
-	if (nc->nr_lazy >= NXD_LAZY_MAX) {
-		r = nxd_lazy_commit(nc);
-		if (r) {
-			/* The logged copies stay indexed, the newest we vouch for. */
-			op->error = r;
-			nxd_inval_ack(nc, op);
-			return;
-		}
-	}
-	if (op->full_first <= op->full_last)
-		lz = kmalloc(sizeof(*lz), GFP_NOIO | __GFP_NOFAIL);
-	spin_lock(&nc->lock);
-	if (lz) {
-		dropped = nxd_inval_range_locked(nc, op->full_first, op->full_last);
-		tail = nxd_lazy_touching(nc, op->full_first, op->full_last);
-		if (tail) {
-			/* A stream over logged blocks: one record. */
-			nxd_lazy_grow(nc, tail, op->full_first, op->full_last);
-		} else {
-			lz->first = op->full_first;
-			lz->last = op->full_last;
-			lz->covered = false;
-			list_add_tail(&lz->node, &nc->lazy);
-			nc->nr_lazy++;
-			lz = NULL;
-		}
-	}
-	list_del(&op->node);
-	spin_unlock(&nc->lock);
-	kfree(lz);
-	if (dropped)
-		nxd_count(nc, NXD_CTR(invalidations), dropped);
-	bio_endio(op->bio);
-	kfree(op);
-	atomic_set(&nc->kick, 1);
-	wake_up_all(&nc->ewq);
-}
-
-/*
- * A FUA write to the HDD over blocks with a lazy INVAL is durable at once,
- * so the INVAL must be durable first: a replay would bring the older
- * logged copy back over it (74 sectors lost in a pcut slice, 6.1).  Log
- * them; degraded they cannot be, so hold the write until the log is empty
- * (nxd_lazy_drop_if_empty).  True if @bio was taken care of.  Writer only.
- */
-bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio)
-{
-	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
-	bool lazy;
-	int r;
-
-	if (!(bio->bi_opf & REQ_FUA))
-		return false;
-	spin_lock(&nc->lock);
-	lazy = nxd_lazy_overlap_locked(nc, s >> 3, (e - 1) >> 3);
-	spin_unlock(&nc->lock);
-	if (!lazy)
-		return false;
-	if (!atomic_read(&nc->degraded)) {
-		r = nxd_lazy_commit(nc);
-		if (!r)
-			return false;
-		if (!atomic_read(&nc->degraded)) {
-			bio_io_error(bio);
-			return true;
-		}
-	}
-	/* Degraded: the lazy INVALs go once the log is empty. */
-	nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
-	return true;
-}
-
-/* Degraded: once the log is empty no lazy INVAL is needed any more. */
-void nxd_lazy_drop_if_empty(struct nxd_c *nc)
-{
-	spin_lock(&nc->lock);
-	if (nc->nr_lazy && !nc->ring.count)
-		nxd_lazy_free(nc);
-	spin_unlock(&nc->lock);
-}
-
-/* postsuspend: the lazy INVALs are logged (or cannot be) on return. */
-void nxd_lazy_sync(struct nxd_c *nc)
-{
-	atomic_set(&nc->lazy_want, 1);
-	wake_up(&nc->wq);
-	wait_event(nc->ewq, !atomic_read(&nc->lazy_want));
-}
-
-/* dtr */
-void nxd_lazy_free(struct nxd_c *nc)
-{
-	struct nxd_lazy *lz, *tmp;
-
-	list_for_each_entry_safe(lz, tmp, &nc->lazy, node) {
-		list_del(&lz->node);
-		kfree(lz);
-	}
-	nc->nr_lazy = 0;
 }

@@ -281,7 +281,7 @@ static int nxd_destage_void(struct nxd_c *nc, struct nxd_round *rd)
 /* One destage round.  Returns segments reclaimed or -errno. */
 static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 {
-	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0, lazy;
+	u64 first_seq, last_seq, tail_pos, tail_seq, bytes = 0, copied = 0;
 	u32 i, blocks = 0, max_blocks = nc->dbuf_blocks, short_by = 0;
 	u32 dirty = 0, max_dirty = U32_MAX;
 	bool pressure = READ_ONCE(nc->log_full) ||
@@ -376,11 +376,6 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	for (i = 0; i < rd->nblk; i++)
 		copied += rd->blk[i].copy;
 	/*
-	 * Read after the collect: every lazy HDD write that dropped a copy
-	 * the collect then did not see has been counted.
-	 */
-	lazy = atomic64_read(&nc->hdd_lazy_done);
-	/*
 	 * Started only because the HDD was idle (nxd_destage_wanted), or
 	 * sweeping only because the volume was: once I/O comes back, neither
 	 * reason holds, and the round would keep the HDD from it.
@@ -389,30 +384,18 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		    !atomic_read(&nc->drain_req) &&
 		    !atomic_read(&nc->degraded) && !nc->frozen_end &&
 		    (rd->sweep || nxd_log_used_pct(nc) < READ_ONCE(nc->vol->tun.low_wm));
+	/*
+	 * A round that copies nothing needs no HDD flush: a copy it passes
+	 * was superseded by a newer logged copy (the log owns its blocks),
+	 * or killed by a discard's INVAL, logged after an HDD flush.
+	 */
 	if (copied) {
 		r = nxd_round_copy(nc, rd, &bytes);
 		if (r) {
 			kept = r;
 			goto unmark;
 		}
-	} else if (lazy != nc->hdd_lazy_flushed &&
-		   !nxd_fault(NXD_FAULT_ROUND_HDD_FLUSH)) {
-		/*
-		 * Nothing copied, but the tail moves past logged copies that
-		 * lazy HDD writes superseded: those writes may still be in
-		 * the HDD's cache, and a cut would leave the HDD with data
-		 * older than the copies the tail gives up (issue 44's lost
-		 * fsync'd block).
-		 */
-		r = nxd_hdd_flush(nc);
-		if (r) {
-			nxd_count(nc, NXD_CTR(hdd_errors), 1);
-			kept = r;
-			goto unmark;
-		}
 	}
-	/* The flush of nxd_round_copy() or the one above covered them. */
-	nc->hdd_lazy_flushed = lazy;
 	/* The copies have landed: HDD writes over these blocks may go. */
 	spin_lock(&nc->lock);
 	nxd_round_end_locked(nc, rd);

@@ -123,7 +123,7 @@ static struct nxd_fseg *nxd_fast_open_locked(struct nxd_c *nc)
 }
 
 /* Does an uncommitted direct segment hold any copy of @block, landed or not? */
-static bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
+bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
 {
 	u32 i;
 
@@ -132,19 +132,6 @@ static bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
 	for (i = 0; i < nc->fs_count; i++)
 		if (nxd_blk_hash_lookup(nxd_fseg_at(nc, i)->hkeys,
 					nxd_fseg_at(nc, i)->hvals, block) >= 0)
-			return true;
-	return false;
-}
-
-/* Does an uncommitted direct segment hold a copy of a block of [first, last]? */
-bool nxd_fast_holds_range_locked(struct nxd_c *nc, u64 first, u64 last)
-{
-	u64 b;
-
-	if (!nxd_fast_range_busy(nc, first, last))
-		return false;
-	for (b = first; b <= last; b++)
-		if (nxd_fast_holds_locked(nc, b))
 			return true;
 	return false;
 }
@@ -188,7 +175,6 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	/* nxd_fast_fail() relies on this check under the lock. */
 	if (atomic_read(&nc->degraded) || nc->frozen_end ||
 	    nxd_inval_overlap_locked(nc, first, last) ||
-	    nxd_lazy_overlap_locked(nc, first, last) ||
 	    nxd_merging_locked(nc, first, last))
 		goto slow;
 	if (partial && (((s & 7) && !nxd_fast_partial_ok(nc, first)) ||
@@ -418,16 +404,19 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 /*
  * Commit the oldest direct segment, whose data all landed: header with
  * PREFLUSH (every data block durable before it), then index its blocks
- * and complete its FUA bios.  Writer only.
+ * and complete its FUA bios.  @flushed: an SSD flush that began after
+ * its data landed has completed, so the header needs no PREFLUSH of its
+ * own, unless it carries a FUA write: then the headers before it must be
+ * durable too.  Writer only.
  */
-static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
+static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f, bool flushed)
 {
 	void *hdr = nc->fhdr;
 	struct bio_list bios;
 	struct nxd_segd *sd;
 	struct nxd_ient old;
 	struct bio *bio;
-	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH;
+	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	u32 i;
 	int r;
 
@@ -442,7 +431,9 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 		nxd_seg_add_data(hdr, f->blocks[i], f->masks[i], 0);
 	nxd_seg_seal(hdr);
 	if (f->fua)
-		opf |= REQ_FUA;
+		opf |= REQ_PREFLUSH | REQ_FUA;
+	else if (!flushed)
+		opf |= REQ_PREFLUSH;
 	if (nxd_fault(NXD_FAULT_COMMIT_PREFLUSH))
 		opf &= ~REQ_PREFLUSH;
 	r = nxd_ssd_io(nc, opf, nc->sb.ring_start + f->pos, 1, hdr);
@@ -493,18 +484,36 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f)
 		nxd_destager_wake(nc);
 }
 
+/* Closed direct segments, oldest first, whose data all landed. */
+static u32 nxd_fast_nr_ready_locked(struct nxd_c *nc)
+{
+	u32 i;
+
+	for (i = 0; i < nc->fs_count; i++) {
+		struct nxd_fseg *f = nxd_fseg_at(nc, i);
+
+		if (f == nc->fopen || atomic_read(&f->pending))
+			break;
+	}
+	return i;
+}
+
 /*
  * Commit the direct segments whose data landed, oldest first.  The open
  * one is closed when it is full, when a FUA write waits in it, or once
  * its data is in and nothing was added since the writer's last look (it
  * comes back every tick while one is open): under a steady stream the
- * segments fill up, and an idle volume commits within two ticks.
+ * segments fill up, and an idle volume commits within two ticks.  When
+ * several are ready, one SSD flush covers the data of them all, and
+ * their headers go without a PREFLUSH each (review finding 6).
  */
 void nxd_fast_ready(struct nxd_c *nc)
 {
+	u32 covered = 0;
+
 	for (;;) {
 		struct nxd_fseg *f;
-		bool ready;
+		u32 n;
 
 		spin_lock(&nc->lock);
 		if (!nc->fs_count) {
@@ -519,11 +528,15 @@ void nxd_fast_ready(struct nxd_c *nc)
 			else
 				f->seen = f->nr;
 		}
-		ready = f != nc->fopen && !atomic_read(&f->pending);
+		n = nxd_fast_nr_ready_locked(nc);
 		spin_unlock(&nc->lock);
-		if (!ready)
+		if (!n)
 			return;
-		nxd_fast_commit(nc, f);
+		if (!covered && n > 1 && !nxd_ssd_flush(nc))
+			covered = n;
+		nxd_fast_commit(nc, f, covered > 0);
+		if (covered)
+			covered--;
 	}
 }
 
@@ -552,7 +565,7 @@ void nxd_fast_sync(struct nxd_c *nc, u64 before)
 			nxd_fast_close_locked(nc);
 		spin_unlock(&nc->lock);
 		wait_event(nc->wq, !atomic_read(&f->pending));
-		nxd_fast_commit(nc, f);
+		nxd_fast_commit(nc, f, false);
 	}
 }
 

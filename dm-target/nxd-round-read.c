@@ -310,7 +310,7 @@ static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
 /*
  * Clean ahead (see destage_clean_ahead): add to the round the logged blocks
  * of the stripes its own blocks touch, read into dbuf from block @used on.
- * Blocks under an HDD write or a lazy INVAL are left alone.  An extra
+ * Blocks under a discard or a degraded HDD write are left alone.  An extra
  * whose data fails its checksum is not copied: the round that reaches its
  * segment deals with it.  Sorts the round's blocks first.  A sweeping
  * round (rd->sweep) then adds whole stripes in address order
@@ -328,8 +328,7 @@ static u32 nxd_extend_stripe(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 
 		if (!e || (e->flags & NXD_IE_CLEAN) ||
 		    nxd_round_has(rd, norig, b) ||
-		    nxd_inval_overlap_locked(nc, b, b) ||
-		    nxd_lazy_overlap_locked(nc, b, b))
+		    nxd_inval_overlap_locked(nc, b, b))
 			continue;
 		d = &rd->blk[rd->nblk++];
 		d->block = b;

@@ -126,7 +126,6 @@ static void nxd_dtr(struct dm_target *ti)
 	nxd_index_free(&nc->ix);
 	nxd_ring_free(&nc->ring);
 	nxd_batch_free(&nc->batch);
-	nxd_lazy_free(nc);
 	nxd_fast_free(nc);
 	nxd_destage_free(nc);
 	vfree(nc->dbuf);
@@ -179,7 +178,6 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	spin_lock_init(&nc->lock);
 	spin_lock_init(&nc->qlock);
 	INIT_LIST_HEAD(&nc->invals);
-	INIT_LIST_HEAD(&nc->lazy);
 	INIT_LIST_HEAD(&nc->done_invals);
 	bio_list_init(&nc->queue);
 	bio_list_init(&nc->held);
@@ -329,6 +327,15 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	atomic_set(&pb->pending, 0);
 }
 
+/* Map only the first @n sectors of @bio: dm core sends the rest to map. */
+void nxd_accept_partial(struct bio *bio, struct nxd_pb *pb, sector_t n)
+{
+	dm_accept_partial_bio(bio, n);
+	pb->bytes = bio->bi_iter.bi_size;
+	pb->align = ((bio->bi_iter.bi_sector | n) & 7) ? NXD_H_UNALIGNED :
+			NXD_H_ALIGNED;
+}
+
 static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
 {
 	nxd_bio_to_hdd(nc, bio);
@@ -339,7 +346,7 @@ static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
 unsigned int nxd_fault_skip;
 module_param_named(fault_skip, nxd_fault_skip, uint, 0644);
 MODULE_PARM_DESC(fault_skip,
-		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round; 4: the writer's window widened; 8: direct HDD writes held 2 s)");
+		 "TEST BUILD ONLY: ordering steps left out (1: PREFLUSH of direct segment headers, 2: HDD flush of a destage round; 8: direct HDD writes held 2 s)");
 
 /* NXD_FAULT_HDD_WRITE_LATE: an HDD that keeps a write queued for a second. */
 static DEFINE_SPINLOCK(nxd_late_lock);
@@ -501,7 +508,8 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	struct nxd_tun *t = &nc->vol->tun;
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
 	enum nxd_mode mode = READ_ONCE(t->mode);
-	bool to_log, logged;
+	bool to_log, owned, busy = false;
+	u64 first, last, run, cut;
 
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
@@ -513,7 +521,11 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	 */
 	if ((bio->bi_opf & REQ_FUA) && atomic_read(&nc->acked_lost))
 		return DM_MAPIO_KILL;
-	if (atomic_read(&nc->degraded)) {
+	/* The rest of a write cut at the log's edges is routed as it was. */
+	cut = atomic64_read(&nc->own_cut);
+	if (cut == s + 1 && atomic64_cmpxchg(&nc->own_cut, cut, 0) == cut) {
+		to_log = false;
+	} else if (atomic_read(&nc->degraded)) {
 		to_log = false;
 	} else if (mode == NXD_MODE_ADAPTIVE) {
 		/* it may cut the bio at a stripe boundary */
@@ -528,21 +540,30 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		int ep = nxd_epoch_get(&nc->hw_ep);
 
 		/*
-		 * A merge in the writer, or a direct log write not yet
-		 * committed, must be indexed before this lands; a destage
-		 * round filling these stripes must have written them.
+		 * The log owns the blocks it holds: the part of the write
+		 * over them is logged, the rest goes to the HDD (dm core
+		 * sends the remainder to map again).  A merge in the writer
+		 * must be indexed first, and a destage round filling these
+		 * stripes must have written them: the writer waits for both.
 		 */
+		first = s >> 3;
+		last = (s + nr - 1) >> 3;
 		spin_lock(&nc->lock);
-		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
-			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
-			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3) ||
-			 nxd_fill_busy_locked(nc, s >> 3, (s + nr - 1) >> 3);
-		/* Durable at once: no lazy INVAL may bring older data back. */
-		if (bio->bi_opf & REQ_FUA)
-			logged = logged ||
-				 nxd_lazy_overlap_locked(nc, s >> 3, (s + nr - 1) >> 3);
+		run = nxd_owned_run_locked(nc, first, last, &owned);
+		if (run <= last - first)
+			last = first + run - 1;
+		if (!owned)
+			busy = nxd_merging_locked(nc, first, last) ||
+			       nxd_fill_busy_locked(nc, first, last);
 		spin_unlock(&nc->lock);
-		if (!logged) {
+		if ((last + 1) << 3 < s + nr) {
+			nxd_accept_partial(bio, pb, ((last + 1) << 3) - s);
+			nr = bio_sectors(bio);
+			atomic64_set(&nc->own_cut, s + nr + 1);
+		}
+		/* Degraded, the writer orders it after the frozen copies. */
+		to_log = owned && !atomic_read(&nc->degraded);
+		if (!owned && !busy) {
 			pb->hw_epoch = ep;
 			nxd_count(nc, NXD_CTR(writes_direct), 1);
 			if (nxd_fault(NXD_FAULT_HDD_WRITE_LATE)) {
@@ -596,7 +617,7 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 	struct nxd_c *nc = ti->private;
 	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 	unsigned long now;
-	bool lazy;
+	bool open;
 
 	nxd_pb_init(pb, bio, op_is_write(bio_op(bio)) ? NXD_H_WRITE : NXD_H_READ);
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
@@ -625,13 +646,12 @@ static int nxd_map(struct dm_target *ti, struct bio *bio)
 		 * Degraded: the writer holds it until the HDD has every logged
 		 * write.  Direct log writes not committed yet: the writer
 		 * commits them first (they are acknowledged, so they must be
-		 * durable after this flush).  Lazy INVALs: the writer logs
-		 * them, after an HDD flush, first.
+		 * durable after this flush).
 		 */
 		spin_lock(&nc->lock);
-		lazy = nc->nr_lazy || nc->fs_count;
+		open = nc->fs_count;
 		spin_unlock(&nc->lock);
-		if (atomic_read(&nc->degraded) || lazy) {
+		if (atomic_read(&nc->degraded) || open) {
 			nxd_writer_queue(nc, bio);
 			return DM_MAPIO_SUBMITTED;
 		}
@@ -698,8 +718,6 @@ static void nxd_postsuspend(struct dm_target *ti)
 		return;
 	/* Direct log writes are acknowledged before their segment's header. */
 	nxd_fast_wait_committed(nc);
-	/* So are plain HDD writes over logged blocks before their INVAL. */
-	nxd_lazy_sync(nc);
 	/*
 	 * dm core waited for our bios: the writer holds nothing now, and the
 	 * file system, if any, is frozen.  The destager writes to the HDD

@@ -1,26 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dm-nxd log writer: one thread per volume appends small writes to the SSD
- * log in segments (group commit), and orders HDD writes that must
+ * log in segments (group commit), and orders discards that must
  * invalidate logged copies.
  *
  * Ordering rules (docs/design.md):
  * - A logged write is acknowledged after its segment is written and its
  *   blocks are in the index; FUA writes make the segment PREFLUSH|FUA.
- * - A FUA write or a discard to the HDD over logged blocks is written
- *   (FUA, or flushed) first; then an INVAL record is logged
- *   (PREFLUSH|FUA); only then are the index entries dropped and the write
- *   acknowledged.  Until then reads still see the logged copy, which was
- *   the newest acknowledged data.
- * - A plain write to the HDD over logged blocks (no FUA) is acknowledged
- *   when it lands: the index entries are dropped then, and its INVAL is
- *   kept in nc->lazy.  A crash before that INVAL is logged may bring the
- *   logged copy back, which a write not yet flushed allows.  The INVAL is
- *   logged after an HDD flush (never before the data it vouches for is
- *   durable), and before: the next flush completes; any newer copy of
- *   those blocks is logged (a later INVAL would kill it at replay; in the
- *   same segment INVALs come first); a clean stop.
- * - Small writes overlapping such an in-flight HDD write are held until it
+ * - The log owns the blocks it holds: a write over them is logged (map
+ *   cuts a large write at their edges), never sent to the HDD under them,
+ *   so no older copy can come back over it and the tail needs no HDD
+ *   flush for blocks it passes that newer copies superseded.
+ * - A discard over logged blocks is sent to the HDD and flushed first;
+ *   then an INVAL record is logged (PREFLUSH|FUA); only then are the
+ *   index entries dropped and the discard acknowledged.  Until then reads
+ *   still see the logged copy.
+ * - Small writes overlapping such an in-flight discard are held until it
  *   is acknowledged, so an INVAL never kills a newer logged copy.
  * - A partial write merged with a logged copy (RMW) counts in nc->merging
  *   until the merged block is indexed: map sends no write round the writer
@@ -32,14 +27,12 @@
  * - Degraded (an SSD write failed, the log is frozen): nothing is logged.
  *   A write over logged blocks goes to the HDD with FUA and is parked
  *   until the destager has moved the log's tail past every logged copy
- *   of its blocks (those copies are dead, never copied over it), and
- *   until the log is empty if a lazy INVAL covers any of them; one that
- *   only partly covers a logged block is held until that block is
+ *   of its blocks (those copies are dead, never copied over it); one
+ *   that only partly covers a logged block is held until that block is
  *   destaged.  A flush is held until the log is empty.
  * - Whatever waits on the destager fails with EIO when a destage round
  *   fails: it was never acknowledged, and the device may be gone.
  */
-#include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
@@ -50,28 +43,17 @@
 
 /* ---- waiting on the destager ---- */
 
-/*
- * Degraded: acknowledge the parked ops none of whose blocks is logged now,
- * nor under a lazy INVAL.  A plain HDD write acknowledged before the
- * freeze dropped its blocks' entries with its INVAL not yet logged (it
- * never will be now): their dead copies stay in the replay window until
- * the log is empty (6.12 crash campaign, seed 8628 cut 2: a FUA write
- * parked across the degrade read back the copy under it after recovery).
- */
+/* Degraded: acknowledge the parked ops none of whose blocks is logged now. */
 static void nxd_parked_check(struct nxd_c *nc)
 {
 	struct nxd_inval *op, *tmp;
 
-	if (list_empty(&nc->parked))
-		return;
-	nxd_lazy_drop_if_empty(nc);
 	list_for_each_entry_safe(op, tmp, &nc->parked, bnode) {
-		bool logged;
+		bool logged = false;
 
 		spin_lock(&nc->lock);
-		logged = nxd_lazy_overlap_locked(nc, op->first, op->last);
 		if (op->full_first <= op->full_last)
-			logged |= nxd_range_logged(nc, op->full_first, op->full_last);
+			logged = nxd_range_logged(nc, op->full_first, op->full_last);
 		spin_unlock(&nc->lock);
 		if (logged)
 			continue;
@@ -212,19 +194,13 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	u64 first = s >> 3, last = (e - 1) >> 3, b, k;
 	struct bvec_iter iter;
-	bool busy, lazy, logged;
+	bool busy, logged;
 
 	spin_lock(&nc->lock);
 	busy = nxd_inval_overlap_locked(nc, first, last);
-	lazy = nxd_lazy_overlap_locked(nc, first, last);
 	spin_unlock(&nc->lock);
 	if (busy) {
 		nxd_hold(nc, bio, NXD_HOLD_RETRY);
-		return;
-	}
-	/* A newer copy of blocks with a lazy INVAL: the INVAL goes first. */
-	if (lazy && nxd_lazy_log(nc)) {
-		bio_io_error(bio);
 		return;
 	}
 	/*
@@ -242,18 +218,12 @@ static void nxd_log_write(struct nxd_c *nc, struct bio *bio)
 			spin_unlock(&nc->lock);
 			if (!logged) {
 				/* Nothing logged under it: straight to the HDD. */
+				pb->route = NXD_H_HDD;
 				if (nxd_writer_hdd(nc, bio))
 					nxd_count(nc, NXD_CTR(writes_around_full), 1);
 				return;
 			}
-			if (!((s | e) & 7)) {
-				/* Whole blocks: write the HDD, invalidate the log. */
-				nxd_count(nc, NXD_CTR(writes_around_full), 1);
-				pb->route = NXD_H_HDD;
-				nxd_inval_start(nc, bio);
-				return;
-			}
-			/* Partial blocks over logged data: wait for space. */
+			/* The log owns blocks under it: wait for space. */
 			nc->room_wait = true;
 			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 			return;
@@ -296,7 +266,10 @@ static void nxd_log_zero(struct nxd_c *nc, sector_t lo, sector_t hi)
 		memset(data + ((lo & 7) << 9), 0, (hi - lo) << 9);
 }
 
-/* ---- HDD writes and discards over logged blocks ---- */
+/*
+ * ---- discards over logged blocks, and degraded HDD writes over them ----
+ * Healthy, a write over logged blocks is logged (map, nxd_writer_direct).
+ */
 
 static void nxd_inval_endio(struct bio *clone)
 {
@@ -306,9 +279,6 @@ static void nxd_inval_endio(struct bio *clone)
 
 	op->error = blk_status_to_errno(clone->bi_status);
 	WRITE_ONCE(op->hdd_state, op->error ? NXD_HDD_FAILED : NXD_HDD_OK);
-	/* Before nxd_lazy_add() drops the logged copies: see hdd_lazy_done. */
-	if (op->lazy)
-		atomic64_inc(&nc->hdd_lazy_done);
 	bio_put(clone);
 	nxd_fg_end(nc);
 	nxd_epoch_put(&nc->hw_ep, op->hw_epoch);
@@ -349,19 +319,12 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		edge_logged |= !!nxd_index_find(&nc->ix, e >> 3);
 	spin_unlock(&nc->lock);
 	if (edge_logged) {
-		if (atomic_read(&nc->degraded)) {
+		/* Writes come here degraded only (nxd_degraded_bio). */
+		if (atomic_read(&nc->degraded) || !discard) {
 			/* No merge, no zeros can be logged: wait for the destager. */
 			kfree(op);
 			pb->inval = NULL;
 			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
-			return;
-		}
-		if (!discard) {
-			/* Partial blocks over logged data must merge in the log. */
-			kfree(op);
-			pb->inval = NULL;
-			pb->route = NXD_H_SSD;
-			nxd_log_write(nc, bio);
 			return;
 		}
 		/* Discarded sectors of partially covered logged blocks read as zeros. */
@@ -400,7 +363,7 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 	nxd_inval_submit(nc, op);
 }
 
-/* The HDD part of an inval op: FUA write, or discard, or nothing. */
+/* The HDD part of an inval op: FUA write (degraded), discard, or nothing. */
 static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 {
 	struct bio *bio = op->bio, *clone;
@@ -417,15 +380,12 @@ static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 		spin_unlock_irqrestore(&nc->qlock, flags);
 		return;
 	}
-	/* A plain write needs no FUA: its INVAL is logged lazily. */
-	op->lazy = !discard && !(bio->bi_opf & REQ_FUA) &&
-		   !atomic_read(&nc->degraded);
 	clone = bio_alloc_clone(nc->hdd->bdev, bio, GFP_NOIO, &nc->bs);
-	if (!discard && !op->lazy)
+	if (!discard)
 		clone->bi_opf |= REQ_FUA;
 	clone->bi_end_io = nxd_inval_endio;
 	clone->bi_private = op;
-	/* Foreground: a stream over logged blocks keeps idle rounds off. */
+	/* Foreground: idle rounds keep off. */
 	nxd_fg_start(nc);
 	submit_bio_noacct(clone);
 }
@@ -453,42 +413,9 @@ static void nxd_inval_finish(struct nxd_c *nc, struct nxd_inval *op)
 		}
 	}
 	if (atomic_read(&nc->degraded)) {
-		/* Parked ops must be durable on the HDD: see nxd_inval_park(). */
-		if (op->lazy)
-			op->error = nxd_hdd_flush(nc);
-		if (op->error)
-			nxd_inval_ack(nc, op);
-		else
-			nxd_inval_park(nc, op);
+		/* Durable on the HDD (FUA, or flushed): see nxd_inval_park(). */
+		nxd_inval_park(nc, op);
 		return;
-	}
-	if (op->lazy) {
-		bool held = false;
-
-		/*
-		 * A direct write that mapped before this op was registered may
-		 * sit in a segment not yet committed (so not indexed): a lazy
-		 * drop now would miss it, and the INVAL logged after its
-		 * segment would kill it at the next replay although it reads
-		 * back now.  Such an op takes the logged INVAL's way, whose
-		 * drop comes at its commit, after those segments are indexed;
-		 * the HDD write had no FUA, so a flush first.
-		 */
-		if (op->full_first <= op->full_last) {
-			spin_lock(&nc->lock);
-			held = nxd_fast_holds_range_locked(nc, op->full_first, op->full_last);
-			spin_unlock(&nc->lock);
-		}
-		if (!held) {
-			nxd_lazy_add(nc, op);
-			return;
-		}
-		op->lazy = false;
-		op->error = nxd_hdd_flush(nc);
-		if (op->error) {
-			nxd_inval_ack(nc, op);
-			return;
-		}
 	}
 	recs = op->full_first <= op->full_last ?
 	       DIV_ROUND_UP_ULL(op->full_last - op->full_first + 1, U32_MAX) : 0;
@@ -528,8 +455,7 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 	spin_lock_irq(&nc->qlock);
 	r = !bio_list_empty(&nc->queue) || !list_empty(&nc->done_invals);
 	spin_unlock_irq(&nc->qlock);
-	return r || atomic_read(&nc->lazy_want) ||
-	       ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
+	return r || ((!bio_list_empty(&nc->held) || !list_empty(&nc->parked) ||
 		 !list_empty(&nc->fenced)) && atomic_read(&nc->kick)) ||
 	       nxd_fast_has_work(nc);
 }
@@ -538,7 +464,7 @@ static bool nxd_writer_has_work(struct nxd_c *nc)
 static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 {
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
-	bool logged, lazy;
+	bool logged;
 
 	/*
 	 * Until the label says the log is frozen, a failed segment that landed
@@ -557,18 +483,8 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		 */
 		spin_lock(&nc->lock);
 		logged = nc->ring.count;
-		lazy = nc->nr_lazy;
 		spin_unlock(&nc->lock);
-		/*
-		 * Lazy INVALs cannot be logged now: their logged copies must
-		 * leave the log first, or a replay would bring them back.
-		 */
-		if (lazy && !logged) {
-			nxd_lazy_drop_if_empty(nc);
-			lazy = false;
-		}
-		if (nxd_fast_void_left(nc) ||
-		    (logged && (lazy || nxd_ssd_flush(nc))))
+		if (nxd_fast_void_left(nc) || (logged && nxd_ssd_flush(nc)))
 			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 		else if (atomic_read(&nc->acked_lost))
 			/*
@@ -593,19 +509,18 @@ static void nxd_degraded_bio(struct nxd_c *nc, struct bio *bio)
 		bio_endio(bio);
 		return;
 	}
-	nxd_lazy_drop_if_empty(nc);
-	if (nxd_lazy_fua_blocked(nc, bio))
-		return;
 	if (nxd_writer_hdd(nc, bio))
 		nxd_count(nc, NXD_CTR(writes_direct), 1);
 }
 
 /*
- * An HDD write that map sent here because a merge was in progress: once
- * the open batch is indexed, nothing logged under it means no INVAL.
+ * An HDD write that map sent here because a merge was in progress, or a
+ * destage round fills its stripes: once the open batch is indexed, it
+ * goes to the HDD if the log holds none of its blocks, else it is logged.
  */
-static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
+static void nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
 {
+	struct nxd_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 	sector_t s = bio->bi_iter.bi_sector, e = bio_end_sector(bio);
 	bool logged;
 
@@ -613,13 +528,12 @@ static bool nxd_writer_direct(struct nxd_c *nc, struct bio *bio)
 	spin_lock(&nc->lock);
 	logged = nxd_range_logged(nc, s >> 3, (e - 1) >> 3);
 	spin_unlock(&nc->lock);
-	if (logged)
-		return false;
-	if (nxd_lazy_fua_blocked(nc, bio))
-		return true;
-	if (nxd_writer_hdd(nc, bio))
+	if (logged) {
+		pb->route = NXD_H_SSD;
+		nxd_log_write(nc, bio);
+	} else if (nxd_writer_hdd(nc, bio)) {
 		nxd_count(nc, NXD_CTR(writes_direct), 1);
-	return true;
+	}
 }
 
 static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
@@ -640,29 +554,17 @@ static void nxd_writer_bio(struct nxd_c *nc, struct bio *bio)
 	spin_unlock(&nc->lock);
 	if (busy)
 		nxd_fast_sync(nc, U64_MAX);
-	/* Test build: direct writes may map in this window (issue 44). */
-	if (nxd_fault(NXD_FAULT_WRITER_WINDOW) && bio_op(bio) == REQ_OP_WRITE &&
-	    pb->route == NXD_H_HDD)
-		msleep(500);
 	if ((bio->bi_opf & REQ_PREFLUSH) && !atomic_read(&nc->degraded)) {
-		/* Writes acknowledged before this flush: their INVALs first. */
-		if (nxd_lazy_commit(nc) && !atomic_read(&nc->degraded)) {
-			bio_io_error(bio);
-			return;
-		}
-		if (!atomic_read(&nc->degraded)) {
-			bio_set_dev(bio, nc->ssd->bdev);
-			submit_bio_noacct(bio);
-			return;
-		}
+		bio_set_dev(bio, nc->ssd->bdev);
+		submit_bio_noacct(bio);
+		return;
 	}
 	if (atomic_read(&nc->degraded))
 		nxd_degraded_bio(nc, bio);
-	else if (bio_op(bio) == REQ_OP_WRITE && pb->route == NXD_H_HDD &&
-		 nxd_writer_direct(nc, bio))
-		return;
-	else if (bio_op(bio) == REQ_OP_DISCARD || pb->route == NXD_H_HDD)
+	else if (bio_op(bio) == REQ_OP_DISCARD)
 		nxd_inval_start(nc, bio);
+	else if (pb->route == NXD_H_HDD)
+		nxd_writer_direct(nc, bio);
 	else
 		nxd_log_write(nc, bio);
 }
@@ -710,13 +612,6 @@ static int nxd_writer_fn(void *data)
 		while ((bio = bio_list_pop(&bios)))
 			nxd_writer_bio(nc, bio);
 		nxd_batch_commit(nc);
-		if (atomic_read(&nc->lazy_want)) {
-			/* Degraded, they wait for the log to empty (held flush). */
-			if (!atomic_read(&nc->degraded))
-				nxd_lazy_commit(nc);
-			atomic_set(&nc->lazy_want, 0);
-			wake_up_all(&nc->ewq);
-		}
 		cond_resched();
 	}
 	return 0;

@@ -76,24 +76,7 @@ struct nxd_inval {
 	int error;
 	int hdd_state;			/* NXD_HDD_*, set at HDD completion */
 	int hw_epoch;			/* HDD write epoch of its clone, or -1 */
-	bool lazy;			/* sent without FUA: INVAL logged lazily */
 };
-
-/*
- * A plain HDD write over logged blocks that landed and was acknowledged,
- * its INVAL not logged yet (nxd-writer.c, "lazy INVAL").  The index dropped
- * the logged copies at once; the INVAL goes to the log, after an HDD
- * flush, before the next flush completes, before any newer copy of these
- * blocks is logged, and before a clean stop.
- */
-struct nxd_lazy {
-	struct list_head node;		/* nc->lazy, under nc->lock */
-	u64 first, last;		/* whole blocks */
-	bool covered;			/* HDD flushed, accounted in the open batch */
-};
-
-/* Lazy INVALs kept at most: beyond, they are logged (one HDD flush). */
-#define NXD_LAZY_MAX		32
 
 #define NXD_HDD_INFLIGHT	0
 #define NXD_HDD_OK		1	/* HDD copy durable: logged copy stale */
@@ -202,7 +185,6 @@ struct nxd_batch {
 	struct bio_list bios;		/* complete when committed */
 	struct bio *last_bio;
 	struct list_head invals;	/* nxd_inval to finish when committed */
-	u32 lazy_recs;			/* of nc->lazy's covered entries */
 };
 
 /*
@@ -271,8 +253,6 @@ struct nxd_c {
 	u64 ssd_durable_seq;		/* segments before it flushed on the SSD */
 	bool void_on_hdd;		/* void blocks all copied to the HDD */
 	struct list_head invals;	/* in-flight nxd_inval */
-	struct list_head lazy;		/* nxd_lazy; changed by the writer only */
-	u32 nr_lazy;
 	/*
 	 * Blocks of the open batch merged with a logged copy, per hashed
 	 * 1 MiB region: until the merged block is indexed, a write must not
@@ -317,7 +297,6 @@ struct nxd_c {
 	wait_queue_head_t ewq;		/* index entries released */
 	atomic_t kick;			/* retry held bios */
 	atomic_t stuck_err;		/* a destage round failed: see nxd_fail_waiters */
-	atomic_t lazy_want;		/* postsuspend: log the lazy INVALs */
 	struct bio_list held;
 	/* degraded HDD writes waiting for their logged copies */
 	struct list_head parked;
@@ -345,8 +324,6 @@ struct nxd_c {
 	 * the destager's last HDD flush covered: the tail may pass their
 	 * older logged copies only once a flush has (nxd_destage_round).
 	 */
-	atomic64_t hdd_lazy_done;
-	u64 hdd_lazy_flushed;
 	unsigned long fg_last;		/* jiffies: last bio mapped (nxd_fg_touch) */
 	bool fg_fenced;		/* a foreground HDD write waits for the round */
 	void *dbuf;			/* destage read buffer */
@@ -373,6 +350,8 @@ struct nxd_c {
 	u64 auto_prev_written;
 	u64 auto_prev_used;
 	atomic64_t split_tail;
+	/* 1 + the first sector of the rest of a write map cut (0: none) */
+	atomic64_t own_cut;
 	atomic64_t auto_stream_writes;
 	atomic64_t auto_split_cuts;
 	atomic64_t auto_split_log;
@@ -445,6 +424,7 @@ u32 *nxd_region_ctr(u32 *ctrs, u64 block);
 int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
 void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
+u64 nxd_owned_run_locked(struct nxd_c *nc, u64 first, u64 last, bool *owned);
 void nxd_seg_put_locked(struct nxd_c *nc, const struct nxd_ient *old);
 void nxd_seg_supersede_locked(struct nxd_c *nc, const struct nxd_ient *old,
 			      u64 seq);
@@ -457,7 +437,6 @@ void nxd_queued_get(struct nxd_c *nc, struct nxd_pb *pb, u64 first, u64 last);
 void nxd_queued_put(struct nxd_c *nc, struct nxd_pb *pb);
 bool nxd_queued_busy(struct nxd_c *nc, u64 block);
 bool nxd_inval_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
-bool nxd_lazy_overlap_locked(struct nxd_c *nc, u64 first, u64 last);
 u32 nxd_log_used_pct(struct nxd_c *nc);
 
 /* nxd-vol.c */
@@ -509,7 +488,7 @@ void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
 void nxd_fast_fail(struct nxd_c *nc, int err);
 bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot, u8 *mask);
-bool nxd_fast_holds_range_locked(struct nxd_c *nc, u64 first, u64 last);
+bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block);
 bool nxd_fast_void_left(struct nxd_c *nc);
 void nxd_fast_wait_committed(struct nxd_c *nc);
 
@@ -532,13 +511,6 @@ void nxd_inval_park(struct nxd_c *nc, struct nxd_inval *op);
 int nxd_batch_commit(struct nxd_c *nc);
 void nxd_log_full_set(struct nxd_c *nc, bool full);
 void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask);
-int nxd_lazy_log(struct nxd_c *nc);
-int nxd_lazy_commit(struct nxd_c *nc);
-void nxd_lazy_add(struct nxd_c *nc, struct nxd_inval *op);
-bool nxd_lazy_fua_blocked(struct nxd_c *nc, struct bio *bio);
-void nxd_lazy_drop_if_empty(struct nxd_c *nc);
-void nxd_lazy_sync(struct nxd_c *nc);
-void nxd_lazy_free(struct nxd_c *nc);
 
 /* nxd-writer.c */
 int nxd_writer_start(struct nxd_c *nc);
@@ -550,6 +522,7 @@ void nxd_auto_setup(struct nxd_c *nc);
 void nxd_auto_start(struct nxd_c *nc);
 void nxd_auto_stop(struct nxd_c *nc);
 bool nxd_auto_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb);
+void nxd_accept_partial(struct bio *bio, struct nxd_pb *pb, sector_t n);
 void nxd_auto_fill(struct nxd_c *nc, struct nxd_ioc_auto *ia);
 
 /* nxd-ctl.c */
@@ -567,8 +540,6 @@ void nxd_ctl_exit(void);
 #define NXD_FAULT_COMMIT_PREFLUSH	1
 /* destage round: no HDD flush before the tail moves */
 #define NXD_FAULT_ROUND_HDD_FLUSH	2
-/* writer: 500 ms between an HDD write's direct-segment check and its registration */
-#define NXD_FAULT_WRITER_WINDOW		4
 /* map: a direct HDD write is held 2 s before it goes down (a slow HDD queue) */
 #define NXD_FAULT_HDD_WRITE_LATE	8
 #ifdef NXD_FAULT_INJECT

@@ -89,7 +89,7 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	CNT(log_blocks_written, false,
 	    "Log blocks written, headers included."),
 	CNT(invalidations, false,
-	    "Logged blocks invalidated by HDD writes and discards."),
+	    "Logged blocks invalidated by discards over them."),
 	CNT(rmw_reads, false,
 	    "Partial-block merges that read the logged block."),
 	CNT(destaged_blocks, false,

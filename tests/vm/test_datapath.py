@@ -192,31 +192,40 @@ def test_routing_by_device_counters(dm):
 
 
 @pytest.mark.guarantee("G3")
-def test_large_write_invalidates_logged_copy(vol):
-    """A small logged write then a large HDD write over it, back to back,
-    then a discard: reads never return the older logged data, also after
-    the volume is removed and created again (recovery replays INVALs)."""
+def test_large_write_over_logged_copy_is_logged(vol):
+    """A small logged write then a large write over it, back to back: the
+    large write's block over the logged one is logged too (the log owns
+    it; no INVAL), and a discard over another logged block invalidates
+    it: reads never return the older logged data, also after the volume
+    is removed and created again (recovery replays the INVAL)."""
     vol.message("pause_destage")
-    fd = os.open(vol.dev, os.O_RDWR | os.O_DIRECT)
     small = os.urandom(4096)
     big = os.urandom(1 << 20)
-    pwrite_direct(fd, 4 << 20, small)            # logged
-    pwrite_direct(fd, 4 << 20, big)              # HDD, over the logged block
-    assert pread_direct(fd, 4 << 20, 1 << 20) == big
-    pwrite_direct(fd, 6 << 20, small)            # logged
-    os.fsync(fd)
-    os.close(fd)
-    st = vol.status()
-    assert st["invalidations"] >= 1, st
     fd = os.open(vol.dev, os.O_RDWR | os.O_DIRECT)
-    discard(fd, 6 << 20, 1 << 20)
-    assert pread_direct(fd, 6 << 20, 4096) == bytes(4096)
-    os.close(fd)
+    try:
+        pwrite_direct(fd, 4 << 20, small)        # logged
+        st0 = vol.status()
+        pwrite_direct(fd, 4 << 20, big)          # its first block logged, the rest the HDD
+        assert pread_direct(fd, 4 << 20, 1 << 20) == big
+        pwrite_direct(fd, 6 << 20, small)        # logged
+        os.fsync(fd)
+        st = vol.status()
+        # The small write's block, then the big write's over it; 6 MiB.
+        assert st["index_entries"] == 2, (st0, st)
+        assert st["writes_direct"] == st0["writes_direct"] + 1, (st0, st)
+        assert st["invalidations"] == 0, st
+        discard(fd, 6 << 20, 1 << 20)
+        assert pread_direct(fd, 6 << 20, 4096) == bytes(4096)
+        assert vol.status()["invalidations"] >= 1, vol.status()
+    finally:
+        os.close(fd)
     vol.recreate()
     fd = os.open(vol.dev, os.O_RDONLY | os.O_DIRECT)
-    assert pread_direct(fd, 4 << 20, 1 << 20) == big
-    assert pread_direct(fd, 6 << 20, 4096) == bytes(4096)
-    os.close(fd)
+    try:
+        assert pread_direct(fd, 4 << 20, 1 << 20) == big
+        assert pread_direct(fd, 6 << 20, 4096) == bytes(4096)
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.guarantee("G1")

@@ -4,11 +4,6 @@ writes, each on the rig that exposes it (real block devices: loop,
 null_blk, dm-delay).  Data is checked against a model of what the test
 wrote, never against the volume.
 
- - test_inval_records_fill_a_segment_header: 252 HDD writes over logged
-   blocks complete while the writer waits on a slow SSD, then a small
-   logged write comes: the writer once put 253 records into a 252-record
-   header and dropped the last INVAL, so a reload brought an older logged
-   copy back over an acknowledged HDD write.
  - test_no_hdd_write_after_suspend: once a suspend returned, the destager
    writes nothing more to the HDD (a round racing postsuspend once could).
  - test_concurrent_table_destruction: an inactive table cleared while the
@@ -54,14 +49,6 @@ wrote, never against the volume.
    under ext4; its journal commit (PREFLUSH|FUA) reached dm-nxd as an
    empty flush, failed, and its FUA data, which dm core sends whatever the
    flush returned: fsync returned 0 (read in dm core, 2026-11-27).
- - test_parked_fua_waits_for_a_lazy_inval: a plain write over a logged
-   block was acknowledged with its INVAL not yet logged (lazy); a FUA
-   write over the same block, sent to the HDD while the block was still
-   logged, landed after the SSD's writes began to fail and was parked; it
-   was acknowledged at once because the block was no longer indexed,
-   though the dead copy stayed in the frozen replay window: after
-   recovery the block read the old copy (6.12 crash campaign with stripe
-   fill, seed 8628 cut 2).
 """
 import errno
 import os
@@ -71,105 +58,12 @@ import time
 
 import pytest
 
-from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
-from nxdt.dmlib import delay_line
+from nxdt import blkdev, host, ondisk, pcut, rawio
 from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Volume, module_param
 from nxdt.workloads import pattern
 from nxdt.noloss import cached_pair, lose_acked_log_writes, pin, power_on_and_read, thread_pid
-
-NREC = 252          # NXD_SEG_MAX_RECS
-
-
-@pytest.mark.guarantee("G3")
-def test_inval_records_fill_a_segment_header(dm, loopdev, nullb):
-    host.modprobe("dm-delay")
-    hdd = loopdev(64)
-    ssd_base = nullb(16)
-    ssd = dm.create("nxdn-ssd", delay_line(ssd_base, 0, 0))
-    v = Volume(dm, "nxdn", hdd, ssd, opts=["write_threshold", "4096"])
-    v.pause()
-    model = {}
-    with rawio.Fd(v.dev) as f:
-        # 252 logged blocks: 0, 2, 4, ...
-        for i in range(NREC):
-            d = pattern("log", i, BLOCK)
-            f.pwrite(2 * i * BLOCK, d)
-            model[2 * i] = d
-        f.fsync()
-    st0 = v.status()
-    assert st0["index_entries"] == NREC, st0
-
-    # Every SSD write now takes 2 s: the writer blocks in each segment write.
-    dm.reload("nxdn-ssd", delay_line(ssd_base, 0, 2000))
-    go = threading.Event()
-    errors = []
-
-    def hdd_write(i):
-        # 8 KiB > write_threshold, aligned: to the HDD over logged block 2i,
-        # one INVAL record each.
-        try:
-            with rawio.Fd(v.dev) as g:
-                go.wait()
-                g.pwrite(2 * i * BLOCK, pattern("hdd", i, 2 * BLOCK))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    def small(blk, tag):
-        try:
-            with rawio.Fd(v.dev) as g:
-                g.pwrite(blk * BLOCK, pattern(tag, blk, BLOCK))
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
-
-    threads = [threading.Thread(target=hdd_write, args=(i,)) for i in range(NREC)]
-    for t in threads:
-        t.start()
-    # W1: its segment write blocks the writer for 2 s; meanwhile the 252 HDD
-    # writes and W2 queue up and are taken in one writer pass, whose segment
-    # (W2) again takes 2 s, while the 252 HDD completions arrive; W3 then
-    # opens the next pass behind 252 INVAL records.
-    w = [threading.Thread(target=small, args=(1000 + 2 * k, f"w{k}")) for k in range(3)]
-    w[0].start()
-    time.sleep(0.5)
-    go.set()
-    time.sleep(0.5)
-    w[1].start()
-    time.sleep(2.5)
-    w[2].start()
-    for t in threads + w:
-        t.join(timeout=300)
-        assert not t.is_alive(), "a write hung"
-    assert not errors, errors
-    dm.reload("nxdn-ssd", delay_line(ssd_base, 0, 0))
-    for i in range(NREC):
-        model[2 * i] = pattern("hdd", i, 2 * BLOCK)[:BLOCK]
-        model[2 * i + 1] = pattern("hdd", i, 2 * BLOCK)[BLOCK:]
-    for k in range(3):
-        model[1000 + 2 * k] = pattern(f"w{k}", 1000 + 2 * k, BLOCK)
-
-    def check(when):
-        with rawio.Fd(v.dev, write=False) as f:
-            bad = [b for b, d in sorted(model.items()) if f.pread(b * BLOCK, BLOCK) != d]
-        assert not bad, f"{when}: {len(bad)} blocks wrong, first {bad[:8]}"
-
-    check("live")
-    # A direct log write is indexed when the writer commits its segment,
-    # which may come after its acknowledgement.
-    try:
-        host.wait_for(lambda: v.status()["index_entries"] == 3, timeout=30,
-                      what="W1-W3 indexed, nothing else")
-    except TimeoutError:
-        pass                # the assertion below shows what is there
-    st = v.status()
-    assert st["index_entries"] == 3, st      # only W1-W3 are still logged
-    # A reload replays the log: every INVAL must be in it.
-    marker = host.kmsg_mark("reload after the INVAL records")
-    v.recreate()
-    check("after reload")
-    # Counted at load (the destager of the new table is not paused).
-    assert nxdvol.recovered_entries(marker) == 3
 
 
 @pytest.mark.guarantee("G12")
@@ -650,97 +544,4 @@ def test_degraded_journal_commit_reports_lost_log_writes(dm, nullb, tmp_path):
     assert not synced, \
         f"ext4's fsync succeeded but {len(bad)} of {n} acknowledged writes are gone: {bad}"
     assert v.status()["state"] == "degraded"
-    v.remove()
-
-
-@pytest.mark.guarantee("G6", "G3")
-def test_parked_fua_waits_for_a_lazy_inval(dm, nullb):
-    """Block B logged (O, after P elsewhere).  With HDD writes delayed 3 s:
-    W1, a plain 128 KiB write over B (its INVAL lazy), then 1 s later W2, a
-    FUA 128 KiB write over B (sent to the HDD while B is still indexed).  W1 lands and is
-    acknowledged, dropping B's entry; the SSD's writes then fail, so W2's
-    INVAL segment fails, the volume degrades (log frozen) and W2 is
-    parked.  Once W2 is acknowledged, both devices lose power (dm-pcut,
-    every completed write kept): after recovery B must read W2's data,
-    not O from the frozen replay window."""
-    host.modprobe("dm-delay")
-    hdd, ssd = pcut.pair(dm, nullb, "nxpk", "gpk", 71)
-    for p in (hdd, ssd):
-        p.set(keep=100, torn=0)             # a cut keeps every completed write
-    dm.create("nxpk-d", delay_line(hdd.path, 0, 0))
-    v = Volume(dm, "nxpk", "/dev/mapper/nxpk-d", ssd.path, opts=["ssd_discard", "0"])
-    v.pause()
-    # Above write_threshold (64 KiB): W1 and W2 go to the HDD.
-    B, R, N = 4100, 4096, 32                # they cover blocks 4096-4127
-    old = pattern("old", B, BLOCK)
-    w1 = pattern("w1", R, N * BLOCK)
-    w2 = pattern("w2", R, N * BLOCK)
-    with rawio.Fd(v.dev) as f:
-        # P, live in an older segment, keeps the tail before O's segment
-        # (a segment with no live block is reclaimed without a destage).
-        f.pwrite(100 * BLOCK, pattern("p", 100, BLOCK))
-        f.fsync()
-        f.pwrite(B * BLOCK, old)
-        f.fsync()
-    assert v.status()["index_entries"] == 2
-    dm.reload("nxpk-d", delay_line(hdd.path, 0, 3000), nosync=True)
-    res = {}
-
-    def write(key, data, fua):
-        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        try:
-            # A synchronous O_DSYNC write is followed by a flush, which a
-            # degraded volume holds until its log is empty: aio, as the
-            # crash campaign's FUA writes.
-            (rawio.fua_write if fua else rawio.pwrite_direct)(fd, R * BLOCK, data)
-            res[key] = 0
-        except OSError as e:
-            res[key] = e.errno
-        finally:
-            os.close(fd)
-        res[key + "_t"] = time.monotonic()
-
-    t1 = threading.Thread(target=write, args=("w1", w1, False))
-    t2 = threading.Thread(target=write, args=("w2", w2, True))
-    t0 = time.monotonic()
-    t1.start()
-    time.sleep(1.0)
-    t2.start()
-    t1.join(timeout=60)
-    assert res.get("w1") == 0, f"W1 failed or hung: {res}"
-    assert res["w1_t"] - t0 > 2.5, "W1 did not wait for the delayed HDD: not routed there"
-    ssd.message("fail_writes", 1)
-    assert t2.is_alive(), f"W2 completed with W1: no race set up ({res}, {v.status()})"
-    host.wait_for(lambda: v.status()["state"] == "degraded", timeout=60,
-                  what="W2's INVAL segment failing (degraded)")
-    t2.join(timeout=10)
-    early = not t2.is_alive()
-    if not early:
-        # Held until the log is empty: let the destager (the SSD still
-        # reads) empty the frozen window, moving the HDD label's tail.
-        v.message("resume_destage")
-        t2.join(timeout=180)
-        assert not t2.is_alive(), f"W2 never completed: {v.status()}"
-    st = v.status()
-    assert st["state"] == "degraded", st
-    # Power lost now: nothing the teardown writes reaches either device.
-    hdd.cut()
-    ssd.cut()
-    v.remove()
-    dm.reload("nxpk-d", delay_line(hdd.path, 0, 0), nosync=True)
-    hdd.power_on()
-    ssd.power_on()
-    v.recreate()
-    with rawio.Fd(v.dev, write=False) as f:
-        got = f.pread(R * BLOCK, N * BLOCK)
-    if res["w2"] != 0:
-        assert res["w2"] == errno.EIO, res
-        return                              # not acknowledged: any data
-    gb = got[(B - R) * BLOCK:(B - R + 1) * BLOCK]
-    assert gb == w2[(B - R) * BLOCK:(B - R + 1) * BLOCK], (
-        f"W2 was acknowledged ({'while parked' if early else 'after the log emptied'}) "
-        f"but block {B} reads "
-        f"{'the old logged copy' if gb == old else 'W1' if gb == w1[(B - R) * BLOCK:(B - R + 1) * BLOCK] else 'something else'}"
-        f" after the power cut (status before: {st})")
-    assert got == w2, "a block of W2 other than B differs after the power cut"
     v.remove()

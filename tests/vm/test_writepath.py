@@ -15,10 +15,11 @@ the volume.
    to a slow SSD must merge that write's data, not the older copy: the
    other sectors of the block must read as the direct write's, live and
    after a reload.
- - test_direct_write_over_inflight_hdd_write_waits: an HDD write over
-   logged blocks is in flight; a whole-block write of one of its blocks
-   sent meanwhile may win or lose, but the replay agrees with the live
-   volume and the old logged copy never comes back.
+ - test_direct_write_over_inflight_hdd_write_waits: a large write over
+   partly logged blocks is cut: its logged part goes to the log, the rest
+   is in flight to a slow HDD; a whole-block write of one of those HDD
+   blocks sent meanwhile may win or lose, but the replay agrees with the
+   live volume.
  - test_direct_write_after_partial_in_open_batch: a partial write of a
    block sits in the writer's open batch (the writer is held up by an RMW
    read of another block) when a whole-block write of the same block
@@ -28,23 +29,28 @@ the volume.
  - test_hdd_write_waits_only_for_its_own_blocks_copies: an HDD write over
    blocks a destage round is copying waits for those blocks' copies to
    land, not for the whole round.
- - test_plain_hdd_write_over_logged_blocks: a 1 MiB write over logged
-   blocks goes to the HDD without FUA and is acknowledged when it lands
-   (its INVAL is logged lazily); after a power cut of both devices'
-   volatile caches, what a flush covered reads as the HDD write (with the
-   small writes that followed it, whole or partial), what it did not reads
-   as either version, and a clean stop keeps the HDD write too.
- - test_direct_write_in_the_writers_window_survives_a_replay (fault-
-   injection build): a 4 KiB direct write sent while the writer holds a
-   128 KiB write over logged blocks between its check and its
-   registration must read back the same after a reload as after the
-   fsync.
- - test_lazy_invals_of_an_out_of_order_stream_join: 40 plain 1 MiB HDD
-   writes over logged blocks, sent last region first, leave one pending
-   lazy INVAL range, not 40: no segment is written before the next flush,
-   which logs one INVAL record of 40 MiB (a stream at queue depth > 1
-   lands out of order; one range per write meant an HDD flush and an
-   INVAL segment every 33 writes).
+ - test_large_write_over_logged_blocks_is_cut_at_their_edges: the log
+   owns the blocks it holds.  A 1 MiB write over two logged blocks of a
+   region sends only those two to the log and the rest to the HDD (read
+   raw: the HDD never gets the logged blocks' new data before a destage);
+   one over a wholly logged region is logged whole; no INVAL is written.
+   After a power cut of both devices' volatile caches, what a flush or a
+   FUA covered reads back, what nothing covered reads as either version,
+   and a clean stop keeps everything.
+ - test_fsynced_block_survives_plain_overwrite_and_idle_round: issue 44's
+   lost fsync'd block (a plain overwrite, an idle destage round, a cut).
+ - test_direct_write_inside_a_cut_large_write_survives_a_replay (fault-
+   injection build): a 128 KiB write over one logged block is cut; its
+   HDD part is held 2 s below map; a 4 KiB write of a block of that part,
+   sent meanwhile, is logged: the block reads as it live, after a replay
+   and after a drain.
+ - test_ready_direct_segments_share_one_ssd_flush: 8 full direct
+   segments whose data lands while the writer commits the first (an SSD
+   whose writes complete 3 s late) are committed with fewer SSD flushes than
+   segments (one flush for all the segments whose data is in, headers
+   without their own PREFLUSH); both caches cut with no flush: every
+   block reads as its fsync'd old data or the new write, never as the
+   slot's earlier contents (no header reached the media before its data).
  - test_partial_ends_take_the_direct_path: a write's partial end blocks
    with no logged copy go to the direct segment with their sector masks
    (the HDD keeps the other sectors: they read as its pattern, live, after
@@ -168,40 +174,44 @@ def test_partial_write_merges_a_direct_write_in_flight(dm, loopdev, nullb):
 
 @pytest.mark.guarantee("G3")
 def test_direct_write_over_inflight_hdd_write_waits(dm, loopdev, nullb):
-    """Blocks 0-31 logged; a 128 KiB write over them goes to the HDD (FUA,
-    slow: dm-delay) and INVALs them; a 4 KiB write of block 5 sent while
-    that HDD write is in flight is concurrent with it: block 5 may read
-    either, never the old logged copy, and the replay must agree with the
-    live volume."""
+    """Blocks 0-15 logged; a 128 KiB write over blocks 0-31 is cut at
+    block 16: 0-15 are logged, 16-31 go to the HDD (slow: dm-delay, 1 s).
+    A 4 KiB write of block 20 sent while that HDD write is in flight is
+    concurrent with it: block 20 may read either, and the replay must
+    agree with the live volume; every other block reads as the big write."""
     v, slow, hdd_base = delayed_vol(dm, loopdev, nullb, "nxwi", "hdd",
                                      opts=["write_threshold", "65536"])
     with rawio.Fd(v.dev) as f:
-        for b in range(32):
+        for b in range(16):
             f.pwrite(b * BLOCK, pattern("log", b, BLOCK))
         f.fsync()
-    assert v.status()["index_entries"] == 32
+    st0 = v.status()
+    assert st0["index_entries"] == 16, st0
     set_write_delay(dm, slow, hdd_base, 1000)
     big = b"".join(pattern("big", b, BLOCK) for b in range(32))
-    small = pattern("small", 5, BLOCK)
+    small = pattern("small", 20, BLOCK)
     bg = BgWrites(v.dev)
     t1 = bg.start(0, big)
     time.sleep(0.3)
-    assert t1.is_alive(), "the HDD write completed before the delay"
-    t2 = bg.start(5 * BLOCK, small)
+    assert t1.is_alive(), "the HDD part of the big write completed before the delay"
+    t2 = bg.start(20 * BLOCK, small)
     bg.join(t1, t2)
     set_write_delay(dm, slow, hdd_base, 0)
+    st = v.status()
+    assert st["writes_direct"] >= st0["writes_direct"] + 1, f"no part went to the HDD: {st}"
+    assert st["invalidations"] == st0["invalidations"], f"a write invalidated logged blocks: {st}"
 
     def check(where):
         with rawio.Fd(v.dev, write=False) as f:
             got = f.pread(0, 32 * BLOCK)
         for b in range(32):
-            want = small if b == 5 else big[b * BLOCK:(b + 1) * BLOCK]
-            if b == 5:
-                # Concurrent with the big write: either, never the old copy.
-                assert got[b * BLOCK:(b + 1) * BLOCK] in (small, big[5 * BLOCK:6 * BLOCK]), where
+            if b == 20:
+                # Concurrent with the big write: either.
+                assert got[b * BLOCK:(b + 1) * BLOCK] in (small, big[20 * BLOCK:21 * BLOCK]), where
             else:
-                assert got[b * BLOCK:(b + 1) * BLOCK] == want, f"{where}: block {b}"
-        return got[5 * BLOCK:6 * BLOCK]
+                assert got[b * BLOCK:(b + 1) * BLOCK] == big[b * BLOCK:(b + 1) * BLOCK], \
+                    f"{where}: block {b}"
+        return got[20 * BLOCK:21 * BLOCK]
 
     live = check("live")
     v.remove()
@@ -294,7 +304,17 @@ def test_hdd_write_waits_only_for_its_own_blocks_copies(dm, loopdev, nullb):
 
 
 @pytest.mark.guarantee("G3", "G6")
-def test_plain_hdd_write_over_logged_blocks(dm, nullb):
+def test_large_write_over_logged_blocks_is_cut_at_their_edges(dm, nullb):
+    """The log owns the blocks it holds.  Destaging paused, both devices
+    with volatile caches (dm-pcut).  R1 wholly logged, R2 with blocks 5
+    and 200 logged, R3 and R5 wholly logged, all fsync'd.  A 1 MiB write
+    over R1 is logged whole; one over R2 goes to the HDD but for blocks
+    5 and 200, which are logged: read raw, the HDD has the new data
+    everywhere else in R2 and its old data there.  No write invalidates
+    a logged block.  Then a partial and a whole write into R2, an fsync,
+    a FUA write over R5 (AIO, no flush), a plain unflushed write over R3;
+    both caches cut: R1, R2 and R5 read as written, R3 as either version.
+    A clean stop after a write over logged R4 keeps it."""
     hdd, ssd = pcut.pair(dm, nullb, "nxlz", "glazy", 41, volatile=True)
     opts = ["ssd_discard", "0"]
     v = Volume(dm, "nxlz", hdd.path, ssd.path, opts=opts)
@@ -305,39 +325,50 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
     old = {r: [pattern(f"a{r}", i, BLOCK) for i in range(n)] for r in regions}
     big = {r: b"".join(pattern(f"w{r}", i, BLOCK) for i in range(n)) for r in regions}
     fua5 = b"".join(pattern("fua5", i, BLOCK) for i in range(n))
+    in_r2 = (5, 200)
 
-    def log_region(f, r):
-        for i in range(n):
+    def log_region(f, r, blocks=range(n)):
+        for i in blocks:
             f.pwrite((r + i) * BLOCK, old[r][i])
 
     with rawio.Fd(v.dev) as f:
-        for r in (R1, R2, R3, R5):
+        for r in (R1, R3, R5):
             log_region(f, r)
+        log_region(f, R2, in_r2)
         f.fsync()
-        st = v.status()
-        assert st["index_entries"] == 4 * n, st
-        fua0 = hdd.status()["fua"]
+        st0 = v.status()
+        assert st0["index_entries"] == 3 * n + len(in_r2), st0
+        with rawio.Fd(hdd.path, write=False) as h:
+            hdd_r2 = h.pread(R2 * BLOCK, MiB)
         f.pwrite(R1 * BLOCK, big[R1])
         f.pwrite(R2 * BLOCK, big[R2])
-        assert hdd.status()["fua"] == fua0, "the HDD write over logged blocks had FUA"
         st = v.status()
-        assert st["index_entries"] == 2 * n, f"logged copies not dropped when the writes landed: {st}"
+        assert st["index_entries"] == st0["index_entries"], \
+            f"the logged blocks did not stay logged: {st0} -> {st}"
+        assert st["invalidations"] == 0, st
+        # R2: three HDD pieces (0-4, 6-199, 201-255), two logged blocks.
+        assert st["writes_direct"] - st0["writes_direct"] == 3, (st0, st)
+        with rawio.Fd(hdd.path, write=False) as h:
+            raw = h.pread(R2 * BLOCK, MiB)
+        for i in range(n):
+            want = hdd_r2 if i in in_r2 else big[R2]
+            assert raw[i * BLOCK:(i + 1) * BLOCK] == want[i * BLOCK:(i + 1) * BLOCK], \
+                f"R2 block {i} on the raw HDD: " + \
+                ("the write over a logged block reached the HDD" if i in in_r2 else
+                 "the part over no logged block did not go to the HDD")
         assert f.pread(R1 * BLOCK, MiB) == big[R1], "R1 live"
-        # Newer copies of blocks whose INVAL is not logged yet: a partial
-        # one (the writer merges it) and a whole one (direct path).
+        assert f.pread(R2 * BLOCK, MiB) == big[R2], "R2 live"
+        # Newer copies: a partial one and a whole one.
         w4 = pattern("w4", 0, 512)
         w5 = pattern("w5", 0, BLOCK)
         f.pwrite((R2 + 6) * BLOCK, w4)
         f.pwrite((R2 + 16) * BLOCK, w5)
         f.fsync()
-        # A FUA write over blocks whose INVAL is still lazy: durable at
-        # once, so the older logged copy must never come back over it.
         f.pwrite(R5 * BLOCK, big[R5])
         # FUA and nothing else (Linux AIO: no generic_write_sync flush).
         aio = rawio.AIO(1, MiB)
         aio.submit_write(f.fd, R5 * BLOCK, fua5, True, "fua5")
         assert [res for _, res in aio.reap(1, 60)] == [MiB], "the FUA write failed"
-        assert hdd.status()["fua"] > fua0, "no FUA reached the HDD"
         # Not covered by any flush: may read as either version.
         f.pwrite(R3 * BLOCK, big[R3])
     r2 = bytearray(big[R2])
@@ -367,7 +398,6 @@ def test_plain_hdd_write_over_logged_blocks(dm, nullb):
         b = got[i * BLOCK:(i + 1) * BLOCK]
         assert b in (old[R3][i], big[R3][i * BLOCK:(i + 1) * BLOCK]), \
             f"R3 block {i} after the cut is neither version"
-    # A clean stop logs the lazy INVALs: the reload keeps the HDD write.
     v.pause()
     with rawio.Fd(v.dev) as f:
         log_region(f, R4)
@@ -388,9 +418,10 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
     with no fsync (straight to the HDD); the destager's next round; then
     both devices lose their volatile caches.  The block must read back as
     the fsync'd data or the later write, never as what the HDD held before
-    (without the HDD flush of a round that copies nothing but passes
-    copies that lazy HDD writes superseded, it read back as the HDD's old
-    data on 6.1 and on 6.12)."""
+    (when the 128 KiB write went to the HDD whole and dropped A's entry, a
+    round that copied nothing passed A's copy without an HDD flush: it
+    read back as the HDD's old data on 6.1 and on 6.12; now the log owns
+    A's block, so the overwrite of it is logged)."""
     hdd, ssd = pcut.pair(dm, nullb, "nxov", "gover", 51, volatile=True)
     v = Volume(dm, "nxov", hdd.path, ssd.path)
     off = 64 * (128 << 10)                      # 128 KiB aligned
@@ -424,61 +455,68 @@ def test_fsynced_block_survives_plain_overwrite_and_idle_round(dm, nullb):
 
 
 @pytest.mark.guarantee("G5", "G3")
-def test_direct_write_in_the_writers_window_survives_a_replay(fault_module, dm, nullb):
-    """A 128 KiB write over a range with a logged block goes through the
-    writer (an HDD write over logged blocks); the fault-injection build
-    holds it 500 ms between the writer's check for direct segments over
-    the range and its registration (fault_skip=4, a window that is
-    otherwise microseconds wide).  A 4 KiB write of another block of the
-    range, sent inside that window, completes; after both and an fsync,
-    the block must read back the same live and after a clean reload (a
-    replay of the log).  When the lazy drop of the big write missed the
-    4 KiB write's segment, not yet committed, the block read as the 4 KiB
-    write live and as the 128 KiB write after the reload (6.12)."""
+def test_direct_write_inside_a_cut_large_write_survives_a_replay(fault_module, dm, nullb):
+    """A 128 KiB write W over a range whose first block is logged is cut:
+    that block is logged, blocks 1-31 go to the HDD, where the
+    fault-injection build keeps them queued 2 s below map (fault_skip=8).
+    A 4 KiB write D of block 5, sent meanwhile, is logged and completes
+    before W.  D is the later write: the block must read as D live, after
+    a reload (a replay of the log) and after a drain (the destager's copy
+    of D waits for W's HDD part).  Before the log owned its blocks, W went
+    to the HDD whole through the writer and a lazy INVAL could drop D's
+    copy at the next replay."""
     with open(fault_module, "w") as f:
-        f.write("4")
+        f.write("8")
     v = Volume(dm, "nxww", nullb(64), nullb(16))
     v.pause()
     off = 64 * (128 << 10)                      # 128 KiB aligned
-    y = off + 5 * BLOCK                         # the block the 4 KiB write hits
+    y = off + 5 * BLOCK                         # the block D hits
     big = b"".join(pattern("big", i, BLOCK) for i in range(32))
     d = pattern("D", 0, BLOCK)
-    with rawio.Fd(v.dev) as f:
-        f.pwrite(off, pattern("X", 0, BLOCK))   # a logged block in the range
-        f.fsync()
-        assert v.status()["index_entries"] == 1, v.status()
-        errs = []
+    done = threading.Event()
+    errs = []
 
-        def big_write():
-            try:
-                with rawio.Fd(v.dev) as g:
-                    g.pwrite(off, big)
-            except OSError as e:
-                errs.append(e)
-        t = threading.Thread(target=big_write)
-        t0 = time.monotonic()
-        t.start()
-        time.sleep(0.15)                        # inside the writer's 500 ms
-        f.pwrite(y, d)
-        t_d = time.monotonic() - t0
-        t.join(60)
-        t_big = time.monotonic() - t0
-        assert not t.is_alive() and not errs, errs
+    def big_write():
+        try:
+            with rawio.Fd(v.dev) as g:
+                g.pwrite(off, big)
+        except OSError as e:
+            errs.append(e)
+        done.set()
+    with rawio.Fd(v.dev) as f:
+        f.pwrite(off, pattern("X", 0, BLOCK))   # the logged block in the range
         f.fsync()
-        live = f.pread(y, BLOCK)
-    assert live in (d, big[5 * BLOCK:6 * BLOCK]), "live read: neither write"
-    # The 4 KiB write must have been inside the window to test anything.
-    assert t_d < t_big, f"the 4 KiB write completed at {t_d:.2f}s, after the big one ({t_big:.2f}s)"
+        st0 = v.status()
+        assert st0["index_entries"] == 1, st0
+        t = threading.Thread(target=big_write)
+        t.start()
+        wait_until(lambda: v.status()["writes_direct"] > st0["writes_direct"] or done.is_set(),
+                   what="W's HDD part to be mapped")
+        f.pwrite(y, d)
+        f.fsync()
+        assert not done.is_set(), "W completed before D was logged: nothing tested"
+        t.join(60)
+        assert not t.is_alive() and not errs, errs
+        live = f.pread(off, 32 * BLOCK)
+    want = bytearray(big)
+    want[5 * BLOCK:6 * BLOCK] = d
+    want = bytes(want)
+
+    def check(where, got):
+        bad = [i for i in range(32) if got[i * BLOCK:(i + 1) * BLOCK] != want[i * BLOCK:(i + 1) * BLOCK]]
+        if bad:
+            raise AckedDataLost(f"{where}: blocks {bad} wrong (block 5 reads as "
+                                f"{'W' if got[5 * BLOCK:6 * BLOCK] == big[5 * BLOCK:6 * BLOCK] else 'D' if got[5 * BLOCK:6 * BLOCK] == d else 'other data'})")
+    check("live", live)
     v.remove()
     v.recreate()
+    v.pause()
     with rawio.Fd(v.dev, write=False) as f:
-        after = f.pread(y, BLOCK)
-    if after != live:
-        raise AckedDataLost(f"block read back as the {'4 KiB' if live == d else '128 KiB'} write "
-                            f"after an fsync, as the "
-                            f"{'128 KiB' if after == big[5 * BLOCK:6 * BLOCK] else 'other'} "
-                            f"data after a reload (4 KiB write done at {t_d:.2f}s, 128 KiB "
-                            f"at {t_big:.2f}s)")
+        check("after a reload", f.pread(off, 32 * BLOCK))
+    v.drain()
+    assert v.status()["index_entries"] == 0, v.status()
+    with rawio.Fd(v.dev, write=False) as f:
+        check("after a drain", f.pread(off, 32 * BLOCK))
 
 
 @pytest.mark.guarantee("G3")
@@ -530,44 +568,65 @@ def test_destage_copy_waits_for_an_earlier_hdd_write(fault_module, dm, nullb):
                         f"later logged one: {'W' if after == big[5 * BLOCK:6 * BLOCK] else 'other'}")
 
 
-@pytest.mark.guarantee("G3")
-def test_lazy_invals_of_an_out_of_order_stream_join(dm, loopdev, nullb):
-    hdd = loopdev(64)
-    ssd = nullb(16)
-    v = Volume(dm, "nxlj", hdd, ssd)
+@pytest.mark.guarantee("G5", "G7")
+def test_ready_direct_segments_share_one_ssd_flush(dm, nullb):
+    """8 x 127 whole-block writes (8 full direct segments) sent at once
+    through AIO to a volume whose SSD completes every write 3 s late
+    (dm-delay over dm-pcut, a volatile cache): while the writer commits
+    the first segment, the other seven become ready, and the writer
+    commits them after one SSD flush, without a PREFLUSH per header.
+    dm-pcut counts fewer flushes than segments were written.  Then both
+    caches are cut with no flush: each block must read as its old data
+    (logged and fsync'd before) or as the new write, never as what the
+    log slot held before (an ORDERED header durable before its data)."""
+    host.modprobe("dm-delay")
+    hdd, ssd = pcut.pair(dm, nullb, "nxgf", "ggf", 61, volatile=True)
+    dm.create("nxgf-sd", delay_line(ssd.path, 0, 0))
+    v = Volume(dm, "nxgf", hdd.path, "/dev/mapper/nxgf-sd", opts=["ssd_discard", "0"])
     v.pause()
-    n, per = 40, MiB // BLOCK       # 40 regions of 1 MiB, a logged block each
-    model = {}
+    n = 8 * 127
+    old = [pattern("old", b, BLOCK) for b in range(n)]
+    new = [pattern("new", b, BLOCK) for b in range(n)]
+
+    def write_all(fd, data):
+        aio = rawio.AIO(n, BLOCK)
+        for b in range(n):
+            aio.submit_write(fd, b * BLOCK, data[b], False, b)
+        got = []
+        while len(got) < n:
+            got += aio.reap(1, 120)
+        bad = [t for t, res in got if res != BLOCK]
+        assert not bad, f"writes failed: {bad[:8]}"
+
     with rawio.Fd(v.dev) as f:
-        for k in range(n):
-            d = pattern("old", k, BLOCK)
-            f.pwrite((k * per + 5) * BLOCK, d)
+        write_all(f.fd, old)
         f.fsync()
-        assert v.status()["index_entries"] == n
-        segs0 = v.status()["segments_written"]
-        # Plain 1 MiB HDD writes over them, last region first: each lands
-        # before the next starts, none continues the range before it.
-        for k in reversed(range(n)):
-            d = b"".join(pattern(f"w{k}", i, BLOCK) for i in range(per))
-            f.pwrite(k * MiB, d)
-            model[k] = d
+        st0 = v.status()
+        assert st0["index_entries"] == n, st0
+        set_write_delay(dm, "nxgf-sd", ssd.path, 3000)
+        fl0 = ssd.status()["flushes"]
+        write_all(f.fd, new)
+        wait_until(lambda: v.status()["segments_written"] - st0["segments_written"] >= 8,
+                   timeout=120, what="the 8 direct segments committed")
+        set_write_delay(dm, "nxgf-sd", ssd.path, 0)
         st = v.status()
-        assert st["index_entries"] == 0, f"logged copies not dropped: {st}"
-        assert st["segments_written"] == segs0, \
-            f"{st['segments_written'] - segs0} segments written before any flush: the " \
-            f"{n} lazy INVALs were not joined into one range (one per write, and a " \
-            f"commit at the 33rd)"
-        f.fsync()
-        assert v.status()["segments_written"] == segs0 + 1, "the flush logged no INVAL segment"
-        for k, d in model.items():
-            assert f.pread(k * MiB, MiB) == d, f"region {k} live"
+        segs = st["segments_written"] - st0["segments_written"]
+        flushes = ssd.status()["flushes"] - fl0
+        assert st["writes_logged"] - st0["writes_logged"] == n, (st0, st)
+        assert flushes < segs, \
+            f"{flushes} SSD flushes for {segs} direct segments: one flush per segment header"
+        for b in range(n):
+            assert f.pread(b * BLOCK, BLOCK) == new[b], f"block {b} live"
+    hdd.cut()
+    ssd.cut()
     v.remove()
-    invals = [(b, c) for s in log_segments(ssd) for t, b, c, _ in s["recs"] if t == 2]
-    assert invals == [(0, n * per)], f"INVAL records {invals}, expected one of {n} MiB"
+    hdd.power_on()
+    ssd.power_on()
     v.recreate()
     with rawio.Fd(v.dev, write=False) as f:
-        for k, d in model.items():
-            assert f.pread(k * MiB, MiB) == d, f"region {k} after a clean reload"
+        got = f.pread(0, n * BLOCK)
+    bad = [b for b in range(n) if got[b * BLOCK:(b + 1) * BLOCK] not in (old[b], new[b])]
+    assert not bad, f"{len(bad)} blocks read as neither their old nor their new data, first {bad[:8]}"
 
 
 @pytest.mark.guarantee("G1", "G5")
