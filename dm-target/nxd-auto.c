@@ -162,6 +162,15 @@ void nxd_auto_stop(struct nxd_c *nc)
 }
 
 /* The piece of @bio that map handles is now its first @n sectors. */
+/* Map only the first @n sectors of @bio: dm core sends the rest to map. */
+void nxd_accept_partial(struct bio *bio, struct nxd_pb *pb, sector_t n)
+{
+	dm_accept_partial_bio(bio, n);
+	pb->bytes = bio->bi_iter.bi_size;
+	pb->align = ((bio->bi_iter.bi_sector | n) & 7) ? NXD_H_UNALIGNED :
+			NXD_H_ALIGNED;
+}
+
 /*
  * Mode adaptive, not degraded: true if @bio goes to the log.  It may cut
  * @bio at a stripe boundary first (dm sends the rest to map again).  A

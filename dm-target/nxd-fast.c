@@ -123,7 +123,7 @@ static struct nxd_fseg *nxd_fast_open_locked(struct nxd_c *nc)
 }
 
 /* Does an uncommitted direct segment hold any copy of @block, landed or not? */
-bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
+static bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
 {
 	u32 i;
 
@@ -134,6 +134,33 @@ bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block)
 					nxd_fseg_at(nc, i)->hvals, block) >= 0)
 			return true;
 	return false;
+}
+
+/* Does the log hold @block: indexed, or in a direct segment not committed? */
+static bool nxd_log_holds_locked(struct nxd_c *nc, u64 block)
+{
+	return nxd_index_find(&nc->ix, block) || nxd_fast_holds_locked(nc, block);
+}
+
+/*
+ * The number of blocks from @first on (at most to @last) that the log
+ * holds, if it holds @first (*@owned true), or else that it does not.
+ * A write is cut there: the log owns what it holds, so no write reaches
+ * the HDD under a logged copy, and no copy can come back over one.
+ */
+u64 nxd_owned_run_locked(struct nxd_c *nc, u64 first, u64 last, bool *owned)
+{
+	u64 b;
+
+	*owned = false;
+	if ((!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1)) &&
+	    !nxd_fast_range_busy(nc, first, last))
+		return last - first + 1;
+	*owned = nxd_log_holds_locked(nc, first);
+	for (b = first + 1; b <= last; b++)
+		if (nxd_log_holds_locked(nc, b) != *owned)
+			break;
+	return b - first;
 }
 
 /*

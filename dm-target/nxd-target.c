@@ -327,15 +327,6 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	atomic_set(&pb->pending, 0);
 }
 
-/* Map only the first @n sectors of @bio: dm core sends the rest to map. */
-void nxd_accept_partial(struct bio *bio, struct nxd_pb *pb, sector_t n)
-{
-	dm_accept_partial_bio(bio, n);
-	pb->bytes = bio->bi_iter.bi_size;
-	pb->align = ((bio->bi_iter.bi_sector | n) & 7) ? NXD_H_UNALIGNED :
-			NXD_H_ALIGNED;
-}
-
 static int nxd_remap_hdd(struct nxd_c *nc, struct bio *bio)
 {
 	nxd_bio_to_hdd(nc, bio);

@@ -424,7 +424,6 @@ u32 *nxd_region_ctr(u32 *ctrs, u64 block);
 int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
 void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
-u64 nxd_owned_run_locked(struct nxd_c *nc, u64 first, u64 last, bool *owned);
 void nxd_seg_put_locked(struct nxd_c *nc, const struct nxd_ient *old);
 void nxd_seg_supersede_locked(struct nxd_c *nc, const struct nxd_ient *old,
 			      u64 seq);
@@ -479,6 +478,7 @@ int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk);
 int nxd_fast_alloc(struct nxd_c *nc);
 void nxd_fast_free(struct nxd_c *nc);
 bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb);
+u64 nxd_owned_run_locked(struct nxd_c *nc, u64 first, u64 last, bool *owned);
 void nxd_fast_close_locked(struct nxd_c *nc);
 u64 nxd_fast_first_seq_locked(struct nxd_c *nc);
 int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
@@ -488,7 +488,6 @@ void nxd_fast_ready(struct nxd_c *nc);
 void nxd_fast_sync(struct nxd_c *nc, u64 before);
 void nxd_fast_fail(struct nxd_c *nc, int err);
 bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot, u8 *mask);
-bool nxd_fast_holds_locked(struct nxd_c *nc, u64 block);
 bool nxd_fast_void_left(struct nxd_c *nc);
 void nxd_fast_wait_committed(struct nxd_c *nc);
 
