@@ -822,9 +822,35 @@ int nxd_meta_load(struct nxd_c *nc)
 		seq++;
 		cond_resched();
 	}
-	if (clean && torn)
-		DMWARN("%s: clean log ends early at segment %llu (expected %llu): corrupt?",
-		       name, seq, nc->sb.head_seq);
+	if (clean && torn) {
+		/*
+		 * CLEAN vouches for every segment up to head_seq: a chain that
+		 * ends before it lost acknowledged writes or has corrupt
+		 * metadata.  Nothing is written until the admin decides.
+		 */
+		DMERR("%s: clean SSD log ends early at seg %llu (pos %llu): segs %llu-%llu lost",
+		      name, seq, pos, seq, nc->sb.head_seq - 1);
+		if (!nc->opt_accept_loss) {
+			DMERR("%s: reload with 'accept_log_loss' to continue without them",
+			      name);
+			return -EUCLEAN;
+		}
+		DMERR("%s: 'accept_log_loss': continuing without them", name);
+	}
+	/*
+	 * The replayed segments are durable on the SSD: after a restart the
+	 * replay read what its media kept, after a reload the previous
+	 * table's postsuspend flushed it.  So if the new generation cannot
+	 * be written (degraded), the destager may still pass the copies they
+	 * superseded (nxd_ring_safe_prefix).  Not after a freeze: that table
+	 * may have logged segments it could never flush; the destager's own
+	 * SSD flushes decide then.
+	 */
+	if (!was_frozen) {
+		spin_lock(&nc->lock);
+		nc->ssd_durable_seq = nc->commit_seq;
+		spin_unlock(&nc->lock);
+	}
 	nc->rec_clean = clean;
 	nc->rec_us = div_u64(ktime_get_ns() - t0, 1000);
 	if (nc->grow_to > nc->sb.data_sectors) {

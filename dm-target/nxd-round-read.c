@@ -8,6 +8,7 @@
  */
 #include <linux/sort.h>
 #include <linux/blkdev.h>
+#include <linux/highmem.h>
 
 #include "nxd-destage.h"
 
@@ -252,9 +253,9 @@ int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 	return nread;
 }
 
-static u64 nxd_clean_span(struct nxd_c *nc)
+static u32 nxd_clean_span(struct nxd_c *nc)
 {
-	u64 span = nc->hdd_io_opt >> NXD_BLOCK_SHIFT;
+	u32 span = nc->hdd_io_opt >> NXD_BLOCK_SHIFT;
 
 	/* No stripe (a plain disk): 256 KiB neighbourhoods still seek less. */
 	return span >= 8 ? span : 64;
@@ -279,7 +280,11 @@ static void nxd_extra_endio(struct bio *bio)
 		wake_up_all(&nc->dwq);
 }
 
-/* Read the extras rd->blk[from..nblk) from their slots, all at once. */
+/*
+ * Read the extras rd->blk[from..nblk) from their slots, all at once.  Their
+ * buffers are vmalloc'd (dbuf): the I/O goes to the pages, so the vmap
+ * alias is flushed before and invalidated after (VIVT caches).
+ */
 static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
 {
 	struct blk_plug plug;
@@ -296,6 +301,7 @@ static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
 		bio->bi_iter.bi_sector = nxd_slot_sector(nc, d->slot);
 		bio->bi_end_io = nxd_extra_endio;
 		bio->bi_private = nc;
+		flush_kernel_vmap_range(d->data, NXD_BLOCK_SIZE);
 		__bio_add_page(bio, vmalloc_to_page(d->data), NXD_BLOCK_SIZE,
 			       offset_in_page(d->data));
 		atomic_inc(&nc->d_inflight);
@@ -304,6 +310,8 @@ static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&nc->d_inflight))
 		wait_event(nc->dwq, !atomic_read(&nc->d_inflight));
+	for (i = from; i < rd->nblk; i++)
+		invalidate_kernel_vmap_range(rd->blk[i].data, NXD_BLOCK_SIZE);
 	return READ_ONCE(nc->d_error);
 }
 
@@ -359,15 +367,16 @@ static bool nxd_round_has_range(struct nxd_round *rd, u32 n, u64 first, u64 span
  * positioning per run rather than one per stripe.
  */
 static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
-			    u64 span, void *base, u32 n, u32 room)
+			    u32 span, void *base, u32 n, u32 room)
 {
-	u64 end = nc->max_block - nc->max_block % span, first = rd->sweep_next;
+	u64 end = nc->max_block - nxd_rem_u64(nc->max_block, span);
+	u64 first = rd->sweep_next;
 	u32 k, most;
 
 	if (!end)
 		return n;
 	/* One pass at most: the extras are not looked up again. */
-	most = min_t(u64, NXD_SWEEP_STRIPES, div64_u64(end, span));
+	most = min_t(u64, NXD_SWEEP_STRIPES, div_u64(end, span));
 	for (k = 0; k < most && n < room; k++, first += span) {
 		u32 want = 0;
 		u64 b;
@@ -393,14 +402,15 @@ static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 
 void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 {
-	u64 span = nxd_clean_span(nc), last_stripe = U64_MAX;
+	u64 last_stripe = U64_MAX;
+	u32 span = nxd_clean_span(nc);
 	u32 norig = rd->nblk, room = nc->dbuf_blocks - used, n = 0, i;
 	void *base = nc->dbuf + (size_t)used * NXD_BLOCK_SIZE;
 
 	spin_lock(&nc->lock);
 	sort(rd->blk, rd->nblk, sizeof(*rd->blk), nxd_dblk_cmp, NULL);
 	for (i = 0; i < norig && n < room; i++) {
-		u64 first = rd->blk[i].block - rd->blk[i].block % span;
+		u64 first = rd->blk[i].block - nxd_rem_u64(rd->blk[i].block, span);
 
 		/*
 		 * Only the stripes of blocks this round copies: what is dirty

@@ -9,6 +9,7 @@
 #include <linux/vmalloc.h>
 #include <linux/sort.h>
 #include <linux/blkdev.h>
+#include <linux/highmem.h>
 
 #include "nxd-destage.h"
 
@@ -119,7 +120,8 @@ static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
 	nxd_count(nc, NXD_CTR(destage_bios), 1);
 	nxd_count(nc, NXD_CTR(destage_hdd_bytes), bio->bi_iter.bi_size);
 	/* What md can write without reading: whole stripes, aligned. */
-	if (stripe >= NXD_SECTORS_PER_BLOCK && !(bio->bi_iter.bi_sector % stripe) &&
+	if (stripe >= NXD_SECTORS_PER_BLOCK &&
+	    !nxd_rem_u64(bio->bi_iter.bi_sector, stripe) &&
 	    !(bio_sectors(bio) % stripe))
 		nxd_count(nc, NXD_CTR(destage_stripe_bios), 1);
 	/* Waiting unplugs: what is queued so far goes down sorted first. */
@@ -210,7 +212,11 @@ static struct bio *nxd_fill_bio(struct bio *bio, void *buf, size_t len)
 	return bio;
 }
 
-/* Read stripes [k0, kn) of rd->fill from the HDD into @buf; wait for them. */
+/*
+ * Read stripes [k0, kn) of rd->fill from the HDD into @buf; wait for them.
+ * @buf is vmalloc'd (fbuf): its vmap alias is flushed before the reads and
+ * invalidated after, as the I/O goes to the pages (VIVT caches).
+ */
 static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn,
 			  void *buf)
 {
@@ -218,6 +224,7 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 	struct blk_plug plug;
 	u32 k;
 
+	flush_kernel_vmap_range(buf, (kn - k0) * len);
 	atomic_set(&rd->fill_pending, 1);
 	blk_start_plug(&plug);
 	for (k = k0; k < kn; k++) {
@@ -237,6 +244,7 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&rd->fill_pending))
 		wait_event(nc->dwq, !atomic_read(&rd->fill_pending));
+	invalidate_kernel_vmap_range(buf, (kn - k0) * len);
 }
 
 /*
@@ -323,6 +331,8 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			db->half = h;
 			db->stripe = k;
 			atomic_inc(&rd->fill_wr[h]);
+			/* The copies laid over it, through the vmap alias. */
+			flush_kernel_vmap_range(buf, len);
 			nxd_destage_submit(nc, nxd_fill_bio(bio, buf, len));
 		}
 	}
@@ -357,7 +367,7 @@ static void nxd_fill(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
  */
 static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 {
-	sector_t stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
+	u32 stripe = nc->hdd_io_opt >> SECTOR_SHIFT;
 	struct bio *bio = NULL;
 	struct blk_plug plug;
 	u32 i;
@@ -375,6 +385,8 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			continue;
 		if (nxd_round_yields(nc, rd))
 			break;
+		/* d->data is in dbuf, vmalloc'd: the bios read its pages. */
+		flush_kernel_vmap_range(d->data, NXD_BLOCK_SIZE);
 		while (a < 8) {
 			struct nxd_dbio *db;
 			unsigned int b, len;
@@ -392,7 +404,7 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			len = (b - a) << SECTOR_SHIFT;
 			if (bio && (bio_end_sector(bio) != sec ||
 				    bio->bi_iter.bi_size + len > NXD_DESTAGE_MAX_BIO ||
-				    (stripe && !(sec % stripe)) ||
+				    (stripe && !nxd_rem_u64(sec, stripe)) ||
 				    bio_add_page(bio, vmalloc_to_page(p), len,
 						 offset_in_page(p)) != len)) {
 				nxd_destage_submit(nc, bio);

@@ -462,17 +462,19 @@ bool nxd_stream_write(struct nxd_streams *s, u64 sector, u64 sectors)
 bool nxd_split_stripes(u64 sector, u64 sectors, u32 stripe_bytes,
 		       struct nxd_split *out)
 {
-	u64 ss = stripe_bytes >> 9, head, whole;
+	u32 ss = stripe_bytes >> 9, rem;
+	u64 head, whole;
 
 	out->head = sectors;
 	out->mid = 0;
 	out->tail = 0;
 	if (!ss || (stripe_bytes & 511))
 		return false;
-	head = (ss - sector % ss) % ss;
+	rem = nxd_rem_u64(sector, ss);
+	head = rem ? ss - rem : 0;
 	if (head >= sectors)
 		return false;
-	whole = (sectors - head) / ss * ss;
+	whole = sectors - head - nxd_rem_u64(sectors - head, ss);
 	if (!whole)
 		return false;
 	out->head = head;

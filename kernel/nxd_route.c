@@ -36,7 +36,7 @@ bool nxd_route_aligned(u64 sector, u64 bytes, u32 io_min)
 	    (bytes & (NXD_BLOCK_SIZE - 1)))
 		return false;
 	if (io_min > NXD_BLOCK_SIZE &&
-	    (((sector << 9) % io_min) || (bytes % io_min)))
+	    (nxd_rem_u64(sector << 9, io_min) || nxd_rem_u64(bytes, io_min)))
 		return false;
 	return true;
 }

@@ -13,6 +13,7 @@
 #include <linux/errno.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/math64.h>
 #include <linux/crc32c.h>
 #include <asm/byteorder.h>
 
@@ -33,5 +34,14 @@ static inline u32 nxd_crc32c(u32 seed, const void *p, size_t len)
 /* U32_MAX and U64_MAX for both builds (userspace has neither). */
 #define NXD_U32_MAX	0xffffffffU
 #define NXD_U64_MAX	(~0ULL)
+
+/* @v mod @d through div_u64_rem(): a 32-bit build has no 64-bit '%'. */
+static inline u32 nxd_rem_u64(u64 v, u32 d)
+{
+	u32 r;
+
+	div_u64_rem(v, d, &r);
+	return r;
+}
 
 #endif /* NXD_SHIM_H */

@@ -45,6 +45,23 @@ typedef uint64_t sector_t;
 
 u32 nxd_crc32c(u32 seed, const void *p, size_t len);
 
+/* <linux/math64.h>: the kernel's 64-bit divisions, which 32-bit builds need. */
+static inline u64 div_u64_rem(u64 dividend, u32 divisor, u32 *remainder)
+{
+	*remainder = (u32)(dividend % divisor);
+	return dividend / divisor;
+}
+
+static inline u64 div_u64(u64 dividend, u32 divisor)
+{
+	return dividend / divisor;
+}
+
+static inline u64 div64_u64(u64 dividend, u64 divisor)
+{
+	return dividend / divisor;
+}
+
 #define nxd_zalloc_big(sz)	calloc(1, (sz))
 #define nxd_free_big(p)		free(p)
 

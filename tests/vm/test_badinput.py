@@ -8,6 +8,7 @@ nxd volume (NXD_IOC_LIST) and no change on the devices; nothing may oops
 (the conftest dmesg check).  Data checks compare with what the test wrote.
 """
 import errno
+import hashlib
 import json
 import os
 import random
@@ -17,6 +18,7 @@ import pytest
 
 from nxdt import blkdev, ctl, facts, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, KiB, MiB
+from nxdt.dmlib import DMError
 from nxdt.host import run
 from nxdt.nxdvol import refuse, Volume
 from nxdt.ondisk import check_log_matches_writes
@@ -665,24 +667,49 @@ def test_hdd_label_corrupt(dm, filled):
 CUT = 6
 
 
-@pytest.mark.guarantee("G7")
-def test_segment_header_corrupt_clean_log(dm, pair):
-    """After a clean stop, a damaged segment header: the kernel log says the
-    clean log ends early and recovery keeps the segments before it."""
+def _dev_sha(dev):
+    """sha256 of a whole device, read around the page cache."""
+    h = hashlib.sha256()
+    size = blkdev.dev_size_bytes(dev)
+    for off in range(0, size, 4 * MiB):
+        h.update(rawio.pread_dev(dev, off, min(4 * MiB, size - off)))
+    return h.hexdigest()
+
+
+@pytest.mark.guarantee("G7", "G10")
+def test_clean_log_ending_early_refused(dm, pair):
+    """After a clean stop, the last segment's header damaged: the CLEAN
+    superblock vouches for the log up to head_seq, so the activation is
+    refused, the kernel log names the lost segment and the way on
+    (accept_log_loss), and neither device changed (whole-device sha256
+    before and after, the refused table removed).  With accept_log_loss
+    the volume comes up with the segments before it, its data as the
+    writes before the lost one left it."""
     hdd, ssd = pair
     v, base, writes = seg_setup(dm, hdd, ssd, "nxdseg", 91)
     v.remove()                                  # clean shutdown
     i, sb = ondisk.newest_sb(ssd)
     assert sb["flags"] & 1, sb
     segs = check_log_matches_writes(ssd, sb, writes)
-    rawio.flip_byte(ssd, segs[CUT]["ssd_off"] + 4000)       # header checksum breaks
-    marker = host.kmsg_mark("recover cut log")
-    v.recreate()
-    assert host.wait_kmsg(marker, r"clean log ends early"), "no warning about the cut log"
+    last = segs[-1]
+    assert last["seq"] + 1 == sb["head_seq"], (last["seq"], sb)
+    rawio.flip_byte(ssd, last["ssd_off"] + 4000)            # header checksum breaks
+    before = {d: _dev_sha(d) for d in (hdd, ssd)}
+    marker = host.kmsg_mark("clean log cut")
+    with pytest.raises(DMError):
+        v.create()
+    seq = last["seq"]
+    hits = host.wait_kmsg(marker, rf"nxd recovery: \S+: clean SSD log ends early at seg {seq} "
+                          rf"\(pos {last['pos']}\): segs {seq}-{seq} lost")
+    log = "\n".join(host.dmesg_since(marker))
+    assert hits, log
+    assert "reload with 'accept_log_loss' to continue without them" in log, log
+    dm.remove(v.name, missing_ok=True)
+    assert {d: _dev_sha(d) for d in (hdd, ssd)} == before, "the refused activation wrote"
+    v.recreate(opts="accept_log_loss")
     st = v.status()
-    assert st["recovered_segments"] == CUT, st
-    want = seg_expect(base, writes[:CUT])
-    check(v, want)
+    assert st["recovered_segments"] == len(writes) - 1, st
+    check(v, seg_expect(base, writes[:-1]))
 
 
 @pytest.mark.guarantee("G7", "G5")
