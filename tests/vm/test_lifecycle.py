@@ -146,14 +146,14 @@ def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
 
 @pytest.mark.guarantee("G12")
 def test_ssd_larger_than_the_largest_log(dm, nullb):
-    """A 512 GiB SSD (64 MiB of null_blk, then dm `zero`) gets a log of the
+    """A 4 TiB SSD (64 MiB of null_blk, then dm `zero`) gets a log of the
     largest size, 128 GiB, and works: writes are logged and read back.
     Without the cap, an SSD of about 410 GiB or more could not be used at
     all: the index allocation passed INT_MAX, kvmalloc refused it with a
     WARN (the autouse dmesg check fails on it) and the table load failed."""
     head = 64 << 11                              # sectors on null_blk
     ssd = dm.create("nxbigssd", [f"0 {head} linear {nullb(64)} 0",
-                                 f"{head} {(512 << 21) - head} zero"])
+                                 f"{head} {(4096 << 21) - head} zero"])
     v = nxdvol.Volume(dm, "nxbig", nullb(64), ssd)
     _, sb = ondisk.newest_sb(ssd)
     assert sb["ring_blocks"] == 32 << 20, sb

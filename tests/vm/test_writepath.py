@@ -473,30 +473,20 @@ def test_direct_write_inside_a_cut_large_write_survives_a_replay(fault_module, d
     y = off + 5 * BLOCK                         # the block D hits
     big = b"".join(pattern("big", i, BLOCK) for i in range(32))
     d = pattern("D", 0, BLOCK)
-    done = threading.Event()
-    errs = []
-
-    def big_write():
-        try:
-            with rawio.Fd(v.dev) as g:
-                g.pwrite(off, big)
-        except OSError as e:
-            errs.append(e)
-        done.set()
+    bg = BgWrites(v.dev)
     with rawio.Fd(v.dev) as f:
         f.pwrite(off, pattern("X", 0, BLOCK))   # the logged block in the range
         f.fsync()
         st0 = v.status()
         assert st0["index_entries"] == 1, st0
-        t = threading.Thread(target=big_write)
-        t.start()
-        wait_until(lambda: v.status()["writes_direct"] > st0["writes_direct"] or done.is_set(),
+        t = bg.start(off, big, "W")
+        wait_until(lambda: v.status()["writes_direct"] > st0["writes_direct"] or bg.done,
                    what="W's HDD part to be mapped")
         f.pwrite(y, d)
         f.fsync()
-        assert not done.is_set(), "W completed before D was logged: nothing tested"
-        t.join(60)
-        assert not t.is_alive() and not errs, errs
+        assert not bg.done, "W completed before D was logged: nothing tested"
+        bg.join(t)
+        assert not t.is_alive(), "W hung"
         live = f.pread(off, 32 * BLOCK)
     want = bytearray(big)
     want[5 * BLOCK:6 * BLOCK] = d
