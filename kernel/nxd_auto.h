@@ -4,7 +4,7 @@
  * controller, the stream detector across tasks, and the stripe-aware
  * split of a write.  Integer arithmetic only, no allocation, no locking:
  * the caller serialises calls on one object.  Part of the kernel-neutral
- * core (nxd_core.h); docs/design.md "Automatic routing" describes it.
+ * core (nxd_core.h); docs/design.md, section 3, describes it.
  */
 #ifndef NXD_AUTO_H
 #define NXD_AUTO_H

@@ -50,11 +50,10 @@ class Checker:
 
     discard_undefined: between points (relaxed checks only), a sector that a
     discard after point k covered may also hold any value written to it
-    before that discard.  nxd does not flush the HDD after a discard over
-    logged blocks before its INVAL record is durable (docs/design.md, 5 and
-    Limitations: "Discards are not flushed on the HDD"), so a crash can show
-    the HDD's older content there; such sectors are counted in
-    `discard_older`.  At a durability point the discard is flushed and the
+    before that discard: until the discard is acknowledged its INVAL record
+    (logged after the HDD discard and an HDD flush, docs/design.md section 5,
+    the inval op) may be missing, so a crash can show older content there;
+    such sectors are counted in `discard_older`.  At a durability point the discard is flushed and the
     strict check allows nothing of the kind."""
 
     def __init__(self, size, events, durable, discard_undefined=False):
