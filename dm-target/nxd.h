@@ -58,7 +58,7 @@ struct nxd_vol {
 	atomic_t ev_last;
 };
 
-/* An in-flight HDD write or discard that must invalidate logged copies. */
+/* An in-flight discard (or degraded HDD write) that must invalidate logged copies. */
 /* Two counters of I/O in flight and the current one (nxd-dev.c). */
 struct nxd_epoch {
 	atomic_t inflight[2];
@@ -319,11 +319,6 @@ struct nxd_c {
 	atomic_t destage_paused;
 	atomic_t hdd_fg_inflight;
 	unsigned long hdd_fg_last;	/* jiffies: last foreground HDD start or end */
-	/*
-	 * Lazy HDD writes over logged blocks completed, and how many of them
-	 * the destager's last HDD flush covered: the tail may pass their
-	 * older logged copies only once a flush has (nxd_destage_round).
-	 */
 	unsigned long fg_last;		/* jiffies: last bio mapped (nxd_fg_touch) */
 	bool fg_fenced;		/* a foreground HDD write waits for the round */
 	void *dbuf;			/* destage read buffer */
