@@ -32,7 +32,8 @@
  * Under log pressure (log full, or above high_watermark) a round takes at
  * most destage_pressure_blocks: writers wait for the space a round frees,
  * and a 16 MiB round of scattered 4 KiB blocks keeps an array of HDDs busy
- * for 10-20 s (the steady-state stalls in docs/performance.md).
+ * for 10-20 s (the steady-state stalls in
+ * docs/bench/runs/performance-history.md).
  */
 static unsigned int destage_pressure_blocks = 1024;
 module_param(destage_pressure_blocks, uint, 0644);
@@ -109,9 +110,10 @@ MODULE_PARM_DESC(destage_pressure_ahead,
  * segments, so that the neighbours of its stripes fit in the buffer: a
  * round that took half the buffer of oldest blocks (1,833) had room for
  * the neighbours of some of their stripes only, and wrote 756 of them
- * alone, each a RAID6 read-modify-write (docs/performance.md).  Smaller
- * rounds between the watermarks also fill fewer stripes that the writes
- * still arriving dirty again.  0: half the buffer.
+ * alone, each a RAID6 read-modify-write
+ * (docs/bench/runs/performance-history.md).  Smaller rounds between the
+ * watermarks also fill fewer stripes that the writes still arriving dirty
+ * again.  0: half the buffer.
  */
 static unsigned int destage_ahead_oldest = 128;
 module_param(destage_ahead_oldest, uint, 0644);

@@ -417,7 +417,7 @@ void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 		 * beside a CLEAN block was written after it was copied, frees
 		 * no log space yet, and made the steady state's rounds, whose
 		 * oldest segments were all CLEAN, fill for seconds instead of
-		 * passing them (docs/performance.md).
+		 * passing them (docs/bench/runs/performance-history.md).
 		 */
 		if (!rd->blk[i].copy)
 			continue;
