@@ -62,11 +62,14 @@ def test_events_degrade_log_full_drain(big_rig, tmp_path):
         mon_exec.waiting()
 
         # -- log full: 96 MiB of 64 KiB writes into a 64 MiB log, paused
-        # (a full log is destaged all the same, so it fills more than once)
+        # (a full log is destaged all the same, so it fills more than once);
+        # each pass to a region of its own: a write over blocks the log
+        # holds waits for room instead of going round it
         buf = bytes(range(256)) * 256
         with rawio.Fd(v.dev) as f:
             for rnd in range(3):
-                for off in range(8 * MiB, 40 * MiB, 64 * 1024):
+                base = 8 * MiB + rnd * 32 * MiB
+                for off in range(base, base + 32 * MiB, 64 * 1024):
                     f.pwrite(off, buf)
         st = v.status()
         assert st["writes_around_full"] > 0 and st["segments_reclaimed"] > 0, st

@@ -522,7 +522,11 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
         is left to the tests that see completion order (dm-pcut's
         campaign, test_writepath's fence test): ("mask", ...);
       i before j and the newest write to @s before j (no flush between:
-        both in the window): op i completed before op j was issued, the
+        both in the window), or newer only than writes to @s that went to
+        the HDD too (their data is in no slot of the SSD's log: pieces of
+        writes that map cut at the edges of logged blocks; each completed
+        before the next op was issued, and dm-log-writes logs all of them
+        at the next flush): op i completed before op j was issued, the
         FUA data stays: ("mask", ...);
       anything else: None (the test fails)."""
     events = wl.events
@@ -569,10 +573,14 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
             # test_writepath's fence test; here the FUA data stays.
             return ("mask", "older value in the SSD log: a destager copy fenced before the FUA op")
         for i in range(j - 1, lo - 1, -1):
-            if at(events[i], off) is None:
+            v = at(events[i], off)
+            if v is None:
                 continue
-            if not is_plain(i):
-                return None     # the newest earlier write to s is not the plain one
-            return ("mask", "plain op before the FUA op, no flush between")
+            if is_plain(i):
+                return ("mask", "plain op before the FUA op, no flush between")
+            if events[i][0] != "d" and \
+                    hashlib.blake2b(v, digest_size=8).digest() not in ssd_sectors():
+                continue        # an HDD write too, before op j: masked in its turn
+            return None         # a newer write to s went to the log
         return None
     return legit

@@ -145,6 +145,8 @@ FULL_ONLY = (
     # ocf-tester runs the resource agent some 25 times (98 to 235 s under
     # TCG); test_owner_assemble_takeover_grow covers the ownership itself
     "test_owner.py::test_owner_ocf_agent",
+    # waits out 3 s SSD writes for 8 segment headers (about 56 s on 6.1)
+    "test_writepath.py::test_ready_direct_segments_share_one_ssd_flush",
 )
 
 # Seconds each kernel's share of `make test` takes beyond its tests, from
