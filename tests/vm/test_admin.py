@@ -255,7 +255,7 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     for k in ("tail_seq", "head_seq", "tail_pos", "head_pos", "gen",
               "ring_blocks", "data_sectors"):
         assert s[k] == sb[k], k
-    assert s["hdd_label_sector"] == sb["label_sector"] == facts.data_sectors(blkdev.dev_sectors(md))
+    assert s["hdd_label_sector"] == sb["label_sector"] == 0      # version 2: block 0
     assert s["vol_uuid"] == ondisk.uuid_str(sb["vol_uuid"]) and s["clean"], s
     assert sup["log"]["hdd"] == real(md), sup["log"]
     hs = json.loads(nxdctl("show-super", md, "--json").stdout)["label"]
@@ -403,8 +403,9 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
         rawio.pwrite_dev(dm.path("pkg0"), 8192, data)
         run(["/usr/sbin/nxdctl", "drain", "pkg0"])
         remove_vol(dm, "pkg0")
+        doff = nxdvol.hdd_data_offset(hdd)
         run(["/usr/sbin/nxdctl", "wipe", hdd, ssd])
-        assert rawio.pread_dev(hdd, 8192, len(data)) == data
+        assert rawio.pread_dev(hdd, doff + 8192, len(data)) == data
 
         # The admin turns nxd-stop.service off; the upgrade leaves it off.
         run(["systemctl", "disable", "nxd-stop.service"])

@@ -254,7 +254,8 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     assert seg["flags"] == (1 if kind == "whole" else 0), seg["flags"]
     lost = [b for b, _ in ondisk.data_recs(seg)] if kind == "whole" else []
     for b in lost:                            # what the HDD had before
-        m.data[b * BLOCK:(b + 1) * BLOCK] = rawio.pread_dev(rig.hdd, b * BLOCK, BLOCK)
+        m.data[b * BLOCK:(b + 1) * BLOCK] = rawio.pread_dev(
+            rig.hdd, nxdvol.hdd_data_offset(rig.hdd) + b * BLOCK, BLOCK)
     rawio.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
     marker = host.kmsg_mark("lost segment")
     v.drain()
@@ -563,8 +564,7 @@ def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
 
 def _label(hdd):
     """The HDD label's bytes (docs/on-disk-format.md, section 5)."""
-    sectors = blkdev.dev_sectors(hdd)
-    return rawio.pread_dev(hdd, nxdvol.label_offset(sectors), BLOCK)
+    return rawio.pread_dev(hdd, nxdvol.hdd_label_offset(hdd), BLOCK)
 
 
 def _label_lost(blk):
@@ -640,7 +640,8 @@ def test_dead_ssd_log_given_up_online(rig):
             f.close()
     t = threading.Thread(target=writer)
     t.start()
-    wait_until(lambda: rawio.pread_dev(rig.hdd, over * BLOCK, BLOCK) == new,
+    doff = nxdvol.hdd_data_offset(rig.hdd)
+    wait_until(lambda: rawio.pread_dev(rig.hdd, doff + over * BLOCK, BLOCK) == new,
                timeout=30, what="the parked write on the HDD")
     assert t.is_alive(), "a write over a logged block completed before the log went"
 

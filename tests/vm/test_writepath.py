@@ -71,7 +71,7 @@ import time
 
 import pytest
 
-from nxdt import host, ondisk, pcut, rawio
+from nxdt import host, nxdvol, ondisk, pcut, rawio
 from nxdt.destagerig import wait_until
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
@@ -665,7 +665,8 @@ def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
             "the direct write was not split on the SSD: the test proves nothing " \
             f"(head {head}, status {st})"
         assert f.pread(W * BLOCK, n * BLOCK) == data, "the redone write reads back wrong"
-    assert rawio.pread_dev(hdd.path, W * BLOCK, n * BLOCK) == data, \
+    assert rawio.pread_dev(hdd.path, nxdvol.hdd_data_offset(hdd.path) + W * BLOCK,
+                           n * BLOCK) == data, \
         "the HDD does not hold the redone write"
     assert v.status()["hdd_errors"] == 0
     v.remove()

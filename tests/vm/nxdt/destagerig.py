@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from nxdt import blkdev, rawio
+from nxdt import blkdev, nxdvol, rawio
 from nxdt.nxdvol import Volume
 from nxdt.rawio import pread_dev, pwrite_direct, read_all
 
@@ -122,8 +122,9 @@ def clean_ahead(dm, hdd, ssd, ahead, n, stride):
         f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
         (" (block 1 not copied with block 0)" if ahead else "")
     v.remove()
+    off = nxdvol.hdd_data_offset(hdd.dev)
     for b, d in model.items():
-        assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        assert pread_dev(hdd.dev, off + b * 4096, 4096) == d, f"HDD block {b}"
 
 
 def stripe_fill(dm, hdd, ssd, region, writer, slow=None):

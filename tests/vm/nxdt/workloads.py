@@ -9,7 +9,7 @@ import os
 import random
 import threading
 import time
-from nxdt import rawio
+from nxdt import nxdvol, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.host import run
 from nxdt.models import first_diff, Model, op_is_write
@@ -504,5 +504,6 @@ def check_blocks_then_hdd(vol, hdd_dev, model):
         for b, d in model.items():
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b}"
     vol.remove()
+    off = nxdvol.hdd_data_offset(hdd_dev)
     for b, d in model.items():
-        assert rawio.pread_dev(hdd_dev, b * BLOCK, BLOCK) == d, f"HDD block {b}"
+        assert rawio.pread_dev(hdd_dev, off + b * BLOCK, BLOCK) == d, f"HDD block {b}"
