@@ -428,6 +428,12 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 		uuid_later = true;
 	}
 
+	/* A new volume: no old label may make the kernel keep its layout. */
+	if (!existing) {
+		rc = clear_labels(hdd, 0, co->dry_run, hdd);
+		if (rc < 0)
+			return -rc;
+	}
 	if (uuid_later)
 		printf("dmsetup create %s --table '%s'\n", name, table);
 	else
@@ -437,12 +443,6 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 		printf("dmsetup rename %s --setuuid NXD-<volume UUID the "
 		       "format makes>\n", name);
 	fflush(stdout);
-	/* A new volume: no old label may make the kernel keep its layout. */
-	if (!existing) {
-		rc = clear_labels(hdd, 0, co->dry_run, hdd);
-		if (rc < 0)
-			return -rc;
-	}
 	if (co->dry_run)
 		return 0;
 
