@@ -29,7 +29,7 @@
 
 #define NXD_SB_MAGIC		0x3142535f44584e00ULL	/* "\0NXD_SB1" */
 #define NXD_SEG_MAGIC		0x3147455344584e00ULL	/* "\0NXDSEG1" */
-#define NXD_LABEL_MAGIC		0x314c4448445f584eULL	/* "NX_HDDL1" */
+#define NXD_LABEL_MAGIC		0x314c4448445f584eULL	/* bytes "NX_DHDL1" */
 
 #define NXD_SB_BLOCKS		2
 #define NXD_RING_START		8	/* first ring block on the SSD */
