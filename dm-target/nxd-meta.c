@@ -33,6 +33,8 @@
 	"HDD belongs to an nxd volume but the SSD has no log: add 'format'"
 #define NXD_ERR_SB_CORRUPT \
 	"SSD superblock corrupt in both copies: 'format' reinitialises it"
+#define NXD_ERR_PAST_DATA_AREA \
+	"Volume larger than the HDD less its label and data offset (1 MiB, or a stripe if larger)"
 #define NXD_ERR_LOG_ABANDONED \
 	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
@@ -577,7 +579,7 @@ static int nxd_format(struct nxd_c *nc)
 	if (!r)
 		r = nxd_sb_write_locked(nc);
 	if (!r)
-		DMINFO("%s: formatted volume %pU: log of %llu blocks, %llu data sectors from HDD sector %llu",
+		DMINFO("%s: formatted volume %pU: log %llu blocks, data %llu sectors at %llu",
 		       dm_table_device_name(nc->ti->table), sb->vol_uuid,
 		       sb->ring_blocks, sb->data_sectors, sb->data_offset);
 	if (!r && nc->ssd_blocks - NXD_RING_START > sb->ring_blocks)
@@ -603,8 +605,7 @@ static int nxd_format_checked(struct nxd_c *nc)
 	}
 	nxd_format_layout(nc, &sb);
 	if (nc->ti->len > sb.data_sectors) {
-		nc->ti->error = sb.data_offset ?
-			"Volume larger than the HDD less its label and data offset (1 MiB, or a stripe if larger)" :
+		nc->ti->error = sb.data_offset ? NXD_ERR_PAST_DATA_AREA :
 			"Volume larger than the HDD less its 1 MiB label area";
 		DMERR("format: %llu sectors asked, the data area has %llu from HDD sector %llu",
 		      (u64)nc->ti->len, sb.data_sectors, sb.data_offset);
@@ -688,7 +689,7 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		return -EINVAL;
 	}
 	if (ti->len > nxd_layout_data_sectors(nc->hdd_sectors, nc->sb.data_offset)) {
-		ti->error = "Volume larger than the HDD less its label and data offset";
+		ti->error = NXD_ERR_PAST_DATA_AREA;
 		return -EINVAL;
 	}
 	memcpy(nc->owner, l.owner, sizeof(nc->owner));

@@ -51,7 +51,7 @@
  * most NXD_DATA_OFFSET_MAX (a larger optimal I/O size is not followed).
  */
 #define NXD_DATA_OFFSET_MIN	2048ULL
-#define NXD_DATA_OFFSET_MAX	(1ULL << 19)
+#define NXD_DATA_OFFSET_MAX	524288ULL
 
 #define NXD_SB_CLEAN		BIT(0)	/* written at clean shutdown */
 #define NXD_SB_FLAGS_KNOWN	NXD_SB_CLEAN
