@@ -85,7 +85,7 @@ def test_overwrite_and_discard_while_destaging(devs, dm):
     assert_healthy(v)
     t.close()
     v.remove()
-    assert read_all(hdd.dev, t.size) == bytes(t.model)
+    assert read_all(hdd.dev, t.size, start=nxdvol.hdd_data_offset(hdd.dev)) == bytes(t.model)
 
 
 @pytest.mark.guarantee("G8")
@@ -484,7 +484,7 @@ def test_drain_on_suspend_and_pause(devs, dm):
     os.close(fd)
     # The HDD alone has it too.
     v.remove()
-    got = read_all(hdd.dev, 16 * (256 << 10))
+    got = read_all(hdd.dev, 16 * (256 << 10), start=nxdvol.hdd_data_offset(hdd.dev))
     for i in range(16):
         assert got[i * (256 << 10):i * (256 << 10) + (64 << 10)] == data
 
@@ -524,7 +524,7 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     assert p.returncode == 0, p.stderr
     assert w1 > w0, "no write went on during the drain"
     # The HDD alone holds what was logged before the drain.
-    assert read_all(hdd.dev, 1 << 20) == before
+    assert read_all(hdd.dev, 1 << 20, start=nxdvol.hdd_data_offset(hdd.dev)) == before
     v.remove()
 
 

@@ -341,7 +341,8 @@ def flakey_once(dm, devs, seed, where):
         # what was only in the log is lost).  The HDD kept every write: each
         # block no op could have logged must hold exactly the final model.
         size = vol * 512
-        hddimg = DirectIO().read_all(dm.path(fl_h), size)
+        doff = nxdvol.hdd_data_offset(dm.path(fl_h))      # the data area
+        hddimg = DirectIO().read_all(dm.path(fl_h), doff + size)[doff:]
         blocks = never_logged_blocks(wl.events, size // BLOCK, threshold)
         bad = [b for b in blocks if hddimg[b * BLOCK:(b + 1) * BLOCK]
                != wl.model.latest[b * BLOCK:(b + 1) * BLOCK]]

@@ -94,7 +94,7 @@ def dense(dm, hdd, ssd):
           f"{delta['destage_stripe_bios']} whole stripes")
     assert mean >= 64 << 10, (bios, nbytes)
     v.remove()
-    assert read_all(hdd, 4 << 20) == bytes(model)
+    assert read_all(hdd, 4 << 20, start=nxdvol.hdd_data_offset(hdd)) == bytes(model)
     return delta
 
 
@@ -203,7 +203,7 @@ def stripe_fill(dm, hdd, ssd, region, writer, slow=None):
             assert v.sset("write_threshold", 4096) == 0
     os.close(fd)
     v.remove()
-    got = read_all(hdd, region)
+    got = read_all(hdd, region, start=nxdvol.hdd_data_offset(hdd))
     bad = [i // 4096 for i in range(0, region, 4096) if got[i:i + 4096] != model[i:i + 4096]]
     assert not bad, f"{len(bad)} blocks differ from the model: {bad[:10]}"
     if writer:
