@@ -540,6 +540,7 @@ static int nxd_format(struct nxd_c *nc)
 	struct nxd_sb_info *sb = &nc->sb;
 	struct nxd_label_info l;
 	sector_t old = 0;
+	bool found;
 	int r;
 
 	/*
@@ -547,10 +548,9 @@ static int nxd_format(struct nxd_c *nc)
 	 * replace-ssd) keeps the one of the label it replaces, if any.
 	 */
 	memset(nc->owner, 0, sizeof(nc->owner));
-	if (!nxd_label_find(nc, &l, &old))
+	found = !nxd_label_find(nc, &l, &old);
+	if (found)
 		memcpy(nc->owner, l.owner, sizeof(nc->owner));
-	else
-		old = 0;
 	memset(sb, 0, sizeof(*sb));
 	generate_random_uuid(sb->vol_uuid);
 	generate_random_uuid(sb->hdd_uuid);
@@ -568,7 +568,7 @@ static int nxd_format(struct nxd_c *nc)
 	if (r)
 		return r;
 	/* An older label elsewhere would name a volume that is gone. */
-	if (old != sb->hdd_label_sector) {
+	if (found && old != sb->hdd_label_sector) {
 		memset(nc->sb_buf, 0, NXD_BLOCK_SIZE);
 		r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC, old, nc->sb_buf);
 		if (r)
@@ -595,9 +595,8 @@ static int nxd_format(struct nxd_c *nc)
  */
 static int nxd_format_checked(struct nxd_c *nc)
 {
-	int r;
-
 	struct nxd_sb_info sb = { };
+	int r;
 
 	if (!nxd_tun_valid(&nc->opt)) {
 		nc->ti->error = (char *)nxd_tun_pair_err(&nc->opt);
