@@ -639,12 +639,12 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 	}
 	pick = nxd_sb_pick(res, sbs);
 	if (pick == NXD_SB_NONE) {
+		sector_t where;
+
 		if (!blank) {
 			ti->error = NXD_ERR_NOT_LOG;
 			return -EINVAL;
 		}
-		sector_t where;
-
 		r = nxd_label_find(nc, &l, &where);
 		if (r < 0 && r != -EBADMSG && r != -EINVAL &&
 		    r != -EPROTONOSUPPORT) {
