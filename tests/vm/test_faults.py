@@ -19,7 +19,7 @@ import pytest
 
 from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
-from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
+from nxdt.faultrig import degrade, HDD_MB, rig_setup, setup_vol, SSD_MB
 from nxdt.ctl import nxdctl
 from nxdt.host import run
 from nxdt.models import LoggedModel
@@ -708,8 +708,14 @@ def _file_blocks(path):
     return blocks
 
 
+@pytest.fixture
+def xfs_rig(dm, loopdev, nullb):
+    """The rig with an HDD XFS accepts (mkfs.xfs wants over 300 MB)."""
+    yield from rig_setup(dm, loopdev, nullb, hdd_mb=400)
+
+
 @pytest.mark.guarantee("G11", "G14")
-def test_dead_ssd_given_up_under_mounted_xfs(rig):
+def test_dead_ssd_given_up_under_mounted_xfs(xfs_rig):
     """XFS mounted on the volume, its metadata on the HDD (drained), then
     whole-block O_DIRECT overwrites of one file logged; the SSD dies.
     `nxdctl detach --accept-log-loss --yes` completes with XFS mounted:
@@ -724,7 +730,7 @@ def test_dead_ssd_given_up_under_mounted_xfs(rig):
     syncd = "/proc/sys/fs/xfs/xfssyncd_centisecs"
     with open(syncd) as f:
         saved = f.read().strip()
-    v = Volume(rig.dm, "nxdgonexfs", rig.hdd, rig.ssd)
+    v = Volume(xfs_rig.dm, "nxdgonexfs", xfs_rig.hdd, xfs_rig.ssd)
     run(["mkfs.xfs", "-q", "-f", v.dev])
     os.makedirs(mnt, exist_ok=True)
     run(["mount", v.dev, mnt])
@@ -752,7 +758,7 @@ def test_dead_ssd_given_up_under_mounted_xfs(rig):
         st = v.status()
         assert st["index_entries"] == len(logged), st
 
-        rig.ssdi.set("error")               # dead: reads fail too
+        xfs_rig.ssdi.set("error")               # dead: reads fail too
         marker = host.kmsg_mark("dead ssd under xfs")
         late = rng.randbytes(BLOCK)
         res = {}
