@@ -255,6 +255,7 @@ struct bio *nxd_bio_to_hdd(struct nxd_c *nc, struct bio *bio)
 	WARN_ON_ONCE(bio_flagged(bio, BIO_CHAIN) ||
 		     atomic_read(&bio->__bi_remaining) != 1);
 	bio_set_dev(bio, nc->hdd->bdev);
+	bio->bi_iter.bi_sector = nxd_hdd_sector(nc, bio->bi_iter.bi_sector);
 	pb->route = NXD_H_HDD;
 	nxd_fg_hdd(nc, pb);
 	return bio;

@@ -33,6 +33,8 @@
 	"HDD belongs to an nxd volume but the SSD has no log: add 'format'"
 #define NXD_ERR_SB_CORRUPT \
 	"SSD superblock corrupt in both copies: 'format' reinitialises it"
+#define NXD_ERR_PAST_DATA_AREA \
+	"Volume larger than the HDD less its label and data offset (1 MiB, or a stripe if larger)"
 #define NXD_ERR_LOG_ABANDONED \
 	"SSD log abandoned (HDD label): add 'accept_log_loss' to start a new log without it"
 
@@ -166,15 +168,18 @@ static void nxd_label_owner_fetch(struct nxd_c *nc, sector_t where)
 	memcpy(nc->owner, l.owner, sizeof(nc->owner));
 }
 
-static int nxd_label_put(struct nxd_c *nc, const struct nxd_label_info *l)
+static int nxd_label_put(struct nxd_c *nc, const struct nxd_label_info *in)
 {
-	nxd_label_encode(l, nc->sb_buf);
+	struct nxd_label_info l = *in;
+
+	l.data_offset = nc->sb.data_offset;
+	nxd_label_encode(&l, nc->sb_buf);
 	/*
 	 * A frozen window's tail passes copies the HDD now holds in their
 	 * place: those HDD writes durable first.
 	 */
 	return nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA |
-			  (l->flags & NXD_LABEL_LOG_FROZEN ? REQ_PREFLUSH : 0),
+			  (l.flags & NXD_LABEL_LOG_FROZEN ? REQ_PREFLUSH : 0),
 			  nc->sb.hdd_label_sector, nc->sb_buf);
 }
 
@@ -417,6 +422,7 @@ int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk)
 	l.lost_blocks = rk->blocks;
 	l.lost_ranges = rk->ranges;
 	l.lost_listed = rk->listed;
+	l.data_offset = nc->sb.data_offset;
 	nxd_label_encode(&l, nc->sb_buf);
 	for (i = 0; i < rk->listed; i++)
 		nxd_label_set_lost(nc->sb_buf, i, rk->r[i][0], rk->r[i][1]);
@@ -476,10 +482,65 @@ static int nxd_read_sbs(struct nxd_c *nc, struct nxd_sb_info sbs[2], int res[2],
 	return 0;
 }
 
+/*
+ * Where a label of the HDD may be: block 0 (version 2) and the end area
+ * (version 1).  Returns 0 and the label if either holds a valid one
+ * (block 0 first), else the read error or a decode result.
+ */
+static int nxd_label_find(struct nxd_c *nc, struct nxd_label_info *l,
+			  sector_t *where)
+{
+	sector_t at[2] = { 0, nxd_hdd_data_sectors(nc->hdd_sectors) };
+	int i, r = NXD_ENOTNXD;
+
+	for (i = 0; i < 2; i++) {
+		r = nxd_label_read(nc, at[i], l);
+		if (!r) {
+			*where = at[i];
+			return 0;
+		}
+		if (r < 0 && r != -EBADMSG && r != -EINVAL &&
+		    r != -EPROTONOSUPPORT)
+			return r;
+	}
+	return r;
+}
+
+/*
+ * The data area of a new log's volume.  An HDD that has a label (a new
+ * SSD for it: attach, replace-ssd) keeps its layout, so that its data
+ * stay where they are; else the version 2 layout, past a stripe-aligned
+ * offset.
+ */
+static void nxd_format_layout(struct nxd_c *nc, struct nxd_sb_info *sb)
+{
+	struct nxd_label_info l;
+	sector_t where;
+	bool v1 = nxd_fault(NXD_FAULT_FORMAT_V1);
+
+	sb->hdd_sectors = nc->hdd_sectors;
+	if (!nxd_label_find(nc, &l, &where)) {
+		v1 = !l.data_offset;
+		sb->data_offset = l.data_offset;
+	} else if (!v1) {
+		sb->data_offset = nxd_hdd_data_offset(nc->hdd_io_opt);
+	}
+	if (v1) {
+		sb->data_sectors = nxd_hdd_data_sectors(nc->hdd_sectors);
+		sb->hdd_label_sector = sb->data_sectors;
+		return;
+	}
+	sb->data_sectors = nxd_layout_data_sectors(nc->hdd_sectors,
+						   sb->data_offset);
+	sb->hdd_label_sector = 0;
+}
+
 static int nxd_format(struct nxd_c *nc)
 {
 	struct nxd_sb_info *sb = &nc->sb;
 	struct nxd_label_info l;
+	sector_t old = 0;
+	bool found;
 	int r;
 
 	/*
@@ -487,15 +548,13 @@ static int nxd_format(struct nxd_c *nc)
 	 * replace-ssd) keeps the one of the label it replaces, if any.
 	 */
 	memset(nc->owner, 0, sizeof(nc->owner));
-	if (!nxd_hdd_io(nc, REQ_OP_READ, nxd_hdd_data_sectors(nc->hdd_sectors),
-			nc->sb_buf) && !nxd_label_decode(nc->sb_buf, &l))
+	found = !nxd_label_find(nc, &l, &old);
+	if (found)
 		memcpy(nc->owner, l.owner, sizeof(nc->owner));
 	memset(sb, 0, sizeof(*sb));
 	generate_random_uuid(sb->vol_uuid);
 	generate_random_uuid(sb->hdd_uuid);
-	sb->hdd_sectors = nc->hdd_sectors;
-	sb->data_sectors = nxd_hdd_data_sectors(nc->hdd_sectors);
-	sb->hdd_label_sector = sb->data_sectors;
+	nxd_format_layout(nc, sb);
 	sb->ring_start = NXD_RING_START;
 	sb->ring_blocks = min_t(u64, nc->ssd_blocks - NXD_RING_START, NXD_MAX_RING_BLOCKS);
 	sb->tail_pos = 0;
@@ -508,14 +567,21 @@ static int nxd_format(struct nxd_c *nc)
 	r = __nxd_label_write(nc, 0, 0, 0);
 	if (r)
 		return r;
+	/* An older label elsewhere would name a volume that is gone. */
+	if (found && old != sb->hdd_label_sector) {
+		memset(nc->sb_buf, 0, NXD_BLOCK_SIZE);
+		r = nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC, old, nc->sb_buf);
+		if (r)
+			return r;
+	}
 	/* Both copies, so neither holds a previous volume's superblock. */
 	r = nxd_sb_write_locked(nc);
 	if (!r)
 		r = nxd_sb_write_locked(nc);
 	if (!r)
-		DMINFO("%s: formatted volume %pU: log of %llu blocks, %llu data sectors",
+		DMINFO("%s: formatted volume %pU: log %llu blocks, data %llu sectors at %llu",
 		       dm_table_device_name(nc->ti->table), sb->vol_uuid,
-		       sb->ring_blocks, sb->data_sectors);
+		       sb->ring_blocks, sb->data_sectors, sb->data_offset);
 	if (!r && nc->ssd_blocks - NXD_RING_START > sb->ring_blocks)
 		DMINFO("%s: the log uses %llu of the SSD's %llu blocks (the largest log)",
 		       dm_table_device_name(nc->ti->table), sb->ring_blocks,
@@ -529,10 +595,19 @@ static int nxd_format(struct nxd_c *nc)
  */
 static int nxd_format_checked(struct nxd_c *nc)
 {
+	struct nxd_sb_info sb = { };
 	int r;
 
 	if (!nxd_tun_valid(&nc->opt)) {
 		nc->ti->error = (char *)nxd_tun_pair_err(&nc->opt);
+		return -EINVAL;
+	}
+	nxd_format_layout(nc, &sb);
+	if (nc->ti->len > sb.data_sectors) {
+		nc->ti->error = sb.data_offset ? NXD_ERR_PAST_DATA_AREA :
+			"Volume larger than the HDD less its 1 MiB label area";
+		DMERR("format: %llu sectors asked, the data area has %llu from HDD sector %llu",
+		      (u64)nc->ti->len, sb.data_sectors, sb.data_offset);
 		return -EINVAL;
 	}
 	r = nxd_format(nc);
@@ -564,17 +639,19 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 	}
 	pick = nxd_sb_pick(res, sbs);
 	if (pick == NXD_SB_NONE) {
+		sector_t where;
+
 		if (!blank) {
 			ti->error = NXD_ERR_NOT_LOG;
 			return -EINVAL;
 		}
-		r = nxd_hdd_io(nc, REQ_OP_READ,
-			       nxd_hdd_data_sectors(nc->hdd_sectors), nc->sb_buf);
-		if (r) {
+		r = nxd_label_find(nc, &l, &where);
+		if (r < 0 && r != -EBADMSG && r != -EINVAL &&
+		    r != -EPROTONOSUPPORT) {
 			ti->error = "Cannot read the HDD label area";
 			return r;
 		}
-		if (!nxd_label_decode(nc->sb_buf, &l)) {
+		if (!r) {
 			ti->error = NXD_ERR_HDD_LABELLED;
 			return -EINVAL;
 		}
@@ -585,7 +662,8 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		return -EINVAL;
 	}
 	nc->sb = sbs[pick];
-	if (nc->sb.hdd_label_sector + NXD_SECTORS_PER_BLOCK > nc->hdd_sectors) {
+	if (nc->sb.hdd_label_sector + NXD_SECTORS_PER_BLOCK > nc->hdd_sectors ||
+	    nc->sb.data_offset + nc->sb.data_sectors > nc->hdd_sectors) {
 		ti->error = "HDD is smaller than this SSD log's volume: wrong HDD?";
 		return -EINVAL;
 	}
@@ -605,6 +683,14 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		      nc->sb.vol_uuid, l.vol_uuid);
 		return -EINVAL;
 	}
+	if (l.data_offset != nc->sb.data_offset) {
+		ti->error = "SSD log and HDD label disagree on the data offset";
+		return -EINVAL;
+	}
+	if (ti->len > nxd_layout_data_sectors(nc->hdd_sectors, nc->sb.data_offset)) {
+		ti->error = NXD_ERR_PAST_DATA_AREA;
+		return -EINVAL;
+	}
 	memcpy(nc->owner, l.owner, sizeof(nc->owner));
 	if ((l.flags & NXD_LABEL_LOG_ABANDONED) && !nc->opt_accept_loss) {
 		ti->error = NXD_ERR_LOG_ABANDONED;
@@ -614,7 +700,8 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 	}
 	/* Longer than formatted: ctr checked that the HDD now has the room. */
 	if (ti->len > nc->sb.data_sectors)
-		nc->grow_to = nxd_hdd_data_sectors(nc->hdd_sectors);
+		nc->grow_to = nxd_layout_data_sectors(nc->hdd_sectors,
+						      nc->sb.data_offset);
 	return 0;
 }
 
@@ -638,7 +725,9 @@ static int nxd_grow(struct nxd_c *nc, const struct nxd_label_info *old)
 	nxd_label_owner_fetch(nc, old_label);
 	nc->sb.hdd_sectors = nc->hdd_sectors;
 	nc->sb.data_sectors = nc->grow_to;
-	nc->sb.hdd_label_sector = nc->grow_to;
+	/* Version 2: the label stays in block 0, rewritten in place. */
+	if (!nc->sb.data_offset)
+		nc->sb.hdd_label_sector = nc->grow_to;
 	/*
 	 * The old label's FROZEN window or ABANDONED flag, and its owner, move
 	 * with it: until the new generation is written, a crash must find
@@ -657,7 +746,8 @@ static int nxd_grow(struct nxd_c *nc, const struct nxd_label_info *old)
 		goto out;
 	/* Now data: a stale copy there would confuse label probes. */
 	memset(nc->sb_buf, 0, NXD_BLOCK_SIZE);
-	if (nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC, old_label, nc->sb_buf))
+	if (old_label != nc->sb.hdd_label_sector &&
+	    nxd_hdd_io(nc, REQ_OP_WRITE | REQ_SYNC, old_label, nc->sb_buf))
 		DMWARN("%s: grow: cannot clear the old HDD label at %llu", name,
 		       (u64)old_label);
 	DMINFO("%s: grew volume %pU from %llu to %llu data sectors", name,

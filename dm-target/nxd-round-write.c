@@ -140,7 +140,7 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 	db->last = first;
 	db->half = -1;
 	db->stripe = 0;
-	bio->bi_iter.bi_sector = sec;
+	bio->bi_iter.bi_sector = nxd_hdd_sector(nc, sec);
 	bio->bi_end_io = nxd_destage_endio;
 	bio->bi_private = nc;
 	return bio;
@@ -234,8 +234,8 @@ static void nxd_fill_read(struct nxd_c *nc, struct nxd_round *rd, u32 k0, u32 kn
 
 		db->first = k;
 		rd->fill_err[k] = 0;
-		bio->bi_iter.bi_sector = rd->fill[k] * rd->fill_blocks *
-					 NXD_SECTORS_PER_BLOCK;
+		bio->bi_iter.bi_sector = nxd_hdd_sector(nc, rd->fill[k] *
+					rd->fill_blocks * NXD_SECTORS_PER_BLOCK);
 		bio->bi_end_io = nxd_fill_endio;
 		bio->bi_private = nc;
 		atomic_inc(&rd->fill_pending);

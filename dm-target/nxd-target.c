@@ -422,7 +422,7 @@ static sector_t nxd_read_piece(struct nxd_c *nc, sector_t s, sector_t max,
 
 	nxd_block_src(nc, blk, &src);
 	*ssd = nxd_src_valid(&src, s);
-	t0 = *ssd ? nxd_slot_sector(nc, src.slot) + (s & 7) : s;
+	t0 = *ssd ? nxd_slot_sector(nc, src.slot) + (s & 7) : nxd_hdd_sector(nc, s);
 	*target = t0;
 	while (len < max) {
 		sector_t c = s + len;
@@ -926,7 +926,7 @@ static int nxd_iterate_devices(struct dm_target *ti,
 	struct nxd_c *nc = ti->private;
 	int r;
 
-	r = fn(ti, nc->hdd, 0, ti->len, data);
+	r = fn(ti, nc->hdd, nc->sb.data_offset, ti->len, data);
 	if (!r)
 		r = fn(ti, nc->ssd, 0, bdev_nr_sectors(nc->ssd->bdev), data);
 	return r;

@@ -381,6 +381,7 @@ static void nxd_inval_submit(struct nxd_c *nc, struct nxd_inval *op)
 		return;
 	}
 	clone = bio_alloc_clone(nc->hdd->bdev, bio, GFP_NOIO, &nc->bs);
+	clone->bi_iter.bi_sector = nxd_hdd_sector(nc, clone->bi_iter.bi_sector);
 	if (!discard)
 		clone->bi_opf |= REQ_FUA;
 	clone->bi_end_io = nxd_inval_endio;

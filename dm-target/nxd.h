@@ -536,6 +536,14 @@ void nxd_ctl_exit(void);
 #define NXD_FAULT_ROUND_HDD_FLUSH	2
 /* map: a direct HDD write is held 2 s before it goes down (a slow HDD queue) */
 #define NXD_FAULT_HDD_WRITE_LATE	8
+/* format: the version 1 layout (data from HDD sector 0), for its tests */
+#define NXD_FAULT_FORMAT_V1		16
+/* HDD sector of a logical sector: past the label in the version 2 layout. */
+static inline sector_t nxd_hdd_sector(const struct nxd_c *nc, sector_t s)
+{
+	return s + nc->sb.data_offset;
+}
+
 #ifdef NXD_FAULT_INJECT
 extern unsigned int nxd_fault_skip;
 static inline bool nxd_fault(unsigned int step)

@@ -95,15 +95,20 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
 {
 	const struct nxd_sb *d = blk;
+	u32 v;
 
 	if (le64_to_cpu(d->magic) != NXD_SB_MAGIC)
 		return NXD_ENOTNXD;
 	if (!nxd_crc_ok(blk, d->crc))
 		return -EBADMSG;
-	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION)
+	v = le32_to_cpu(d->version);
+	if (v != NXD_FORMAT_VERSION && v != NXD_FORMAT_V1)
 		return -EPROTONOSUPPORT;
 
 	memset(sb, 0, sizeof(*sb));
+	/* Version 1 had reserved (zero) bytes there: its data start at 0. */
+	if (v == NXD_FORMAT_VERSION)
+		sb->data_offset = le64_to_cpu(d->data_offset);
 	sb->sb_seq = le64_to_cpu(d->sb_seq);
 	memcpy(sb->vol_uuid, d->vol_uuid, sizeof(sb->vol_uuid));
 	memcpy(sb->hdd_uuid, d->hdd_uuid, sizeof(sb->hdd_uuid));
@@ -136,7 +141,12 @@ int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)
 	if ((sb->flags & NXD_SB_CLEAN) &&
 	    (sb->head_pos >= sb->ring_blocks || sb->head_seq < sb->tail_seq))
 		return -EINVAL;
-	if (!sb->data_sectors || sb->hdd_label_sector < sb->data_sectors)
+	if (!sb->data_sectors)
+		return -EINVAL;
+	if (v == NXD_FORMAT_V1)
+		return sb->hdd_label_sector < sb->data_sectors ? -EINVAL : 0;
+	/* Version 2: the label in block 0, the data area after it. */
+	if (sb->hdd_label_sector || !nxd_data_offset_ok(sb->data_offset))
 		return -EINVAL;
 	return 0;
 }
@@ -147,7 +157,9 @@ void nxd_sb_encode(const struct nxd_sb_info *sb, void *blk)
 
 	memset(d, 0, sizeof(*d));
 	d->magic = cpu_to_le64(NXD_SB_MAGIC);
-	d->version = cpu_to_le32(NXD_FORMAT_VERSION);
+	/* A volume keeps the version of its layout. */
+	d->version = cpu_to_le32(sb->data_offset ? NXD_FORMAT_VERSION : NXD_FORMAT_V1);
+	d->data_offset = cpu_to_le64(sb->data_offset);
 	d->sb_seq = cpu_to_le64(sb->sb_seq);
 	memcpy(d->vol_uuid, sb->vol_uuid, sizeof(d->vol_uuid));
 	memcpy(d->hdd_uuid, sb->hdd_uuid, sizeof(d->hdd_uuid));
@@ -187,15 +199,22 @@ int nxd_sb_pick(const int res[2], const struct nxd_sb_info sbs[2])
 int nxd_label_decode(const void *blk, struct nxd_label_info *l)
 {
 	const struct nxd_hdd_label *d = blk;
+	u32 v;
 
 	if (le64_to_cpu(d->magic) != NXD_LABEL_MAGIC)
 		return NXD_ENOTNXD;
 	if (!nxd_crc_ok(blk, d->crc))
 		return -EBADMSG;
-	if (le32_to_cpu(d->version) != NXD_FORMAT_VERSION ||
+	v = le32_to_cpu(d->version);
+	if ((v != NXD_FORMAT_VERSION && v != NXD_FORMAT_V1) ||
 	    (le32_to_cpu(d->flags) & ~NXD_LABEL_FLAGS_KNOWN))
 		return -EPROTONOSUPPORT;
 	memset(l, 0, sizeof(*l));
+	if (v == NXD_FORMAT_VERSION) {
+		l->data_offset = le64_to_cpu(d->data_offset);
+		if (!nxd_data_offset_ok(l->data_offset))
+			return -EINVAL;
+	}
 	memcpy(l->vol_uuid, d->vol_uuid, sizeof(l->vol_uuid));
 	memcpy(l->hdd_uuid, d->hdd_uuid, sizeof(l->hdd_uuid));
 	l->hdd_sectors = le64_to_cpu(d->hdd_sectors);
@@ -222,7 +241,8 @@ void nxd_label_encode(const struct nxd_label_info *l, void *blk)
 
 	memset(d, 0, sizeof(*d));
 	d->magic = cpu_to_le64(NXD_LABEL_MAGIC);
-	d->version = cpu_to_le32(NXD_FORMAT_VERSION);
+	d->version = cpu_to_le32(l->data_offset ? NXD_FORMAT_VERSION : NXD_FORMAT_V1);
+	d->data_offset = cpu_to_le64(l->data_offset);
 	memcpy(d->vol_uuid, l->vol_uuid, sizeof(d->vol_uuid));
 	memcpy(d->hdd_uuid, l->hdd_uuid, sizeof(d->hdd_uuid));
 	d->hdd_sectors = cpu_to_le64(l->hdd_sectors);
@@ -280,6 +300,35 @@ u64 nxd_hdd_data_sectors(u64 hdd_sectors)
 	u64 r = hdd_sectors & ~(NXD_HDD_RESERVED_SECTORS - 1);
 
 	return r > NXD_HDD_RESERVED_SECTORS ? r - NXD_HDD_RESERVED_SECTORS : 0;
+}
+
+bool nxd_data_offset_ok(u64 off)
+{
+	return off >= NXD_DATA_OFFSET_MIN && off <= NXD_DATA_OFFSET_MAX &&
+	       !(off & (NXD_SECTORS_PER_BLOCK - 1));
+}
+
+u64 nxd_hdd_data_offset(u64 io_opt_bytes)
+{
+	u64 a = io_opt_bytes >> 9, off;
+
+	/* A whole number of 4 KiB blocks and of stripes. */
+	if (!a || a > NXD_DATA_OFFSET_MAX)
+		return NXD_DATA_OFFSET_MIN;
+	if (a & (NXD_SECTORS_PER_BLOCK - 1))
+		a *= NXD_SECTORS_PER_BLOCK;
+	off = (NXD_DATA_OFFSET_MIN + a - 1) / a * a;
+	return off > NXD_DATA_OFFSET_MAX ? NXD_DATA_OFFSET_MIN : off;
+}
+
+u64 nxd_layout_data_sectors(u64 hdd_sectors, u64 data_offset)
+{
+	u64 end = hdd_sectors & ~(NXD_HDD_RESERVED_SECTORS - 1);
+
+	if (!data_offset)
+		return nxd_hdd_data_sectors(hdd_sectors);
+	return end > data_offset + NXD_SECTORS_PER_BLOCK ?
+	       (end - data_offset) & ~(u64)(NXD_SECTORS_PER_BLOCK - 1) : 0;
 }
 
 /* ---- segments ---- */

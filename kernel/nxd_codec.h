@@ -21,6 +21,7 @@ struct nxd_sb_info {
 	u64 hdd_sectors;
 	u64 hdd_label_sector;
 	u64 data_sectors;
+	u64 data_offset;	/* 0: version 1, data from HDD sector 0 */
 	u64 ring_start;
 	u64 ring_blocks;
 	u64 tail_pos;
@@ -64,6 +65,7 @@ struct nxd_label_info {
 	u64 lost_blocks;			/* ABANDONED: blocks given up */
 	u32 lost_ranges;
 	u32 lost_listed;			/* at most NXD_LABEL_LOST_MAX */
+	u64 data_offset;			/* 0: version 1 */
 };
 
 int nxd_label_decode(const void *blk, struct nxd_label_info *l);
@@ -77,8 +79,19 @@ void nxd_label_keep_lost(void *blk, const void *old);
 /* Recompute the checksum of an encoded label. */
 void nxd_label_seal(void *blk);
 
-/* Usable logical sectors of an HDD of @hdd_sectors, and where the label goes. */
+/*
+ * Version 1: usable logical sectors of an HDD of @hdd_sectors, and where
+ * its label goes.
+ */
 u64 nxd_hdd_data_sectors(u64 hdd_sectors);
+/* Version 2: the data offset a new volume gets on an HDD of that io_opt. */
+u64 nxd_hdd_data_offset(u64 io_opt_bytes);
+bool nxd_data_offset_ok(u64 off);
+/*
+ * Usable logical sectors of either layout (@data_offset 0: version 1);
+ * version 2's area ends at the 1 MiB-rounded size.
+ */
+u64 nxd_layout_data_sectors(u64 hdd_sectors, u64 data_offset);
 
 /* ---- segments ---- */
 

@@ -6,8 +6,12 @@
  * 8..end: the log ring of variable-length segments.  A segment is one
  * header block followed by up to NXD_SEG_MAX_DATA data blocks.
  *
- * HDD: the last MiB below the 1 MiB-rounded size is reserved; its first
- * block holds a label carrying the volume and HDD UUIDs.
+ * HDD, format version 2: block 0 holds a label carrying the volume and HDD
+ * UUIDs; the data area starts at data_offset (at least 1 MiB, a multiple
+ * of the HDD's optimal I/O size), so that the raw array never shows the
+ * file system on the volume.  Version 1 (older volumes, still activated):
+ * data from sector 0, the label in the last MiB below the 1 MiB-rounded
+ * size.
  *
  * All integers are little endian.
  */
@@ -19,11 +23,13 @@
 #define NXD_BLOCK_SIZE		4096
 #define NXD_BLOCK_SHIFT		12
 #define NXD_SECTORS_PER_BLOCK	8
-#define NXD_FORMAT_VERSION	1
+/* Versions of the superblock and label: 2 new volumes, 1 still read. */
+#define NXD_FORMAT_VERSION	2
+#define NXD_FORMAT_V1		1
 
 #define NXD_SB_MAGIC		0x3142535f44584e00ULL	/* "\0NXD_SB1" */
 #define NXD_SEG_MAGIC		0x3147455344584e00ULL	/* "\0NXDSEG1" */
-#define NXD_LABEL_MAGIC		0x314c4448445f584eULL	/* "NX_HDDL1" */
+#define NXD_LABEL_MAGIC		0x314c4448445f584eULL	/* bytes "NX_DHDL1" */
 
 #define NXD_SB_BLOCKS		2
 #define NXD_RING_START		8	/* first ring block on the SSD */
@@ -38,8 +44,14 @@
  */
 #define NXD_MAX_RING_BLOCKS	(32ULL << 20)
 
-/* HDD space we keep for the label: 1 MiB at the end. */
+/* HDD space we keep for the label: 1 MiB at the end (version 1). */
 #define NXD_HDD_RESERVED_SECTORS 2048ULL
+/*
+ * Version 2: the data area starts at least this far in (1 MiB), and at
+ * most NXD_DATA_OFFSET_MAX (a larger optimal I/O size is not followed).
+ */
+#define NXD_DATA_OFFSET_MIN	2048ULL
+#define NXD_DATA_OFFSET_MAX	524288ULL
 
 #define NXD_SB_CLEAN		BIT(0)	/* written at clean shutdown */
 #define NXD_SB_FLAGS_KNOWN	NXD_SB_CLEAN
@@ -94,7 +106,8 @@ struct nxd_sb {
 	__le32 auto_max_thr;
 	__le32 stream_min;
 	__le32 stripe_size;
-	u8 reserved[3768];
+	__le64 data_offset;	/* version 2: HDD sector of logical sector 0 */
+	u8 reserved[3760];
 } __packed;
 
 /*
@@ -184,17 +197,20 @@ struct nxd_hdd_label {
 	__le32 lost_ranges;	/* ABANDONED: ranges they form, all of them */
 	__le32 lost_listed;	/*   of which in lost[] (the first ones) */
 	struct nxd_lost_range lost[NXD_LABEL_LOST_MAX];
-	u8 reserved[80];
+	__le64 data_offset;	/* version 2: as the superblock's */
+	u8 reserved[72];
 } __packed;
 
 static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
 static_assert(offsetof(struct nxd_sb, name) == 160, "sb name offset");
 static_assert(offsetof(struct nxd_sb, auto_min_thr) == 312, "sb auto offset");
-static_assert(offsetof(struct nxd_sb, reserved) == 328, "sb reserved offset");
+static_assert(offsetof(struct nxd_sb, data_offset) == 328, "sb data_offset offset");
+static_assert(offsetof(struct nxd_sb, reserved) == 336, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
 static_assert(offsetof(struct nxd_hdd_label, owner) == 96, "label owner offset");
 static_assert(offsetof(struct nxd_hdd_label, lost) == 176, "label lost offset");
+static_assert(offsetof(struct nxd_hdd_label, data_offset) == 4016, "label data_offset offset");
 static_assert(sizeof(struct nxd_seg_rec) == 16, "rec size");
 
 #endif /* NXD_FORMAT_H */

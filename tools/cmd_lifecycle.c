@@ -46,7 +46,7 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 	struct dm_nxd_status s;
 	bool dry_run = false;
 	const struct simple_opt so[] = { { O_DRY, &dry_run, NULL }, { 0 } };
-	uint64_t bytes, len;
+	uint64_t bytes, len, off;
 	struct vol v;
 	int rc;
 
@@ -73,7 +73,10 @@ static int do_grow(const struct cmd *c, int argc, char **argv)
 	if (strcmp(s.state, "ok"))
 		return fail(NXDCTL_EXIT_USAGE, "%s is %s: resume it first",
 			    v.name, s.state);
-	len = nxd_hdd_data_sectors(bytes >> 9);
+	rc = lc_data_offset(hdd, ssd, &off);
+	if (rc)
+		return rc;
+	len = volume_sectors(bytes, off);
 	if (len <= t.len)
 		return fail(NXDCTL_EXIT_USAGE, "%s: nothing to grow: the "
 			    "volume has %" PRIu64 " sectors, the HDD %s "
@@ -187,10 +190,11 @@ static const struct option attach_opts[] = {
 static int do_attach(const struct cmd *c, int argc, char **argv)
 {
 	struct create_opts co = { 0 };
-	char hdd[PATH_MAX], hs[PATH_MAX + 32];
+	char hdd[PATH_MAX], hs[PATH_MAX + 32], hp[PATH_MAX], u[40];
 	char params[PATH_MAX + 1024];
-	uint64_t bytes, max;
-	bool format = false;
+	uint64_t bytes, max, want;
+	bool format = false, labelled;
+	struct nxd_meta hm;
 	struct dm_line t;
 	const char *ssd;
 	unsigned long off;
@@ -226,26 +230,50 @@ static int do_attach(const struct cmd *c, int argc, char **argv)
 		return fail(NXDCTL_EXIT_NOVOL, "%s is not a one-target linear "
 			    "volume (%u targets, %s %s)", v.name, t.ntargets,
 			    t.type, t.params);
-	if (off)
-		return fail(NXDCTL_EXIT_USAGE, "%s maps its HDD from sector "
-			    "%lu: the data area of an nxd volume starts at 0",
-			    v.name, off);
 	rc = lc_dev_bytes(hdd, co.dry_run, &bytes, &hdev);
 	if (rc)
 		return rc;
 	lc_dev_say(hdd, hs, sizeof(hs));
-	max = nxd_hdd_data_sectors(bytes >> 9);
+	lc_dev_path(hdd, hp, sizeof(hp));
+	/* The kernel keeps the layout of the HDD's label, or makes a new one. */
+	rc = format_layout(hp, hdev, bytes, &hm, &labelled, &want);
+	if (rc)
+		return fail(errno_code(-rc), "%s: reading its label area: %s",
+			    hs, strerror(-rc));
+	if (off != want && labelled) {
+		nxdctl_fmt_uuid(u, hm.vol_uuid);
+		return fail(NXDCTL_EXIT_USAGE, "%s maps HDD %s from sector %lu, "
+			    "but the HDD's label (volume %s,\nformat %d) puts "
+			    "the data area at sector %" PRIu64 ": attaching "
+			    "would shift the data;\nnothing changed", v.name,
+			    hs, off, u, hm.format_version, want);
+	}
+	if (off != want)
+		return fail(NXDCTL_EXIT_USAGE, "%s maps HDD %s from sector %lu, "
+			    "but HDD %s carries no nxd label, so a\nnew nxd "
+			    "volume over it keeps its label in block 0 and its "
+			    "data from sector %" PRIu64 "\n(format 2): %s cannot "
+			    "be attached in place (back up its data, nxdctl "
+			    "create,\nrestore); nothing changed", v.name, hs,
+			    off, hs, want, v.name);
+	max = volume_sectors(bytes, want);
 	if (t.len > max)
 		return fail(NXDCTL_EXIT_USAGE, "%s has %" PRIu64 " sectors, "
 			    "but over HDD %s an nxd volume can have\nat most %"
-			    PRIu64 " (the last MiB holds the label): the "
-			    "label would overwrite the\nend of the volume",
-			    v.name, t.len, hs, max);
+			    PRIu64 " (format %d, data from sector %" PRIu64 "): "
+			    "the volume would not fit\nits data area", v.name,
+			    t.len, hs, max, nxd_layout_version(want), want);
 	rc = lc_ssd_checks(ssd, hdd, hdev, NULL, co.dry_run, format, co.force);
 	if (rc)
 		return rc;
-	fprintf(stderr, "nxdctl: a new log on %s and a new label in the "
-		"last MiB of %s; the\ndata area is not touched\n", ssd, hs);
+	if (want)
+		fprintf(stderr, "nxdctl: a new log on %s and a new label in "
+			"block 0 of %s (format 2,\ndata from sector %" PRIu64
+			"); the data area is not touched\n", ssd, hs, want);
+	else
+		fprintf(stderr, "nxdctl: a new log on %s and a new label in "
+			"the last MiB of %s (format 1,\ndata from sector 0); "
+			"the data area is not touched\n", ssd, hs);
 	rc = lc_attach_params(params, sizeof(params), hdd, ssd, co.nargs,
 			      co.extra);
 	if (!rc)
@@ -277,9 +305,11 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 	};
 	char hdd[PATH_MAX], ssd[PATH_MAX], old[PATH_MAX];
 	char params[PATH_MAX + 1024];
-	char hs[PATH_MAX + 32];
+	char hs[PATH_MAX + 32], hp[PATH_MAX];
 	struct detach_opts dopt = { 0 };
-	bool format = false, force = false;
+	bool format = false, force = false, labelled;
+	struct nxd_meta hm;
+	uint64_t off, want;
 	const char *rest, *newssd;
 	unsigned long nopts = 0;
 	struct dm_line t;
@@ -319,6 +349,26 @@ static int do_replace(const struct cmd *c, int argc, char **argv)
 				    "'%s'", v.name, t.params);
 		rest = end;
 	}
+	/*
+	 * The attach keeps the data area only if the kernel finds the label
+	 * where it looks at format: block 0, or the end of a version 1 HDD
+	 * (not there if the HDD grew since the volume last did).
+	 */
+	rc = lc_data_offset(hdd, ssd, &off);
+	if (rc)
+		return rc;
+	lc_dev_path(hdd, hp, sizeof(hp));
+	rc = format_layout(hp, hdev, bytes, &hm, &labelled, &want);
+	if (rc)
+		return fail(errno_code(-rc), "%s: reading its label area: %s",
+			    hs, strerror(-rc));
+	if (!labelled || want != off)
+		return fail(NXDCTL_EXIT_USAGE, "%s: the label of HDD %s is not "
+			    "where a new log would find it\n(its data area "
+			    "starts at sector %" PRIu64 "): grow the volume "
+			    "first (nxdctl grow %s),\nwhich moves the label to "
+			    "the HDD's end; nothing changed", v.name, hs, off,
+			    v.name);
 	/* Everything about the new SSD before the old one goes. */
 	rc = lc_ssd_checks(newssd, hdd, hdev, old, dopt.dry_run, format, force);
 	if (!rc)
@@ -346,7 +396,8 @@ const struct cmd cmd_grow = {
 	"grow", do_grow, "VOL [--dry-run]",
 	"Grow the nxd volume VOL to what its HDD has room for now, after the "
 	"HDD\n(an md array) grew: the live table is reloaded at the new "
-	"length (the\nHDD size rounded down to 1 MiB, less 1 MiB for the "
+	"length (its\ndata area: format 2, from the data offset to the HDD "
+	"size rounded down to\n1 MiB; format 1, that size less 1 MiB for the "
 	"label), with the same\ndevices and options, and resumed; the file "
 	"system stays mounted.  Then\ngrow the file system (xfs_growfs, "
 	"resize2fs).",
@@ -362,7 +413,8 @@ const struct cmd cmd_detach = {
 	"[--accept-log-loss --yes] [--dry-run]",
 	"Take the SSD out of the nxd volume VOL online: drain its log "
 	"(progress on\nstderr), then switch VOL to a linear table over the "
-	"HDD at the same\nlength.  The file system stays mounted.  The "
+	"HDD at the same\nlength, from the volume's data offset (format 1: "
+	"0).  The file system stays mounted.  The "
 	"suspend of the switch drains\nagain after device-mapper froze the "
 	"file system (drain_on_suspend=1);\nthe switch happens only if the "
 	"old table's log is then empty, else the\nnxd table is resumed.  "
@@ -392,11 +444,16 @@ const struct cmd cmd_detach = {
 
 const struct cmd cmd_attach = {
 	"attach", do_attach, "VOL SSD [--format] [--force] [OPTIONS]",
-	"Give the linear volume VOL (over an HDD from sector 0, e.g. after "
-	"nxdctl\ndetach) the SSD log SSD, online: VOL is reloaded as nxd at "
-	"the same\nlength with \"format\" (a new log on SSD, a new label in "
-	"the HDD's last\nMiB, a new volume UUID; the data area is not "
-	"touched) and resumed.",
+	"Give the linear volume VOL (over an HDD, e.g. after nxdctl detach) "
+	"the SSD\nlog SSD, online: VOL is reloaded as nxd at the same length "
+	"with \"format\"\n(a new log on SSD, a new label on the HDD, a new "
+	"volume UUID; the data area\nis not touched) and resumed.  The new "
+	"volume keeps the layout of the HDD's\nlabel (format 2: label in "
+	"block 0, data from its data offset; format 1:\ndata from sector 0, "
+	"label at the end); an HDD without a label gets format\n2.  VOL must "
+	"map the HDD from that data offset: a linear volume over a\nnever "
+	"labelled HDD from sector 0 cannot be attached in place (back up, "
+	"create,\nrestore).",
 	"Options:\n"
 	"  --format      SSD may carry an nxd superblock (its old log is "
 	"discarded)\n"
@@ -407,8 +464,9 @@ const struct cmd cmd_attach = {
 	"  --dry-run     run the checks and print the dmsetup commands only\n"
 	"  and the table options of create (--write-threshold, --mode, "
 	"...).\n"
-	"Refuses a VOL longer than an nxd volume over its HDD can be (the "
-	"label\nwould overwrite its end).\n" VOL_HELP,
+	"Refuses, changing nothing, a VOL that maps the HDD from another "
+	"sector than\nthat data offset, and a VOL longer than the data area "
+	"from there.\n" VOL_HELP,
 };
 
 const struct cmd cmd_replace_ssd = {
@@ -416,8 +474,11 @@ const struct cmd cmd_replace_ssd = {
 	"[--force] [--accept-log-loss --yes] [--dry-run]",
 	"Replace the SSD of the nxd volume VOL by NEWSSD, online: the checks "
 	"of\nattach on NEWSSD first, then detach (drain, linear), then "
-	"attach NEWSSD\nwith the options of the old table line.  If the "
-	"attach fails, VOL stays\nonline as linear over its HDD.",
+	"attach NEWSSD\nwith the options of the old table line; the volume "
+	"keeps its layout\n(format 2 or 1).  If the attach fails, VOL stays "
+	"online as linear over its\nHDD.  Refused first for a format 1 "
+	"volume whose HDD grew since it did (its\nlabel is not at the end, "
+	"where a new log looks): nxdctl grow it first.",
 	"Options: --timeout, --nolockfs, --accept-log-loss, --yes as for "
 	"detach;\n--format, --force as for attach;\n"
 	"  --dry-run     print the dmsetup-equivalent steps only\n"

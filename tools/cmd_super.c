@@ -54,13 +54,30 @@ static void json_uuids(struct jw *j, const uint8_t *vol_uuid,
 }
 
 /* What a show-super document of either role starts with. */
-static void json_head(struct jw *j, const char *dev, const char *role)
+static void json_head(struct jw *j, const char *dev, const char *role,
+		      const struct nxd_meta *m)
 {
 	jw_start(j, stdout, true);
 	jw_open(j, NULL, '{');
 	jw_str(j, "device", dev);
 	jw_str(j, "role", role);
-	jw_u64(j, "format_version", NXD_FORMAT_VERSION);
+	jw_u64(j, "format_version", m->format_version);
+	jw_u64(j, "data_offset", m->data_offset);
+}
+
+/*
+ * The HDD layout of a volume: "format 2: label in HDD block 0, data from
+ * sector N (X MiB)" or "format 1: data from sector 0, label at sector N".
+ */
+static void text_layout(uint64_t data_offset, uint64_t label_sector)
+{
+	if (data_offset)
+		printf("  layout        format 2: label in HDD block 0, data "
+		       "from sector %" PRIu64 " (%" PRIu64 " MiB)\n",
+		       data_offset, data_offset >> 11);
+	else
+		printf("  layout        format 1: data from sector 0, label at "
+		       "sector %" PRIu64 "\n", label_sector);
 }
 
 static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
@@ -69,6 +86,7 @@ static void text_sb(const struct nxd_sb_info *sb, uint64_t bytes)
 	unsigned int i;
 
 	text_uuids(sb->vol_uuid, sb->hdd_uuid);
+	text_layout(sb->data_offset, sb->hdd_label_sector);
 	nxdctl_fmt_human(a, sizeof(a), sb->data_sectors << 9);
 	printf("  data area     %" PRIu64 " sectors (%s); HDD label at "
 	       "sector %" PRIu64 " of %" PRIu64 "\n", sb->data_sectors, a,
@@ -111,6 +129,7 @@ static void json_sb(struct jw *j, const char *key,
 	jw_u64(j, "sb_seq", sb->sb_seq);
 	json_uuids(j, sb->vol_uuid, sb->hdd_uuid, sb->hdd_sectors);
 	jw_u64(j, "hdd_label_sector", sb->hdd_label_sector);
+	jw_u64(j, "data_offset", sb->data_offset);
 	jw_u64(j, "data_sectors", sb->data_sectors);
 	jw_u64(j, "ring_start", sb->ring_start);
 	jw_u64(j, "ring_blocks", sb->ring_blocks);
@@ -145,6 +164,7 @@ static void json_label(struct jw *j, const struct nxd_meta *m)
 
 	jw_open(j, "label", '{');
 	jw_u64(j, "sector", m->label_sector);
+	jw_u64(j, "data_offset", l->data_offset);
 	json_uuids(j, l->vol_uuid, l->hdd_uuid, l->hdd_sectors);
 	jw_str(j, "owner", l->owner);
 	jw_bool(j, "log_frozen", l->flags & NXD_LABEL_LOG_FROZEN);
@@ -169,6 +189,7 @@ static void text_label(const struct nxd_meta *m)
 	const struct nxd_label_info *l = &m->label;
 
 	text_uuids(l->vol_uuid, l->hdd_uuid);
+	text_layout(l->data_offset, m->label_sector);
 	printf("  HDD size      %" PRIu64 " sectors when labelled\n",
 	       l->hdd_sectors);
 	printf("  owner         %s\n", l->owner[0] ? l->owner :
@@ -232,7 +253,7 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		return fail(errno_code(-rc), "%s: %s", dev, strerror(-rc));
 	rc = scan_log(dev, m, &ls, hdd, sizeof(hdd), owner);
 	if (json) {
-		json_head(&j, dev, "ssd");
+		json_head(&j, dev, "ssd", m);
 		jw_u64(&j, "in_use", m->sb_copy);
 		jw_open(&j, "copies", '[');
 		for (i = 0; i < 2; i++) {
@@ -261,7 +282,7 @@ static int show_ssd(const char *dev, const struct nxd_meta *m,
 		jw_close(&j, '}');
 		return 0;
 	}
-	printf("%s: nxd SSD superblock, format %d\n", dev, NXD_FORMAT_VERSION);
+	printf("%s: nxd SSD superblock, format %d\n", dev, m->format_version);
 	for (i = 0; i < 2; i++) {
 		printf("  copy %c        block %d: %s", 'A' + i, i,
 		       decode_word(res[i]));
@@ -296,13 +317,13 @@ static int show_hdd(const char *dev, const struct nxd_meta *m, bool json)
 	struct jw j;
 
 	if (json) {
-		json_head(&j, dev, "hdd");
+		json_head(&j, dev, "hdd", m);
 		json_label(&j, m);
 		jw_close(&j, '}');
 		return 0;
 	}
 	printf("%s: nxd HDD label, format %d, at sector %" PRIu64 "\n", dev,
-	       NXD_FORMAT_VERSION, m->label_sector);
+	       m->format_version, m->label_sector);
 	text_label(m);
 	return 0;
 }
@@ -348,5 +369,7 @@ const struct cmd cmd_show_super = {
 	"need not\nbe active): both copies of an SSD's superblock, the one in "
 	"use, and the\nlog it describes (live segments and data blocks not "
 	"yet on the HDD, within\nthe HDD label's frozen window if the HDD is "
-	"present); or an HDD's label.",
+	"present); or an HDD's label.  Both say the volume's HDD layout: format "
+	"2\n(label in HDD block 0, data from the data offset) or format 1 "
+	"(data from\nsector 0, label in the last MiB).",
 	"Options:\n  --json    as JSON\n" };

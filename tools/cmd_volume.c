@@ -199,9 +199,12 @@ static int do_list(const struct cmd *c, int argc, char **argv)
 const struct cmd cmd_create = {
 	"create", do_create, "NAME HDD SSD [OPTIONS]",
 	"Create the nxd volume NAME over HDD (the backing device, e.g. an "
-	"md\nRAID) and SSD (the log).  Its length is the HDD size rounded "
-	"down to\n1 MiB, less 1 MiB for the label.  Prints the dmsetup "
-	"command it is\nequivalent to.",
+	"md\nRAID) and SSD (the log).  A new volume is format 2: its label "
+	"in HDD block\n0, its data area from the data offset (1 MiB, or a "
+	"multiple of the HDD's\noptimal I/O size if larger) to the HDD size "
+	"rounded down to 1 MiB; an\nold nxd label on the HDD is cleared "
+	"first.  The volume of an SSD that\nholds one (no --format) keeps "
+	"its own layout.  Prints the dmsetup command\nit is equivalent to.",
 	"Options (table options of dm-nxd(4)):\n"
 	"  --write-threshold N   (bytes, K/M/G suffixes)\n"
 	"  --mode auto|passthrough|log_all|adaptive\n"
@@ -227,10 +230,12 @@ const struct cmd cmd_create = {
 	"command\n"
 	"For a new volume (or --format), create refuses if the HDD or SSD "
 	"holds a\nsignature (file system, RAID, partition table: libblkid), "
-	"if the HDD's last\nMiB holds data (the label goes there), and if "
-	"an nxd log to be discarded\nholds writes not yet on its HDD.  "
-	"Existing data cannot be converted in\nplace: the volume is 1 to 2 "
-	"MiB shorter than the HDD.\n",
+	"if the HDD's\nblock 0 holds data (the label goes there), if an nxd "
+	"log to be discarded\nholds writes not yet on its HDD, and if the "
+	"HDD holds the data of a volume\nwhose data area starts elsewhere "
+	"(format 1, or another offset): they would\nnot be in the new one.  "
+	"Existing data cannot be converted in place: back\nup, create, "
+	"restore (a new SSD for a volume: attach, replace-ssd).\n",
 };
 
 const struct cmd cmd_remove = {

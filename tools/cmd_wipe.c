@@ -16,31 +16,22 @@
 
 #include "nxdctl.h"
 
-/* Zero @len bytes at @off of @path, opened exclusively, and sync. */
-static int zero_range(const char *path, uint64_t off, size_t len)
+/* Does @path hold an nxd SSD superblock copy (besides its label)? */
+static bool stale_sb(const char *path)
 {
-	void *buf;
-	int fd, rc = 0;
+	struct nxd_sb_info sbs[2];
+	uint64_t bytes;
+	int fd, res[2];
+	bool r = false;
 
-	fd = open(path, O_RDWR | O_EXCL | O_CLOEXEC);
-	if (fd < 0 && errno == EBUSY)
-		return fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted, or "
-			    "held by md or device-mapper)", path);
+	fd = open_dev(path);
 	if (fd < 0)
-		return fail(errno_code(errno), "%s: %s", path,
-			    strerror(errno));
-	buf = calloc(1, len);
-	if (!buf) {
-		close(fd);
-		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
-	}
-	if (pwrite(fd, buf, len, off) != (ssize_t)len || fsync(fd))
-		rc = fail(NXDCTL_EXIT_KERNEL, "%s: write: %s", path,
-			  strerror(errno ? errno : EIO));
-	free(buf);
-	if (close(fd) && !rc)
-		rc = fail(NXDCTL_EXIT_KERNEL, "%s: %s", path, strerror(errno));
-	return rc;
+		return false;
+	if (!fd_size(fd, &bytes) &&
+	    !ondisk_read_sb_copies(fd, bytes, sbs, res))
+		r = res[0] != NXD_ENOTNXD || res[1] != NXD_ENOTNXD;
+	close(fd);
+	return r;
 }
 
 static int wipe_one(const char *arg, bool force, bool dry_run)
@@ -86,16 +77,42 @@ static int wipe_one(const char *arg, bool force, bool dry_run)
 		return fail(NXDCTL_EXIT_USAGE, "%s: not wiped (--force to "
 			    "wipe anyway, losing those writes)", path);
 	}
-	if (r == ROLE_SSD) {
-		off = 0;
-		len = NXD_RING_START * NXD_BLOCK_SIZE;
-	} else {
-		off = m.label_sector << 9;
-		len = NXD_BLOCK_SIZE;
+	if (r == ROLE_HDD) {
+		/* Every label nxd may have left: block 0 and the v1 end spot. */
+		printf("%s: %s the nxd HDD label of volume %s (format %d, data "
+		       "from sector %" PRIu64 ")%s\n", path, dry_run ?
+		       "would wipe" : "wiping", u, m.format_version,
+		       m.data_offset, rc ? ", with writes still in its log" :
+		       "");
+		rc = clear_labels(path, m.label_sector, dry_run, path);
+		if (rc < 0)
+			return -rc;
+		/*
+		 * Format 2: what precedes the data area is nxd's; a stale SSD
+		 * superblock copy there would make the HDD look like an SSD.
+		 */
+		if (m.data_offset && stale_sb(path)) {
+			printf("%s: %s a stale nxd SSD superblock (%d bytes at "
+			       "offset 0, before the data area)\n", path,
+			       dry_run ? "would clear" : "clearing",
+			       NXD_RING_START * NXD_BLOCK_SIZE);
+			fflush(stdout);
+			if (!dry_run) {
+				rc = zero_range(path, 0, NXD_RING_START *
+						NXD_BLOCK_SIZE);
+				if (rc)
+					return rc;
+			}
+		}
+		if (!dry_run)
+			udev_change(path);
+		return 0;
 	}
-	printf("%s: %s the nxd %s of volume %s (%zu bytes at offset %"
-	       PRIu64 ")%s\n", path, dry_run ? "would wipe" : "wiping",
-	       r == ROLE_SSD ? "SSD superblocks" : "HDD label", u, len, off,
+	off = 0;
+	len = NXD_RING_START * NXD_BLOCK_SIZE;
+	printf("%s: %s the nxd SSD superblocks of volume %s (%zu bytes at "
+	       "offset %" PRIu64 ")%s\n", path, dry_run ? "would wipe" :
+	       "wiping", u, len, off,
 	       rc ? ", with writes still in its log" : "");
 	fflush(stdout);
 	if (dry_run)
@@ -136,13 +153,14 @@ static int do_wipe(const struct cmd *c, int argc, char **argv)
 const struct cmd cmd_wipe = {
 	"wipe", do_wipe, "DEVICE... [--force] [--dry-run]",
 	"Remove the nxd metadata of DEVICE: the two superblock copies of an "
-	"SSD\n(its first 32 KiB), or the label of an HDD (one 4 KiB block in "
-	"its last\nMiB).  Refused while the device is part of an active "
+	"SSD\n(its first 32 KiB), or the label of an HDD (a 4 KiB block: "
+	"block 0 for\nformat 2, in the last MiB for format 1; both spots are "
+	"cleared).  Refused while the device is part of an active "
 	"volume, and while\nthe volume's log holds writes not yet on the HDD "
 	"(or, for an HDD, while\nits SSD is not present to tell).",
 	"Options:\n"
 	"  -f, --force   wipe even if writes in the log are lost\n"
 	"  --dry-run     only say what would be wiped\n"
 	"Drain the volume first (nxdctl drain), then remove it.  After a "
-	"wipe the HDD\nholds the volume's data at offset 0, as a plain "
-	"device.\n" };
+	"wipe the HDD\nholds the volume's data from its data offset (format "
+	"2: the sector\nshow-super printed; format 1: sector 0).\n" };

@@ -164,6 +164,33 @@ int lc_dev_bytes(const char *tok, bool dry_run, uint64_t *bytes,
 	return dev_size(p, dry_run, bytes, rdev);
 }
 
+/*
+ * Where the data area of the nxd volume over @hdd_tok and @ssd_tok
+ * starts (HDD sectors): the SSD superblock's data_offset, else (the SSD
+ * cannot be read) the HDD label's.  0 or an exit code (said).
+ */
+int lc_data_offset(const char *hdd_tok, const char *ssd_tok, uint64_t *off)
+{
+	char h[PATH_MAX], s[PATH_MAX];
+	struct nxd_meta hm, sm;
+	uint64_t bytes;
+	int e;
+
+	lc_dev_path(hdd_tok, h, sizeof(h));
+	lc_dev_path(ssd_tok, s, sizeof(s));
+	if (probe_role(s, 0, &sm, &bytes, &e) == ROLE_SSD) {
+		*off = sm.data_offset;
+		return 0;
+	}
+	if (probe_role(h, 0, &hm, &bytes, &e) == ROLE_HDD) {
+		*off = hm.data_offset;
+		return 0;
+	}
+	return fail(NXDCTL_EXIT_NOVOL, "neither the SSD superblock on %s nor "
+		    "the HDD label on %s can be read:\ncannot tell where the "
+		    "volume's data area starts", s, h);
+}
+
 /* ---- progress ---- */
 
 static volatile sig_atomic_t interrupted;
@@ -334,6 +361,7 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 	struct dm_line lin, now;
 	struct dm_nxd_status s;
 	bool degraded;
+	uint64_t off;
 	int rc;
 
 	rc = lc_nxd_devs(t->params, hdd, ssd, sizeof(hdd), NULL);
@@ -367,11 +395,15 @@ int lc_detach(const struct vol *v, const struct dm_line *t,
 			return rc;
 	}
 
+	/* The data area as the volume maps it: from its data offset. */
+	rc = lc_data_offset(hdd, ssd, &off);
+	if (rc)
+		return rc;
 	memset(&lin, 0, sizeof(lin));
 	lin.ntargets = 1;
 	lin.len = t->len;
 	snprintf(lin.type, sizeof(lin.type), "linear");
-	snprintf(lin.params, sizeof(lin.params), "%s 0", hdd);
+	snprintf(lin.params, sizeof(lin.params), "%s %" PRIu64, hdd, off);
 
 	printf("%s: detaching SSD %s; %s becomes linear over HDD %s "
 	       "(%" PRIu64 " sectors)\n", v->name, ss, v->name, hs, t->len);

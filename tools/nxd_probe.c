@@ -11,13 +11,15 @@
  *   NXD_FS_USAGE=other|raid           (ID_FS_USAGE)
  *   NXD_VOL_UUID=<volume UUID>        (ID_FS_UUID)
  *   NXD_HDD_UUID=<HDD UUID>           (ID_FS_UUID_SUB)
- *   NXD_FORMAT_VERSION=1              (ID_FS_VERSION)
+ *   NXD_FORMAT_VERSION=1|2            (ID_FS_VERSION: the member's own)
+ *   NXD_DATA_OFFSET=<sectors>         (where the data area starts on the
+ *                                      HDD: 0 for format 1)
  *   NXD_SB_CLEAN=0|1                  (SSD: clean shutdown recorded)
  *   NXD_LOG_FROZEN=1, NXD_LOG_ABANDONED=1  (HDD label flags, when set)
  *
  * and nothing for any other device, or one it cannot read.  It reads at
- * most three 4 KiB blocks: the two superblock copies at the start and the
- * label in the last MiB.
+ * most four 4 KiB blocks: block 0 (a format 2 HDD label, or superblock
+ * copy A), block 1 (copy B), and the format 1 label spot in the last MiB.
  *
  * nxd-probe --links uuid=UUID_ENC label=LABEL_ENC [LINK...]: prints
  * NXD_LINKS=, the LINKs (udev's $links) but disk/by-uuid/UUID_ENC and

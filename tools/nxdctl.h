@@ -284,6 +284,26 @@ bool valid_dm_name(const char *n);
 int create_volume(const char *name, const char *hdd, const char *ssd,
 		  const struct create_opts *co);
 
+/*
+ * The data area of an nxd volume over an HDD (on-disk-format.md): version
+ * 2 from data_offset, version 1 (data_offset 0) from sector 0.  Every
+ * table length nxdctl computes comes from volume_sectors().
+ */
+/* The HDD's optimal I/O size in bytes (sysfs; a partition's disk), or 0. */
+uint64_t hdd_io_opt(dev_t rdev);
+/* Where a new volume's data area starts on block device @rdev (0: file). */
+uint64_t new_data_offset(dev_t rdev);
+/* Sectors of the data area over an HDD of @bytes from @data_offset. */
+uint64_t volume_sectors(uint64_t bytes, uint64_t data_offset);
+/*
+ * The layout the kernel gives a volume it formats over HDD @path (@bytes,
+ * @rdev): that of the label in block 0 or at the version 1 end spot (in
+ * *@label, *@labelled true), else a new one.  *@off: its data offset.
+ * 0 or -errno (the label area cannot be read).
+ */
+int format_layout(const char *path, dev_t rdev, uint64_t bytes,
+		  struct nxd_meta *label, bool *labelled, uint64_t *off);
+
 /* ---- scan.c (and ondisk.h) ---- */
 
 /* Block devices worth looking at: not nxd volumes, not held by md/dm. */
@@ -394,11 +414,23 @@ void removed_clear(const uint8_t *uuid);
  */
 int signatures(const char *path, char *desc, size_t len);
 /*
- * 1 (and the first byte's offset in *@off) if the HDD's last MiB and the
- * rounding below it, where nxd keeps its label, hold anything but zeros or
- * an nxd label; 0 if not; -errno.
+ * 1 (and the first byte's offset in *@off) if where the label of a new
+ * volume whose data start at @data_offset goes holds anything but zeros
+ * or an nxd label: block 0 (version 2), or the HDD's last MiB and the
+ * rounding below it (version 1, @data_offset 0); 0 if not; -errno.
  */
-int tail_in_use(const char *path, uint64_t bytes, uint64_t *off);
+int label_area_in_use(const char *path, uint64_t bytes, uint64_t data_offset,
+		      uint64_t *off);
+/*
+ * Zero the HDD labels (valid or damaged) at the spots nxd uses, block 0
+ * and the version 1 end spot, plus sector @hint if not 0; with @dry_run
+ * only say so.  Prints one line a label ("@what: ...").  The number
+ * cleared, or an exit code (negated).
+ */
+int clear_labels(const char *path, uint64_t hint, bool dry_run,
+		 const char *what);
+/* Zero @len bytes at @off of @path, opened exclusively, and sync. */
+int zero_range(const char *path, uint64_t off, size_t len);
 
 struct log_risk {
 	char ssd[PATH_MAX], hdd[PATH_MAX];	/* the pair, "" if absent */
@@ -422,12 +454,14 @@ void log_risk_say(const struct log_risk *lr, const uint8_t *vol_uuid);
 int log_risk_check(const char *dev, enum role r, const struct nxd_meta *m);
 /*
  * Before create: would the table about to be loaded destroy anything?
- * Signatures on a new volume's HDD or SSD, data in the HDD's last MiB,
- * writes in a log that --format (or a new volume) discards.  Says what,
+ * Signatures on a new volume's HDD or SSD, data where its label goes
+ * (@data_offset: the new layout), writes in a log that --format (or a new
+ * volume) discards, an old volume's data area that the new one would not
+ * keep.  Says what,
  * and returns 0 if there is nothing or @force, else an exit code.
  */
 int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
-		  bool format, bool force);
+		  uint64_t data_offset, bool format, bool force);
 /*
  * The end of checks that said each of their @problems: 0 if there were
  * none, or @force (said so); else @refusal and an exit code.
@@ -505,6 +539,12 @@ struct detach_opts {
  * resume.  Prints the steps; on any failure before the resume the nxd
  * table is live again (said so).  0 or an exit code.
  */
+/*
+ * Where the data area of the nxd volume over table words @hdd_tok,
+ * @ssd_tok starts: the SSD superblock's data_offset, else the HDD
+ * label's.  0 or an exit code (said).
+ */
+int lc_data_offset(const char *hdd_tok, const char *ssd_tok, uint64_t *off);
 int lc_detach(const struct vol *v, const struct dm_line *t,
 	      const struct detach_opts *o);
 /*

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,8 @@ int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out)
 	out->data_sectors = sbs[i].data_sectors;
 	out->ring_blocks = sbs[i].ring_blocks;
 	out->clean = sbs[i].flags & NXD_SB_CLEAN;
+	out->data_offset = sbs[i].data_offset;
+	out->format_version = nxd_layout_version(sbs[i].data_offset);
 	return 0;
 }
 
@@ -114,22 +117,58 @@ static int label_at(int fd, uint64_t sec, struct nxd_label_info *l)
 	return rc == NXD_ENOTNXD ? 1 : rc;
 }
 
+void ondisk_label_spots(uint64_t bytes, uint64_t spot[NXD_LABEL_SPOTS])
+{
+	spot[0] = 0;
+	spot[1] = nxd_hdd_data_sectors(bytes >> 9);
+}
+
+int ondisk_label_magic_at(int fd, uint64_t sec)
+{
+	struct nxd_hdd_label *d;
+	void *blk;
+	int rc;
+
+	rc = read_blk(fd, sec << 9, &blk);
+	if (rc)
+		return rc;
+	d = blk;
+	rc = le64_to_cpu(d->magic) == NXD_LABEL_MAGIC;
+	free(blk);
+	return rc;
+}
+
+/* A decode error is a damaged label: the next spot may hold the one. */
+static bool label_io_error(int rc)
+{
+	return rc < 0 && rc != -EBADMSG && rc != -EINVAL &&
+	       rc != -EPROTONOSUPPORT;
+}
+
 int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
 		      struct nxd_meta *out)
 {
 	struct nxd_label_info l;
-	uint64_t sec = nxd_hdd_data_sectors(bytes >> 9);
-	int rc;
+	uint64_t spot[NXD_LABEL_SPOTS + 1], sec = 0;
+	int i, n = NXD_LABEL_SPOTS, rc = 1, first = 1;
 
-	if (!sec)
+	ondisk_label_spots(bytes, spot);
+	if (!spot[1])
 		return 1;
-	rc = label_at(fd, sec, &l);
 	/* The HDD grew since its volume was last grown: label not at the end. */
-	if (rc == 1 && hint && hint != sec &&
-	    hint + NXD_SECTORS_PER_BLOCK <= bytes >> 9) {
-		sec = hint;
-		rc = label_at(fd, hint, &l);
+	if (hint && hint != spot[1] &&
+	    hint + NXD_SECTORS_PER_BLOCK <= bytes >> 9)
+		spot[n++] = hint;
+	for (i = 0; i < n; i++) {
+		sec = spot[i];
+		rc = label_at(fd, sec, &l);
+		if (!rc || label_io_error(rc))
+			break;
+		if (first == 1)
+			first = rc;
 	}
+	if (rc && !label_io_error(rc))
+		return first;
 	if (rc)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -138,6 +177,8 @@ int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
 	memcpy(out->vol_uuid, l.vol_uuid, 16);
 	memcpy(out->hdd_uuid, l.hdd_uuid, 16);
 	out->hdd_sectors = l.hdd_sectors;
+	out->data_offset = l.data_offset;
+	out->format_version = nxd_layout_version(l.data_offset);
 	return 0;
 }
 
@@ -158,6 +199,14 @@ enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od,
 		*err = rc;
 		close(fd);
 		return ROLE_NONE;
+	}
+	/* A valid label in block 0 (version 2): stale blocks after it aside. */
+	if (*bytes >= NXD_BLOCK_SIZE && !label_at(fd, 0, &od->label)) {
+		rc = ondisk_read_label(fd, *bytes, 0, od);
+		if (!rc && !od->label_sector) {
+			close(fd);
+			return ROLE_HDD;
+		}
 	}
 	rc = ondisk_read_sb(fd, *bytes, od);
 	if (!rc) {
@@ -246,7 +295,8 @@ void ondisk_print_env(FILE *f, enum role r, const struct nxd_meta *m,
 	fprintf(f, "NXD_HDD_UUID=%s\n", u);
 	if (!fs)
 		return;
-	fprintf(f, "NXD_FORMAT_VERSION=%d\n", NXD_FORMAT_VERSION);
+	fprintf(f, "NXD_FORMAT_VERSION=%d\n", m->format_version);
+	fprintf(f, "NXD_DATA_OFFSET=%" PRIu64 "\n", m->data_offset);
 	if (ssd)
 		fprintf(f, "NXD_SB_CLEAN=%d\n", m->clean ? 1 : 0);
 	if (!ssd && (m->label.flags & NXD_LABEL_LOG_FROZEN))

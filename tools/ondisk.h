@@ -29,7 +29,19 @@ struct nxd_meta {
 	int sb_copy;			/* sb only: its index, 0 or 1 */
 	struct nxd_label_info label;	/* label only */
 	uint64_t label_sector;		/* label only: where it was found */
+	uint64_t data_offset;		/* HDD sector of the data area's start */
+	int format_version;		/* 1 or 2, as on the device */
 };
+
+/*
+ * The format version of a volume whose data area starts at @data_offset:
+ * the codec writes version 2 for a non-zero offset, version 1 for 0, and
+ * decodes nothing else.
+ */
+static inline int nxd_layout_version(uint64_t data_offset)
+{
+	return data_offset ? NXD_FORMAT_VERSION : NXD_FORMAT_V1;
+}
 
 bool uuid_eq(const uint8_t *a, const uint8_t *b);
 /* Open for reading: O_DIRECT where the device allows it. */
@@ -48,14 +60,28 @@ int ondisk_read_sb(int fd, uint64_t bytes, struct nxd_meta *out);
 int ondisk_read_sb_copies(int fd, uint64_t bytes, struct nxd_sb_info sbs[2],
 			  int res[2]);
 /*
- * The same for the HDD label at nxd_hdd_data_sectors(), or else at
- * sector @hint (the superblock's hdd_label_sector; 0: none).
+ * The same for the HDD label: in block 0 (version 2), else at
+ * nxd_hdd_data_sectors() (version 1), else at sector @hint (the
+ * superblock's hdd_label_sector, for a version 1 HDD that grew; 0: none,
+ * block 0 being tried anyway).  The first two are where the kernel looks
+ * when it formats.
  */
 int ondisk_read_label(int fd, uint64_t bytes, uint64_t hint,
 		      struct nxd_meta *out);
+/* Where ondisk_read_label() looks without a hint: block 0, the v1 end spot. */
+#define NXD_LABEL_SPOTS 2
+void ondisk_label_spots(uint64_t bytes, uint64_t spot[NXD_LABEL_SPOTS]);
+/*
+ * Whether the 4 KiB block at sector @sec of @fd starts with the HDD label
+ * magic (a label, valid or not): 1 yes, 0 no, < 0 -errno.
+ */
+int ondisk_label_magic_at(int fd, uint64_t sec);
+
 /*
  * What nxd metadata block device @path carries.  @hint: where an HDD label
- * may sit besides the end (the SSD superblock's hdd_label_sector), or 0.
+ * may sit besides block 0 and the version 1 end spot (the SSD
+ * superblock's hdd_label_sector), or 0.  A valid label in block 0 makes
+ * an HDD whatever follows it.
  */
 enum role probe_role(const char *path, uint64_t hint, struct nxd_meta *od,
 		     uint64_t *bytes, int *err);

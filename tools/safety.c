@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxdctl: what a destructive step would destroy.  Signatures (libblkid,
- * as wipefs and mkfs see them), data in the HDD's last MiB (where the
- * label goes), and writes still in an nxd log (ondisk.c).  Used by
- * create (before a new volume or --format) and wipe.
+ * as wipefs and mkfs see them), data where a new volume's HDD label goes
+ * (block 0 for format version 2), and writes still in an nxd log
+ * (ondisk.c).  Used by create (before a new volume or --format) and
+ * wipe, which also clear labels here.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,17 +66,26 @@ int signatures(const char *path, char *desc, size_t len)
 	return n;
 }
 
-int tail_in_use(const char *path, uint64_t bytes, uint64_t *off)
+int label_area_in_use(const char *path, uint64_t bytes, uint64_t data_offset,
+		      uint64_t *off)
 {
 	const size_t chunk = 64 << 10;
-	uint64_t start = nxd_hdd_data_sectors(bytes >> 9) << 9, o;
+	uint64_t start, end, o;
 	struct nxd_label_info l;
 	int fd, rc = 0;
 	uint8_t *buf;
 	size_t i, n;
 
-	if (!start)
-		return 0;
+	/* Version 2: the label in block 0; version 1: the last MiB. */
+	if (data_offset) {
+		start = 0;
+		end = bytes < NXD_BLOCK_SIZE ? bytes : NXD_BLOCK_SIZE;
+	} else {
+		start = nxd_hdd_data_sectors(bytes >> 9) << 9;
+		end = bytes;
+		if (!start)
+			return 0;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -84,8 +94,8 @@ int tail_in_use(const char *path, uint64_t bytes, uint64_t *off)
 		close(fd);
 		return -ENOMEM;
 	}
-	for (o = start; o < bytes && !rc; o += n) {
-		n = bytes - o < chunk ? bytes - o : chunk;
+	for (o = start; o < end && !rc; o += n) {
+		n = end - o < chunk ? end - o : chunk;
 		if (pread(fd, buf, n, o) != (ssize_t)n) {
 			rc = -EIO;
 			break;
@@ -105,6 +115,86 @@ int tail_in_use(const char *path, uint64_t bytes, uint64_t *off)
 	free(buf);
 	close(fd);
 	return rc;
+}
+
+int zero_range(const char *path, uint64_t off, size_t len)
+{
+	void *buf;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDWR | O_EXCL | O_CLOEXEC);
+	if (fd < 0 && errno == EBUSY)
+		return fail(NXDCTL_EXIT_KERNEL, "%s is in use (mounted, or "
+			    "held by md or device-mapper)", path);
+	if (fd < 0)
+		return fail(errno_code(errno), "%s: %s", path,
+			    strerror(errno));
+	buf = calloc(1, len);
+	if (!buf) {
+		close(fd);
+		return fail(NXDCTL_EXIT_KERNEL, "out of memory");
+	}
+	if (pwrite(fd, buf, len, off) != (ssize_t)len || fsync(fd))
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: write: %s", path,
+			  strerror(errno ? errno : EIO));
+	free(buf);
+	if (close(fd) && !rc)
+		rc = fail(NXDCTL_EXIT_KERNEL, "%s: %s", path, strerror(errno));
+	return rc;
+}
+
+int clear_labels(const char *path, uint64_t hint, bool dry_run,
+		 const char *what)
+{
+	uint64_t spot[NXD_LABEL_SPOTS + 1], bytes;
+	int fd, i, n = NXD_LABEL_SPOTS, found[NXD_LABEL_SPOTS + 1];
+	int rc, cleared = 0;
+
+	fd = open_dev(path);
+	if (fd < 0)
+		return -fail(errno_code(errno), "%s: %s", path,
+			     strerror(errno));
+	rc = fd_size(fd, &bytes);
+	if (rc) {
+		close(fd);
+		return -fail(errno_code(-rc), "%s: %s", path, strerror(-rc));
+	}
+	ondisk_label_spots(bytes, spot);
+	if (hint && hint != spot[0] && hint != spot[1] &&
+	    hint + NXD_SECTORS_PER_BLOCK <= bytes >> 9)
+		spot[n++] = hint;
+	for (i = 0; i < n; i++) {
+		found[i] = 0;
+		if (i && !spot[i])
+			continue;
+		if ((spot[i] + NXD_SECTORS_PER_BLOCK) << 9 > bytes)
+			continue;
+		rc = ondisk_label_magic_at(fd, spot[i]);
+		if (rc < 0) {
+			close(fd);
+			return -fail(errno_code(-rc), "%s: reading sector %"
+				     PRIu64 ": %s", path, spot[i],
+				     strerror(-rc));
+		}
+		found[i] = rc;
+	}
+	close(fd);
+	for (i = 0; i < n; i++) {
+		if (!found[i])
+			continue;
+		printf("%s: %s the nxd HDD label at sector %" PRIu64 " (%d "
+		       "bytes at offset %" PRIu64 ")\n", what, dry_run ?
+		       "would clear" : "clearing", spot[i], NXD_BLOCK_SIZE,
+		       spot[i] << 9);
+		fflush(stdout);
+		cleared++;
+		if (dry_run)
+			continue;
+		rc = zero_range(path, spot[i] << 9, NXD_BLOCK_SIZE);
+		if (rc)
+			return -rc;
+	}
+	return cleared;
 }
 
 /* The label of the HDD that goes with SSD @ssd, if that HDD is present. */
@@ -219,10 +309,11 @@ static int warn_sigs(const char *what, const char *path, int *problems)
 }
 
 int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
-		  bool format, bool force)
+		  uint64_t data_offset, bool format, bool force)
 {
 	struct nxd_meta hm, sm;
 	enum role hr, sr;
+	char u[40];
 	int problems = 0, rc, e;
 	uint64_t bytes, off;
 	bool pair;
@@ -250,26 +341,40 @@ int create_checks(const char *hdd, const char *ssd, uint64_t hdd_bytes,
 
 	if (hr == ROLE_HDD && format) {
 		problems += log_risk_check(hdd, ROLE_HDD, &hm);
+		/* Its label is cleared: the new volume gets the new layout. */
+		if (hm.data_offset != data_offset) {
+			nxdctl_fmt_uuid(u, hm.vol_uuid);
+			fprintf(stderr, "nxdctl: HDD %s holds the data of volume "
+				"%s (format %d, data from sector %" PRIu64 "); "
+				"the new volume's data\narea starts at sector %"
+				PRIu64 ", so its data would not be in it (to "
+				"keep them with a new SSD:\nnxdctl attach or "
+				"replace-ssd)\n", hdd, u, hm.format_version,
+				hm.data_offset, data_offset);
+			problems++;
+		}
 	} else if (hr == ROLE_NONE) {
-		/* A new volume: nxd writes its label in the last MiB. */
+		/* A new volume: nxd writes its label in block 0 (format 2). */
 		rc = warn_sigs("HDD", hdd, &problems);
 		if (rc)
 			return rc;
-		rc = tail_in_use(hdd, hdd_bytes, &off);
+		rc = label_area_in_use(hdd, hdd_bytes, data_offset, &off);
 		if (rc < 0)
 			return fail(errno_code(-rc), "%s: %s", hdd,
 				    strerror(-rc));
 		if (rc) {
-			fprintf(stderr, "nxdctl: HDD %s holds data in its "
-				"last MiB (at byte %" PRIu64 "), where nxd "
-				"writes its label\n", hdd, off);
+			fprintf(stderr, "nxdctl: HDD %s holds data in %s (at "
+				"byte %" PRIu64 "), where nxd writes its "
+				"label\n", hdd, data_offset ? "its first 4 KiB" :
+				"its last MiB", off);
 			problems++;
 		}
 		if (problems)
-			fprintf(stderr, "nxdctl: an nxd volume is 1 to 2 MiB "
-				"shorter than its HDD: existing data cannot be\n"
-				"converted in place unless it ends before that "
-				"(XFS cannot shrink)\n");
+			fprintf(stderr, "nxdctl: existing data cannot be "
+				"converted in place: the new volume's data area "
+				"starts at\nsector %" PRIu64 " of the HDD, and "
+				"block 0 holds its label (back up, create, "
+				"restore)\n", data_offset);
 	}
 	if (sr == ROLE_SSD && (format || !pair) &&
 	    !(hr == ROLE_HDD && format && uuid_eq(hm.vol_uuid, sm.vol_uuid))) {

@@ -252,6 +252,56 @@ bool valid_dm_name(const char *n)
 	       strcmp(n, ".") && strcmp(n, "..") && !strpbrk(n, " \t\n'\"");
 }
 
+/* ---- the data area: every table length comes from here ---- */
+
+uint64_t hdd_io_opt(dev_t rdev)
+{
+	char path[PATH_MAX], buf[32];
+	unsigned long long v;
+
+	if (!rdev)
+		return 0;
+	/* A partition has no queue of its own: its disk's counts. */
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/partition",
+		 sysfs_root, major(rdev), minor(rdev));
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/%squeue/"
+		 "optimal_io_size", sysfs_root, major(rdev), minor(rdev),
+		 access(path, F_OK) ? "" : "../");
+	if (sysfs_read(path, buf, sizeof(buf)) ||
+	    sscanf(buf, "%llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+uint64_t new_data_offset(dev_t rdev)
+{
+	return nxd_hdd_data_offset(hdd_io_opt(rdev));
+}
+
+uint64_t volume_sectors(uint64_t bytes, uint64_t data_offset)
+{
+	return nxd_layout_data_sectors(bytes >> 9, data_offset);
+}
+
+int format_layout(const char *path, dev_t rdev, uint64_t bytes,
+		  struct nxd_meta *label, bool *labelled, uint64_t *off)
+{
+	int fd, rc;
+
+	fd = open_dev(path);
+	if (fd < 0)
+		return -errno;
+	/* Hint 0: block 0 and the v1 end spot, as nxd_format_layout(). */
+	rc = ondisk_read_label(fd, bytes, 0, label);
+	close(fd);
+	if (rc < 0 && rc != -EBADMSG && rc != -EINVAL &&
+	    rc != -EPROTONOSUPPORT)
+		return rc;
+	*labelled = !rc;
+	*off = *labelled ? label->data_offset : new_data_offset(rdev);
+	return 0;
+}
+
 /*
  * Whose volume is it?  An existing one (the SSD holds its superblock):
  * owner_check().  A new one (*@fresh: the load formats): this host's
@@ -295,11 +345,12 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	bool uuid_later = false;
 	char table[1024], params[1024], uuid[NXD_NAME_LEN];
 	char holder[NXD_NAME_LEN];
-	uint64_t hdd_bytes, ssd_bytes, len;
+	uint64_t hdd_bytes, ssd_bytes, len, off, bytes;
+	struct nxd_meta sm, hm;
 	struct dm_task *dmt;
 	dev_t hdev, sdev;
-	bool fresh;
-	int rc, n;
+	bool fresh, existing;
+	int rc, n, e;
 
 	if (!valid_dm_name(name))
 		return usage_error("create", "bad volume name '%s'", name);
@@ -319,15 +370,32 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
 			    "SSD log (%" PRIu64 " bytes, needs %llu)",
 			    ssd, ssd_bytes, MIN_SSD_BYTES);
-	len = nxd_hdd_data_sectors(hdd_bytes >> 9);
+	/*
+	 * The SSD's volume again (assemble): its layout.  A new volume: the
+	 * version 2 layout, any old label cleared below, so that the kernel
+	 * does not keep the old one.
+	 */
+	existing = !co->format &&
+		   probe_role(ssd, 0, &sm, &bytes, &e) == ROLE_SSD;
+	off = existing ? sm.data_offset : new_data_offset(hdev);
+	len = volume_sectors(hdd_bytes, off);
 	if (!len)
 		return fail(NXDCTL_EXIT_USAGE, "%s is too small for an nxd "
 			    "HDD (%" PRIu64 " bytes)", hdd, hdd_bytes);
 	if (co->len && co->len < len)
 		len = co->len;
 	rc = check_tun_order(co);
+	if (!rc && !existing && !co->format &&
+	    probe_role(hdd, 0, &hm, &bytes, &e) == ROLE_HDD) {
+		nxdctl_fmt_uuid(u, hm.vol_uuid);
+		rc = fail(NXDCTL_EXIT_USAGE, "%s carries the label of volume "
+			  "%s, and %s no log of it: assemble it with\nits "
+			  "SSD, or create a new volume with --format (its "
+			  "label is cleared)", hdd, u, ssd);
+	}
 	if (!rc)
-		rc = create_checks(hdd, ssd, hdd_bytes, co->format, co->force);
+		rc = create_checks(hdd, ssd, hdd_bytes, off, co->format,
+				   co->force);
 	if (rc)
 		return rc;
 	rc = create_owner(name, hdd, ssd, co, &fresh);
@@ -353,20 +421,19 @@ int create_volume(const char *name, const char *hdd, const char *ssd,
 	 */
 	if (co->uuid) {
 		snprintf(uuid, sizeof(uuid), "%s", co->uuid);
+	} else if (existing) {
+		nxdctl_fmt_uuid(u, sm.vol_uuid);
+		snprintf(uuid, sizeof(uuid), "NXD-%s", u);
 	} else {
-		struct nxd_meta od;
-		uint64_t bytes;
-		int e;
-
-		if (!co->format &&
-		    probe_role(ssd, 0, &od, &bytes, &e) == ROLE_SSD) {
-			nxdctl_fmt_uuid(u, od.vol_uuid);
-			snprintf(uuid, sizeof(uuid), "NXD-%s", u);
-		} else {
-			uuid_later = true;
-		}
+		uuid_later = true;
 	}
 
+	/* A new volume: no old label may make the kernel keep its layout. */
+	if (!existing) {
+		rc = clear_labels(hdd, 0, co->dry_run, hdd);
+		if (rc < 0)
+			return -rc;
+	}
 	if (uuid_later)
 		printf("dmsetup create %s --table '%s'\n", name, table);
 	else

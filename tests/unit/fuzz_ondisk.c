@@ -93,7 +93,11 @@ static void fuzz_sb(const u8 *in, u8 ctl, u64 ssd_blocks)
 	if (sb.flags & NXD_SB_CLEAN)
 		ASSERT(sb.head_pos < sb.ring_blocks &&
 		       sb.head_seq >= sb.tail_seq);
-	ASSERT(sb.data_sectors && sb.hdd_label_sector >= sb.data_sectors);
+	ASSERT(sb.data_sectors);
+	if (sb.data_offset)	/* version 2: label in block 0, data after it */
+		ASSERT(!sb.hdd_label_sector && nxd_data_offset_ok(sb.data_offset));
+	else
+		ASSERT(sb.hdd_label_sector >= sb.data_sectors);
 	/* stored name and tunables: terminated, and in range if valid */
 	ASSERT(memchr(sb.name, 0, sizeof(sb.name)));
 	t = &sb.tun;

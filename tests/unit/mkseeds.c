@@ -72,6 +72,15 @@ int main(int argc, char **argv)
 	sb.flags = 0;
 	nxd_sb_encode(&sb, blk);
 	err |= put(argv[1], 0, ssd, maxb, blk, BS);
+	/* the version 2 layout: label in block 0, data from 1 MiB */
+	sb.data_offset = 2048;
+	sb.hdd_label_sector = 0;
+	sb.data_sectors = nxd_layout_data_sectors(sb.hdd_sectors, 2048);
+	nxd_sb_encode(&sb, blk);
+	err |= put(argv[1], 0, ssd, maxb, blk, BS);
+	sb.data_offset = 0;
+	sb.hdd_label_sector = nxd_hdd_data_sectors(sb.hdd_sectors);
+	sb.data_sectors = sb.hdd_label_sector;
 
 	memcpy(l.vol_uuid, uuid, 16);
 	memcpy(l.hdd_uuid, huuid, 16);

@@ -84,7 +84,8 @@ static void test_sb(void)
 	nxd_sb_encode(&sb, blk);
 	CHECK(!memcmp(blk, "\0NXD_SB1", 8));
 	CHECK(crc_field_ok(blk));
-	CHECK_EQ(le32toh(d->version), NXD_FORMAT_VERSION);
+	/* No data offset: the version 1 layout, kept as version 1. */
+	CHECK_EQ(le32toh(d->version), NXD_FORMAT_V1);
 	CHECK_EQ(le32toh(d->block_size), 4096);
 	CHECK_EQ(le32toh(d->seg_max_blocks), 128);
 	CHECK_EQ(le64toh(d->ring_start), 8);
@@ -122,9 +123,26 @@ static void test_sb(void)
 
 	/* version */
 	memcpy(blk2, blk, BS);
-	((struct nxd_sb *)blk2)->version = htole32(2);
+	((struct nxd_sb *)blk2)->version = htole32(3);
 	fix_crc(blk2);
 	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), -EPROTONOSUPPORT);
+	/* version 2 needs its data offset, and the label in block 0 */
+	((struct nxd_sb *)blk2)->version = htole32(2);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), -EINVAL);
+	((struct nxd_sb *)blk2)->data_offset = htole64(2048);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), -EINVAL);
+	((struct nxd_sb *)blk2)->hdd_label_sector = 0;
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK_EQ(out.data_offset, 2048);
+	/* version 1: the bytes where version 2 keeps it are not read */
+	((struct nxd_sb *)blk2)->version = htole32(1);
+	((struct nxd_sb *)blk2)->hdd_label_sector = d->hdd_label_sector;
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK_EQ(out.data_offset, 0);
 	((struct nxd_sb *)blk2)->version = htole32(0);
 	fix_crc(blk2);
 	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), -EPROTONOSUPPORT);
@@ -210,6 +228,28 @@ static void test_sb(void)
 	t.data_sectors = 1;
 	CHECK_EQ(sb_rt(&t, ssd), -EINVAL);
 
+	/* version 2: label in block 0, data from data_offset */
+	t = sb;
+	t.hdd_label_sector = 0;
+	t.data_offset = nxd_hdd_data_offset(256 << 10);
+	t.data_sectors = nxd_layout_data_sectors(t.hdd_sectors, t.data_offset);
+	memset(blk2, 0xA5, BS);
+	nxd_sb_encode(&t, blk2);
+	CHECK_EQ(le32toh(((struct nxd_sb *)blk2)->version), NXD_FORMAT_VERSION);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(!memcmp(&out, &t, sizeof(t)));
+	t.hdd_label_sector = 8;
+	CHECK_EQ(sb_rt(&t, ssd), -EINVAL);
+	t.hdd_label_sector = 0;
+	t.data_offset = 2052;		/* not whole blocks */
+	CHECK_EQ(sb_rt(&t, ssd), -EINVAL);
+	t.data_offset = 1024;		/* below 1 MiB */
+	CHECK_EQ(sb_rt(&t, ssd), -EINVAL);
+	t.data_offset = NXD_DATA_OFFSET_MAX + 8;
+	CHECK_EQ(sb_rt(&t, ssd), -EINVAL);
+	t.data_offset = NXD_DATA_OFFSET_MAX;
+	CHECK_EQ(sb_rt(&t, ssd), 0);
+
 	/* every single-bit and whole-byte flip is rejected or harmless */
 	nxd_sb_encode(&sb, blk);
 	CHECK_EQ(nxd_sb_decode(blk, ssd, &ref), 0);
@@ -258,7 +298,8 @@ static void test_sb_meta(void)
 	CHECK_EQ(offsetof(struct nxd_sb, auto_max_thr), 316);
 	CHECK_EQ(offsetof(struct nxd_sb, stream_min), 320);
 	CHECK_EQ(offsetof(struct nxd_sb, stripe_size), 324);
-	CHECK_EQ(offsetof(struct nxd_sb, reserved), 328);
+	CHECK_EQ(offsetof(struct nxd_sb, data_offset), 328);
+	CHECK_EQ(offsetof(struct nxd_sb, reserved), 336);
 	CHECK_EQ(sizeof(struct nxd_sb), BS);
 
 	/* nothing stored: all of it zero on disk, "" and no tunables */
@@ -459,6 +500,32 @@ static void test_sb_pick(void)
 	CHECK_EQ(nxd_sb_pick(res, s), -EPROTONOSUPPORT);
 }
 
+/* ---- layout: where the data area starts and how long it is ---- */
+
+static void test_layout(void)
+{
+	u64 h = 2097152 + 1000;	/* 1 GiB and a bit, in sectors */
+
+	CHECK_EQ(nxd_hdd_data_offset(0), 2048);
+	CHECK_EQ(nxd_hdd_data_offset(256 << 10), 2048);	/* 4 x 64 KiB */
+	CHECK_EQ(nxd_hdd_data_offset(320 << 10), 2560);	/* 5 x 64 KiB */
+	CHECK_EQ(nxd_hdd_data_offset(4 << 20), 8192);
+	CHECK_EQ(nxd_hdd_data_offset(3 << 20), 6144);
+	CHECK_EQ(nxd_hdd_data_offset(1536), 2064);		/* whole blocks */
+	CHECK_EQ(nxd_hdd_data_offset(1ULL << 30), 2048);	/* too large */
+	CHECK_EQ(nxd_hdd_data_offset(192ULL << 20), 393216);
+	CHECK_EQ(nxd_hdd_data_offset(320ULL << 20), 2048);	/* above the max */
+	CHECK(nxd_data_offset_ok(nxd_hdd_data_offset(10 * (512 << 10))));
+	CHECK_EQ(nxd_layout_data_sectors(h, 0), nxd_hdd_data_sectors(h));
+	CHECK_EQ(nxd_layout_data_sectors(h, 2048), 2097152 - 2048);
+	CHECK_EQ(nxd_layout_data_sectors(h, 2560), 2097152 - 2560);
+	CHECK_EQ(nxd_layout_data_sectors(4096, 2048), 2048);
+	CHECK_EQ(nxd_layout_data_sectors(4095, 2048), 0);
+	CHECK_EQ(nxd_layout_data_sectors(2048, 2048), 0);
+	/* version 2 never gives less than version 1 on the same HDD */
+	CHECK(nxd_layout_data_sectors(h, 2048) >= nxd_hdd_data_sectors(h));
+}
+
 /* ---- label ---- */
 
 static void test_label(void)
@@ -476,7 +543,7 @@ static void test_label(void)
 	memset(blk, 0x5A, BS);
 	nxd_label_encode(&l, blk);
 	CHECK_EQ(le64toh(d->magic), NXD_LABEL_MAGIC);
-	CHECK_EQ(le32toh(d->version), NXD_FORMAT_VERSION);
+	CHECK_EQ(le32toh(d->version), NXD_FORMAT_V1);
 	CHECK(crc_field_ok(blk));
 	bad = 0;
 	for (i = 0; i < sizeof(d->reserved); i++)
@@ -486,6 +553,24 @@ static void test_label(void)
 	CHECK_EQ(nxd_label_decode(blk, &out), 0);
 	CHECK(!memcmp(&out, &l, sizeof(l)));
 	CHECK_EQ(out.flags, 0);
+
+	/* Version 2: the data offset round-trips; zero or odd is refused. */
+	l.data_offset = 4096;
+	nxd_label_encode(&l, blk2);
+	CHECK_EQ(le32toh(((struct nxd_hdd_label *)blk2)->version), NXD_FORMAT_VERSION);
+	CHECK_EQ(le64toh(((struct nxd_hdd_label *)blk2)->data_offset), 4096);
+	CHECK_EQ(nxd_label_decode(blk2, &out), 0);
+	CHECK(!memcmp(&out, &l, sizeof(l)));
+	((struct nxd_hdd_label *)blk2)->data_offset = 0;
+	nxd_label_seal(blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EINVAL);
+	((struct nxd_hdd_label *)blk2)->data_offset = htole64(4100);
+	nxd_label_seal(blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EINVAL);
+	((struct nxd_hdd_label *)blk2)->version = htole32(3);
+	nxd_label_seal(blk2);
+	CHECK_EQ(nxd_label_decode(blk2, &out), -EPROTONOSUPPORT);
+	l.data_offset = 0;
 
 	/* The abandoned-log mark round-trips; unknown flags are refused. */
 	l.flags = NXD_LABEL_LOG_ABANDONED;
@@ -619,4 +704,4 @@ static void test_replay_window(void)
 }
 
 NT_MAIN("test_codec", test_crc, test_sb, test_sb_meta, test_sb_pick,
-	test_label, test_replay_window)
+	test_layout, test_label, test_replay_window)

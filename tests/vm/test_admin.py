@@ -70,29 +70,34 @@ def udev_nxd():
 @pytest.mark.guarantee("G13", "G15")
 def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     """lsblk -f and /dev/disk/by-uuid, by-label before, during and after an
-    nxd volume over an md RAID6 that holds an ext4."""
+    nxd volume over an md RAID6 that held an ext4: the links follow the
+    file system on the volume, never the raw array's (format 2: data past
+    the label in block 0)."""
     md = md_raid6(ndisks=4, disk_mb=64)
     ssd = nullb(16)
-    fs = ext4_on_data_area(md, "nxdost0")
+    old = ext4_on_data_area(md, "oldfs")
     settle(md, ssd)
 
     # Before: the raw array owns the file system's links.
     assert lsblk(md)["fstype"] == "ext4"
-    assert disk_link("uuid", fs) == real(md)
-    assert disk_link("label", "nxdost0") == real(md)
+    assert disk_link("uuid", old) == real(md)
     assert lsblk(ssd)["fstype"] is None
 
     # create refuses the file system on the HDD, and goes ahead with --force.
     p = nxdctl("create", "adm0", md, ssd, check=False)
     assert p.returncode == 1, p.stdout + p.stderr
-    assert f"HDD {md} holds ext4 UUID {fs} LABEL 'nxdost0'" in p.stderr, p.stderr
+    assert f"HDD {md} holds ext4 UUID {old} LABEL 'oldfs'" in p.stderr, p.stderr
     assert not dm.exists("adm0")
     nxdctl("create", "adm0", md, ssd, "--force")
     dm.created.append("adm0")
     vol = dm.path("adm0")
+    run(["mkfs.ext4", "-q", "-F", "-L", "nxdost0", vol])
+    fs = run(["blkid", "-p", "-s", "UUID", "-o", "value", vol]).stdout.strip()
     settle(md, ssd, vol)
     vuuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["vol_uuid"])
     huuid = ondisk.uuid_str(ondisk.newest_sb(ssd)[1]["hdd_uuid"])
+    doff = nxdvol.hdd_data_offset(md)
+    assert doff >= facts.MiB, doff
 
     # During: both halves are nxd members, the volume owns the links.
     m, s, v = lsblk(md), lsblk(ssd), lsblk(vol)
@@ -101,13 +106,17 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     assert (v["fstype"], v["uuid"], v["label"]) == ("ext4", fs, "nxdost0"), v
     assert disk_link("uuid", fs) == real(vol)
     assert disk_link("label", "nxdost0") == real(vol)
+    assert disk_link("uuid", old) is None
     env = udev_env(md)
     assert env["ID_FS_UUID_SUB"] == huuid and env["ID_FS_USAGE"] == "raid", env
+    assert env["NXD_FORMAT_VERSION"] == "2", env
     # md's own links stay.
     assert disk_link("id", f"md-uuid-{env['MD_UUID']}") == real(md), env
-    assert (env["NXD_DATA_FS_TYPE"], env["NXD_DATA_FS_UUID"]) == ("ext4", fs), env
+    # libblkid finds no file system on the raw array: the volume's starts
+    # past the label.
+    assert env.get("NXD_DATA_FS_TYPE", "") == "", env
+    assert run(["blkid", "-p", md], check=False).returncode == 2
     assert udev_env(ssd)["ID_FS_USAGE"] == "other"
-    # (blkid -p reads the devices, not udev: it still sees the ext4.)
     run(["e2fsck", "-fn", vol])
 
     # Writes in the log, volume removed: nobody owns the links, and wipe
@@ -146,19 +155,25 @@ def test_identity_links_and_wipe(dm, md_raid6, nullb, udev_nxd, tmp_path):
     nxdctl("wipe", md, ssd)
     settle(md, ssd)
 
-    # After: the array is a plain ext4 again, with the file written
-    # through the log, and owns its links.
+    # After: the raw array shows nothing, and owns no link; the file
+    # system, with the file written through the log, is in the data area.
     m = lsblk(md)
-    assert (m["fstype"], m["uuid"], m["label"]) == ("ext4", fs, "nxdost0"), m
+    assert m["fstype"] is None, m
     assert lsblk(ssd)["fstype"] is None
-    assert disk_link("uuid", fs) == real(md)
-    assert disk_link("label", "nxdost0") == real(md)
-    run(["e2fsck", "-fn", md])
-    run(["mount", "-o", "ro", md, str(mnt)])
+    assert disk_link("uuid", fs) is None
+    assert disk_link("label", "nxdost0") is None
+    assert run(["wipefs", "--no-act", md]).stdout.strip() == ""
+    n = facts.data_sectors(blkdev.dev_sectors(md))
+    view = dm.create("adm0view", f"0 {n} linear {md} {doff // 512}")
     try:
-        assert (mnt / "f").read_bytes() == data
+        run(["e2fsck", "-fn", view])
+        run(["mount", "-o", "ro", view, str(mnt)])
+        try:
+            assert (mnt / "f").read_bytes() == data
+        finally:
+            run(["umount", str(mnt)])
     finally:
-        run(["umount", str(mnt)])
+        dm.remove("adm0view")
     remove_vol(dm, "adm0")
 
 
@@ -255,7 +270,7 @@ def test_status_routes_show_super(dm, md_raid6, nullb):
     for k in ("tail_seq", "head_seq", "tail_pos", "head_pos", "gen",
               "ring_blocks", "data_sectors"):
         assert s[k] == sb[k], k
-    assert s["hdd_label_sector"] == sb["label_sector"] == facts.data_sectors(blkdev.dev_sectors(md))
+    assert s["hdd_label_sector"] == sb["label_sector"] == 0      # version 2: block 0
     assert s["vol_uuid"] == ondisk.uuid_str(sb["vol_uuid"]) and s["clean"], s
     assert sup["log"]["hdd"] == real(md), sup["log"]
     hs = json.loads(nxdctl("show-super", md, "--json").stdout)["label"]
@@ -403,8 +418,9 @@ def test_package_nxdctl(dm, loopdev, nullb, debs):
         rawio.pwrite_dev(dm.path("pkg0"), 8192, data)
         run(["/usr/sbin/nxdctl", "drain", "pkg0"])
         remove_vol(dm, "pkg0")
+        doff = nxdvol.hdd_data_offset(hdd)
         run(["/usr/sbin/nxdctl", "wipe", hdd, ssd])
-        assert rawio.pread_dev(hdd, 8192, len(data)) == data
+        assert rawio.pread_dev(hdd, doff + 8192, len(data)) == data
 
         # The admin turns nxd-stop.service off; the upgrade leaves it off.
         run(["systemctl", "disable", "nxd-stop.service"])

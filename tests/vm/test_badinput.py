@@ -649,7 +649,7 @@ def test_hdd_label_corrupt(dm, filled):
     """One byte of the HDD label changed (magic, UUID, reserved) is refused;
     restored, the data is intact."""
     hdd, ssd, model = filled
-    off = nxdvol.label_offset(blkdev.dev_sectors(hdd))
+    off = nxdvol.hdd_label_offset(hdd)
     saved = rawio.pread_dev(hdd, off, BLOCK)
     assert struct.unpack_from("<Q", saved)[0] == ondisk.LABEL_MAGIC
     L = facts.data_sectors(blkdev.dev_sectors(hdd))

@@ -155,18 +155,20 @@ class StalePlant:
     (by the HDD's log up to the cut) back to the copy before its last one,
     where that differs from the replayed image."""
 
-    def __init__(self, vol_sectors):
+    def __init__(self, vol_sectors, data_off=0):
         self.vol = vol_sectors
+        self.off = data_off         # HDD sector of volume sector 0
         self.sectors = set()
 
     def __call__(self, reps, cut):
         rep = reps["hdd"]
         last, prev = {}, {}
         for e in rep.entries[:rep.pos + 1]:
-            if not e.is_data or e.flags & F_DISCARD or e.sector >= self.vol:
+            if not e.is_data or e.flags & F_DISCARD or \
+                    not self.off <= e.sector < self.off + self.vol:
                 continue
             d = rep.data(e)
-            for j in range(min(e.nr, self.vol - e.sector)):
+            for j in range(min(e.nr, self.off + self.vol - e.sector)):
                 s = e.sector + j
                 v = d[j * SECTOR:(j + 1) * SECTOR]
                 if s in last and last[s] != v:
@@ -176,7 +178,7 @@ class StalePlant:
             if rep.img[s * SECTOR:(s + 1) * SECTOR] != v:
                 rep.img[s * SECTOR:(s + 1) * SECTOR] = v
                 rep._sync_range(s * SECTOR, SECTOR)
-                self.sectors.add(s)
+                self.sectors.add(s - self.off)      # as a volume sector
         assert self.sectors, "no HDD sector was written twice: nothing to plant"
         return f"{len(self.sectors)} HDD sectors set to their previous copy"
 
@@ -204,7 +206,7 @@ def test_logwrites_replay_catches_planted_stale_copy(devs, lwdm):
                            only_cuts={cut})
     assert res["mark"] == 1, res
     # ... and fails with the stale copies planted (own images and names).
-    plant = StalePlant(layout["vol_sectors"])
+    plant = StalePlant(layout["vol_sectors"], layout["data_off"])
     with pytest.raises(CrashFailure) as ei:
         replay_and_check(lwdm, devs, logpaths, wl, dict(layout, seed=seed + 1000),
                          random.Random(seed), 0, 0, only_cuts={cut}, plant=plant)

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from nxdt.blkdev import Loop, NullBlk
+from nxdt import nxdvol
 from nxdt.nxdvol import Volume
 from nxdt.rawio import discard, pread_direct, pwrite_direct, read_all
 from nxdt.workloads import assert_healthy, DiffTester, parse_fio_json, seed_hdd
@@ -130,7 +131,7 @@ def test_drain_then_hdd_alone_matches(devs, dm):
     assert st["index_entries"] == 0 and st["log_used_blocks"] == 0, st
     t.close()
     v.remove()
-    assert read_all(hdd.dev, t.size) == bytes(t.model)
+    assert read_all(hdd.dev, t.size, start=nxdvol.hdd_data_offset(hdd.dev)) == bytes(t.model)
 
 
 @pytest.mark.guarantee("G4")

@@ -17,7 +17,7 @@ import pytest
 
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import delay_line
-from nxdt import logwrites, rawio
+from nxdt import logwrites, nxdvol, rawio
 from nxdt.host import summary
 from nxdt.nxdvol import Volume, module_param
 from nxdt.rawio import pread_dev, pread_direct, pwrite_direct, read_all
@@ -85,7 +85,7 @@ def test_overwrite_and_discard_while_destaging(devs, dm):
     assert_healthy(v)
     t.close()
     v.remove()
-    assert read_all(hdd.dev, t.size) == bytes(t.model)
+    assert read_all(hdd.dev, t.size, start=nxdvol.hdd_data_offset(hdd.dev)) == bytes(t.model)
 
 
 @pytest.mark.guarantee("G8")
@@ -296,11 +296,13 @@ def test_drain_sweeps_by_address(dm, sweep, how):
         assert st["index_entries"] == 0, st
         v.remove()
         dm.remove("nxdlw")
+        doff = nxdvol.hdd_data_offset(hdd.dev) // 512    # the data area's start
         first = {}
         for e in logwrites.parse_log(lwlog.dev):
-            if not e.is_data:
+            if not e.is_data or e.sector < doff:
                 continue
-            for b in range(e.sector // 8, (e.sector + e.nr + 7) // 8):
+            s = e.sector - doff
+            for b in range(s // 8, (s + e.nr + 7) // 8):
                 first.setdefault(b, e.idx)
         low, t = base_blk, order[999]
         assert low in first and t in first, "blocks missing from the HDD's write log"
@@ -312,7 +314,8 @@ def test_drain_sweeps_by_address(dm, sweep, how):
             assert first[t] < first[low], \
                 f"oldest first: the 1000th written block (HDD write {first[t]}) must go " \
                 f"before the newest, lowest one (HDD write {first[low]})"
-        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
+        check_blocks(model, lambda b: pread_dev(hdd.dev, doff * 512 + b * 4096, 4096),
+                     "HDD block")
         summary("destage-summary.txt", f"{how} {'with' if sweep else 'without'} the sweep: "
                 f"lowest block at HDD write {first[low]}, the 1000th written at {first[t]}")
     finally:
@@ -354,12 +357,14 @@ def test_round_leaves_room_for_neighbours(dm, oldest):
         assert v.status()["index_entries"] == 0, v.status()
         v.remove()
         dm.remove("nxdlw")
+        doff = nxdvol.hdd_data_offset(hdd) // 512     # a whole number of stripes
         whole, alone = {}, []
         for e in logwrites.parse_log(lwlog.dev):
-            if not e.is_data or e.sector // 8 not in model:
+            s = e.sector - doff
+            if not e.is_data or s < 0 or s // 8 not in model:
                 continue
-            if e.nr * 512 == STRIPE and e.sector % (STRIPE // 512) == 0:
-                whole[e.sector // 8] = whole.get(e.sector // 8, 0) + 1
+            if e.nr * 512 == STRIPE and s % (STRIPE // 512) == 0:
+                whole[s // 8] = whole.get(s // 8, 0) + 1
             else:
                 alone.append(e)
         if oldest:
@@ -370,7 +375,8 @@ def test_round_leaves_room_for_neighbours(dm, oldest):
             assert len(alone) >= 10, \
                 f"a round of half the buffer of oldest blocks wrote only {len(alone)} " \
                 f"alone: it had room for all their neighbours"
-        check_blocks(model, lambda b: pread_dev(hdd, b * 4096, 4096), "HDD block")
+        check_blocks(model, lambda b: pread_dev(hdd, doff * 512 + b * 4096, 4096),
+                     "HDD block")
         summary("destage-summary.txt", f"destage_ahead_oldest {oldest}: {len(whole)} stripes "
                 f"written whole, {len(alone)} writes of part of a stripe")
     finally:
@@ -441,7 +447,8 @@ def test_no_idle_round_beside_small_writes(dm):
         os.close(fd)
         fd = None
         v.remove()
-        check_blocks(model, lambda b: pread_dev(hdd.dev, b * 4096, 4096), "HDD block")
+        doff = nxdvol.hdd_data_offset(hdd.dev)
+        check_blocks(model, lambda b: pread_dev(hdd.dev, doff + b * 4096, 4096), "HDD block")
         summary("destage-summary.txt", f"no idle round beside small writes: {judged}")
     finally:
         if fd is not None:
@@ -477,7 +484,7 @@ def test_drain_on_suspend_and_pause(devs, dm):
     os.close(fd)
     # The HDD alone has it too.
     v.remove()
-    got = read_all(hdd.dev, 16 * (256 << 10))
+    got = read_all(hdd.dev, 16 * (256 << 10), start=nxdvol.hdd_data_offset(hdd.dev))
     for i in range(16):
         assert got[i * (256 << 10):i * (256 << 10) + (64 << 10)] == data
 
@@ -517,7 +524,7 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     assert p.returncode == 0, p.stderr
     assert w1 > w0, "no write went on during the drain"
     # The HDD alone holds what was logged before the drain.
-    assert read_all(hdd.dev, 1 << 20) == before
+    assert read_all(hdd.dev, 1 << 20, start=nxdvol.hdd_data_offset(hdd.dev)) == before
     v.remove()
 
 

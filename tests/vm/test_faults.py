@@ -19,7 +19,7 @@ import pytest
 
 from nxdt import blkdev, dmlib, host, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
-from nxdt.faultrig import degrade, HDD_MB, setup_vol, SSD_MB
+from nxdt.faultrig import degrade, HDD_MB, rig_setup, setup_vol, SSD_MB
 from nxdt.ctl import nxdctl
 from nxdt.host import run
 from nxdt.models import LoggedModel
@@ -254,7 +254,8 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     assert seg["flags"] == (1 if kind == "whole" else 0), seg["flags"]
     lost = [b for b, _ in ondisk.data_recs(seg)] if kind == "whole" else []
     for b in lost:                            # what the HDD had before
-        m.data[b * BLOCK:(b + 1) * BLOCK] = rawio.pread_dev(rig.hdd, b * BLOCK, BLOCK)
+        m.data[b * BLOCK:(b + 1) * BLOCK] = rawio.pread_dev(
+            rig.hdd, nxdvol.hdd_data_offset(rig.hdd) + b * BLOCK, BLOCK)
     rawio.pwrite_dev(rig.ssd_base, first_hdr, bytes(BLOCK))
     marker = host.kmsg_mark("lost segment")
     v.drain()
@@ -563,8 +564,7 @@ def test_rmmod_refused_while_volume_exists(dm, loopdev, nullb):
 
 def _label(hdd):
     """The HDD label's bytes (docs/on-disk-format.md, section 5)."""
-    sectors = blkdev.dev_sectors(hdd)
-    return rawio.pread_dev(hdd, nxdvol.label_offset(sectors), BLOCK)
+    return rawio.pread_dev(hdd, nxdvol.hdd_label_offset(hdd), BLOCK)
 
 
 def _label_lost(blk):
@@ -640,7 +640,8 @@ def test_dead_ssd_log_given_up_online(rig):
             f.close()
     t = threading.Thread(target=writer)
     t.start()
-    wait_until(lambda: rawio.pread_dev(rig.hdd, over * BLOCK, BLOCK) == new,
+    doff = nxdvol.hdd_data_offset(rig.hdd)
+    wait_until(lambda: rawio.pread_dev(rig.hdd, doff + over * BLOCK, BLOCK) == new,
                timeout=30, what="the parked write on the HDD")
     assert t.is_alive(), "a write over a logged block completed before the log went"
 
@@ -691,6 +692,132 @@ def test_dead_ssd_log_given_up_online(rig):
     assert st["index_entries"] == 0 and st["state"] == "ok", st
     m.verify()
     m.close()
+    v.remove()
+
+
+def _file_blocks(path):
+    """The volume's 4 KiB blocks under file @path, in file order (FIEMAP
+    through xfs_io; the file system block is 4 KiB)."""
+    out = run(["xfs_io", "-r", "-c", "fiemap", path]).stdout
+    blocks = []
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 3 and f[2] != "hole":
+            a, b = (int(x) for x in f[2].strip(".").split(".."))
+            blocks += range(a // 8, (b + 1) // 8)
+    return blocks
+
+
+@pytest.fixture
+def xfs_rig(dm, loopdev, nullb):
+    """The rig with an HDD XFS accepts (mkfs.xfs wants over 300 MB)."""
+    yield from rig_setup(dm, loopdev, nullb, hdd_mb=400)
+
+
+@pytest.mark.guarantee("G11", "G14")
+def test_dead_ssd_given_up_under_mounted_xfs(xfs_rig):
+    """XFS mounted on the volume, its metadata on the HDD (drained), then
+    whole-block O_DIRECT overwrites of one file logged; the SSD dies.
+    `nxdctl detach --accept-log-loss --yes` completes with XFS mounted:
+    the sectors it reports lost are those overwrites' blocks, new files
+    written and fsynced afterwards read back, xfs_repair -n finds the file
+    system clean after unmount, and each overwritten block reads back as
+    its old content (lost) or, for the one rewritten after the SSD died,
+    as the new one."""
+    mnt = "/mnt/nxddeadxfs"
+    # No periodic XFS log force in the test's window: only the file's
+    # overwrites are in the log when the SSD dies.
+    syncd = "/proc/sys/fs/xfs/xfssyncd_centisecs"
+    with open(syncd) as f:
+        saved = f.read().strip()
+    v = Volume(xfs_rig.dm, "nxdgonexfs", xfs_rig.hdd, xfs_rig.ssd)
+    run(["mkfs.xfs", "-q", "-f", v.dev])
+    os.makedirs(mnt, exist_ok=True)
+    run(["mount", v.dev, mnt])
+    try:
+        with open(syncd, "w") as f:
+            f.write("720000")
+        rng = random.Random(11)
+        path = f"{mnt}/victim"
+        old = rng.randbytes(64 * BLOCK)
+        with open(path, "wb") as f:
+            f.write(old)
+            f.flush()
+            os.fsync(f.fileno())
+        run(["sync"])
+        v.message("drain")
+        v.pause()
+        blocks = _file_blocks(path)
+        assert len(blocks) == 64, blocks
+        over = {i: rng.randbytes(BLOCK) for i in range(0, 64, 4)}
+        with rawio.Fd(path) as f:
+            for i, d in over.items():
+                f.pwrite(i * BLOCK, d)
+            os.fdatasync(f.fd)
+        logged = {blocks[i] for i in over}
+        st = v.status()
+        assert st["index_entries"] == len(logged), st
+
+        xfs_rig.ssdi.set("error")               # dead: reads fail too
+        marker = host.kmsg_mark("dead ssd under xfs")
+        late = rng.randbytes(BLOCK)
+        res = {}
+
+        def rewrite():                      # over a logged block: waits
+            with rawio.Fd(path) as f:
+                res["e"] = f.pwrite_try(0, late)
+                os.fdatasync(f.fd)
+        t = threading.Thread(target=rewrite)
+        t.start()
+        assert host.wait_kmsg(marker, r"SSD log frozen at segment \d+"), "log not frozen"
+        assert t.is_alive(), "a write over a logged block completed before the log went"
+
+        p = nxdctl("detach", v.name, "--accept-log-loss", "--yes", "--timeout", 120,
+                   check=False)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        t.join(timeout=60)
+        assert not t.is_alive() and res.get("e") == 0, res
+        assert os.path.ismount(mnt)
+        assert run(["dmsetup", "table", v.name]).stdout.split()[2] == "linear"
+        reported = set()
+        for line in p.stdout.splitlines():
+            if line.startswith("  lost sectors "):
+                s, n = map(int, line.split()[2].split("+"))
+                reported.update(range(s // 8, (s + n) // 8))
+        assert reported == logged - {blocks[0]}, (sorted(reported), sorted(logged))
+
+        # Online: new files, fsynced, read back.
+        new = {f"{mnt}/after{i}": rng.randbytes(37 * 1024 + i) for i in range(20)}
+        for fp, d in new.items():
+            with open(fp, "wb") as f:
+                f.write(d)
+                f.flush()
+                os.fsync(f.fileno())
+        for fp, d in new.items():
+            with open(fp, "rb") as f:
+                assert f.read() == d, fp
+    finally:
+        with open(syncd, "w") as f:
+            f.write(saved)
+        run(["umount", mnt], check=False)
+    run(["xfs_repair", "-n", v.dev])
+    run(["mount", v.dev, mnt])
+    try:
+        with open(path, "rb") as f:
+            got = f.read()
+        for i in range(64):
+            blk = got[i * BLOCK:(i + 1) * BLOCK]
+            if i == 0:
+                assert blk == late, "block 0, rewritten after the SSD died"
+            elif blocks[i] in reported:
+                assert blk == old[i * BLOCK:(i + 1) * BLOCK], f"lost block {i}: not its old data"
+            else:
+                assert blk == over.get(i, old[i * BLOCK:(i + 1) * BLOCK]), f"block {i}"
+        for fp, d in new.items():
+            with open(fp, "rb") as f:
+                assert f.read() == d, fp
+    finally:
+        run(["umount", mnt])
     v.remove()
 
 

@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from nxdt import blkdev, host
+from nxdt import blkdev, host, nxdvol
 from nxdt.blkdev import md_grow_members
 from nxdt.ctl import NXDCTL
 from nxdt.facts import data_sectors, MiB, parse_status
@@ -243,7 +243,7 @@ def test_fs_drain_on_suspend_then_linear(dm, md_raid6, nullb, fsmount):
     tree.new_small(300)                     # the last ones still dirty in the cache
     dm.suspend(st.NAME)                     # drain, lockfs, drain again
     after = st.status()
-    dm.load(st.NAME, f"0 {st.length} linear {st.md} 0")
+    dm.load(st.NAME, f"0 {st.length} linear {st.md} {nxdvol.hdd_data_offset(st.md) // 512}")
     dm.resume(st.NAME)
     fs.umount()
     problems = []

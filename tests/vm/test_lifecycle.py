@@ -72,7 +72,7 @@ def test_lifecycle_xfs(dm, loopdev, nullb, mnt):
     assert "detached" in p.stdout, p.stdout
     t = table(dm)
     assert t["type"] == "linear" and t["len"] == length, t
-    assert t["args"] == [majmin(hdd), "0"], t
+    assert t["args"] == [majmin(hdd), str(nxdvol.hdd_data_offset(hdd) // 512)], t
     assert os.path.ismount(MNT)
     n = files.verify()
     assert udev_role(ssd1) == "ssd", "the detached SSD lost its superblock"
@@ -175,12 +175,19 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     run(["mkfs.ext4", "-q", "-F", sig])
     full = blkdev.dev_sectors(hdd)
     length = facts.data_sectors(full)
+    doff = nxdvol.new_data_offset(hdd) // 512       # a new volume's data area
 
-    # A linear volume over the whole HDD: the label would overwrite its end.
-    dm.create(NAME, f"0 {full} linear {hdd} 0")
+    # A linear volume over the HDD from sector 0: its data would have to
+    # move past the label, refused.
+    dm.create(NAME, f"0 {length} linear {hdd} 0")
     p = nxdctl("attach", NAME, ssd, check=False)
-    assert p.returncode == 1 and f"at most {length}" in p.stderr, p.stderr
-    dm.reload(NAME, f"0 {length} linear {hdd} 0")
+    assert p.returncode == 1 and str(doff) in p.stderr, p.stderr
+    # Past the data area's end: refused.
+    dm.reload(NAME, f"0 {full - doff} linear {hdd} {doff}")
+    if full - doff > length:
+        p = nxdctl("attach", NAME, ssd, check=False)
+        assert p.returncode == 1 and f"at most {length}" in p.stderr, p.stderr
+    dm.reload(NAME, f"0 {length} linear {hdd} {doff}")
     for args, rc, msg in [
             ((sig,), 1, "holds ext4"),
             ((tiny,), 1, "too small"),
@@ -224,7 +231,8 @@ def test_lifecycle_refusals(dm, loopdev, nullb):
     nxdctl("detach", NAME)
     assert table(dm)["type"] == "linear"
     for i in range(64):
-        assert rawio.pread_dev(hdd, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
+        assert rawio.pread_dev(hdd, doff * 512 + i * 8192, 4096) == \
+            data[i * 4096:(i + 1) * 4096], i
     # The old SSD, still carrying the superblock, needs --format.
     p = nxdctl("attach", NAME, ssd, check=False)
     assert p.returncode == 1 and "--format" in p.stderr, p.stderr
@@ -266,4 +274,5 @@ def test_lifecycle_detach_timeout(dm, loopdev, nullb):
     nxdctl("detach", NAME, "--timeout", 300)
     assert table(dm)["type"] == "linear"
     for i in range(64):
-        assert rawio.pread_dev(base, i * 8192, 4096) == data[i * 4096:(i + 1) * 4096], i
+        assert rawio.pread_dev(base, nxdvol.hdd_data_offset(base) + i * 8192, 4096) == \
+            data[i * 4096:(i + 1) * 4096], i

@@ -500,7 +500,9 @@ def test_grow_online(dm, loopdev, nullb):
     new_len = facts.data_sectors(blkdev.dev_sectors(hdd))
     assert new_len > old_len
     _, sb = ondisk.newest_sb(ssd)
-    assert (sb["data_sectors"], sb["label_sector"]) == (old_len, old_len)
+    assert (sb["data_sectors"], sb["label_sector"]) == (old_len, 0)
+    doff = nxdvol.hdd_data_offset(hdd)            # version 2: label in block 0
+    assert doff >= MiB and doff % BLOCK == 0, doff
 
     # Assembly after the HDD grew: the label is found where the SSD says.
     assemble(old_len)
@@ -512,21 +514,21 @@ def test_grow_online(dm, loopdev, nullb):
     assert host.wait_kmsg(k, r"Volume larger than the HDD less its 1 MiB label area")
     run(["dmsetup", "clear", v.name])
 
-    # Grow: the label moves at resume, the old one is cleared.
+    # Grow: the label stays in block 0 and records the new size.
     k = host.kmsg_mark("grow: longer table")
     dm.reload(v.name, nxdvol.nxd_line(hdd, ssd, new_len))
     assert host.wait_kmsg(k, rf"grew volume .* from {old_len} to {new_len} data sectors")
     v.length = new_len
     assert blkdev.dev_sectors(v.dev) == new_len
     _, sb = ondisk.newest_sb(ssd)
-    assert (sb["data_sectors"], sb["label_sector"]) == (new_len, new_len)
+    assert (sb["data_sectors"], sb["label_sector"]) == (new_len, 0)
     assert sb["hdd_sectors"] == blkdev.dev_sectors(hdd)
-    label = rawio.pread_dev(hdd, new_len * 512, BLOCK)
+    label = rawio.pread_dev(hdd, 0, BLOCK)
     assert struct.unpack_from("<Q", label)[0] == ondisk.LABEL_MAGIC
     assert sb["vol_uuid"] in label
-    model += bytes(rawio.pread_dev(hdd, old_len * 512, (new_len - old_len) * 512))
-    assert model[old_len * 512:old_len * 512 + BLOCK] == bytes(BLOCK), \
-        "old label block not cleared"
+    assert struct.unpack_from("<Q", label, 48)[0] == blkdev.dev_sectors(hdd)
+    assert nxdvol.hdd_data_offset(hdd) == doff
+    model += bytes(rawio.pread_dev(hdd, doff + old_len * 512, (new_len - old_len) * 512))
     verify(new_len * 512)
 
     # The new area, the old label's block included, small and large.

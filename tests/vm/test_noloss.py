@@ -58,7 +58,7 @@ import time
 
 import pytest
 
-from nxdt import blkdev, host, ondisk, pcut, rawio
+from nxdt import blkdev, host, nxdvol, ondisk, pcut, rawio
 from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Volume, module_param
@@ -231,7 +231,8 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     ssd = nullb(16)
     B = 300
     old = pattern("old", B, BLOCK)
-    rawio.pwrite_dev(hdd, B * BLOCK, old)          # the data area starts at 0
+    doff = nxdvol.new_data_offset(hdd)            # where the data area will start
+    rawio.pwrite_dev(hdd, doff + B * BLOCK, old)
     v = Volume(dm, "nxdlb", hdd, ssd)
     v.pause()
     with rawio.Fd(v.dev) as f:
@@ -249,7 +250,8 @@ def test_lost_block_is_not_destaged(dm, loopdev, nullb, kind):
     marker = host.kmsg_mark("lost block")
     v.message("resume_destage")
     v.drain()
-    assert rawio.pread_dev(hdd, B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
+    assert nxdvol.hdd_data_offset(hdd) == doff
+    assert rawio.pread_dev(hdd, doff + B * BLOCK, BLOCK) == old, "the lost block was copied over the HDD"
     why = "has no header to vouch for it" if kind == "whole" else "fails its checksum"
     assert host.wait_kmsg(marker, r"logged block 300 .*" + why), \
         "no message naming the lost block"

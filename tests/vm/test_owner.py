@@ -32,7 +32,7 @@ import subprocess
 
 import pytest
 
-from nxdt import blkdev, facts, host
+from nxdt import blkdev, facts, host, nxdvol
 from nxdt.blkdev import grow_loop
 from nxdt.ctl import nxdctl, NXDCTL
 from nxdt.host import REPO, run
@@ -50,7 +50,8 @@ def label_owner(hdd, sector):
 
 
 def end_label(hdd):
-    return facts.data_sectors(blkdev.dev_sectors(hdd))
+    """Sector of the volume's label: block 0 (format 2), or the end."""
+    return nxdvol.hdd_label_offset(hdd) // 512
 
 
 def metadata_digest(hdd, ssd):
@@ -106,11 +107,10 @@ def test_owner_assemble_takeover_grow(dm, loopdev, nullb, node_a):
     lst = nxdctl("list").stdout
     assert "OWNER" in lst and "node-a" in lst, lst
 
-    # Grow: the kernel writes a label at the new end; the owner moves.
-    old = end_label(hdd)
+    # Grow: the kernel rewrites the label (in block 0); the owner stays.
     grow_loop(hdd, 400)
     nxdctl("grow", "ow0")
-    assert end_label(hdd) > old
+    assert end_label(hdd) == 0
     assert label_owner(hdd, end_label(hdd)) == "node-a"
     # Cleared on disk while active: the next rewrite keeps the disk's.
     nxdctl("set-owner", "ow0", "--clear")

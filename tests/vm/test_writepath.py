@@ -71,7 +71,7 @@ import time
 
 import pytest
 
-from nxdt import host, ondisk, pcut, rawio
+from nxdt import host, nxdvol, ondisk, pcut, rawio
 from nxdt.destagerig import wait_until
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK, MiB
@@ -338,8 +338,9 @@ def test_large_write_over_logged_blocks_is_cut_at_their_edges(dm, nullb):
         f.fsync()
         st0 = v.status()
         assert st0["index_entries"] == 3 * n + len(in_r2), st0
+        doff = nxdvol.hdd_data_offset(hdd.path)
         with rawio.Fd(hdd.path, write=False) as h:
-            hdd_r2 = h.pread(R2 * BLOCK, MiB)
+            hdd_r2 = h.pread(doff + R2 * BLOCK, MiB)
         f.pwrite(R1 * BLOCK, big[R1])
         f.pwrite(R2 * BLOCK, big[R2])
         st = v.status()
@@ -349,7 +350,7 @@ def test_large_write_over_logged_blocks_is_cut_at_their_edges(dm, nullb):
         # R2: three HDD pieces (0-4, 6-199, 201-255), two logged blocks.
         assert st["writes_direct"] - st0["writes_direct"] == 3, (st0, st)
         with rawio.Fd(hdd.path, write=False) as h:
-            raw = h.pread(R2 * BLOCK, MiB)
+            raw = h.pread(doff + R2 * BLOCK, MiB)
         for i in range(n):
             want = hdd_r2 if i in in_r2 else big[R2]
             assert raw[i * BLOCK:(i + 1) * BLOCK] == want[i * BLOCK:(i + 1) * BLOCK], \
@@ -665,7 +666,8 @@ def test_failed_direct_write_split_below_is_redone_once(dm, nullb):
             "the direct write was not split on the SSD: the test proves nothing " \
             f"(head {head}, status {st})"
         assert f.pread(W * BLOCK, n * BLOCK) == data, "the redone write reads back wrong"
-    assert rawio.pread_dev(hdd.path, W * BLOCK, n * BLOCK) == data, \
+    assert rawio.pread_dev(hdd.path, nxdvol.hdd_data_offset(hdd.path) + W * BLOCK,
+                           n * BLOCK) == data, \
         "the HDD does not hold the redone write"
     assert v.status()["hdd_errors"] == 0
     v.remove()

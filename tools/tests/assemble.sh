@@ -22,11 +22,22 @@ images() { # LETTER...: fresh images, a 64M SSD and a 300M HDD each
 		truncate -s 300M "$OUT/hdd-$v.img"
 	done
 }
-pair() { # LETTER MKMETA-ARGS...: fresh images, metadata, loop devices S<L>, H<L>
+# [-o DATA_OFFSET] LETTER MKMETA-ARGS...: fresh images, metadata (with -o
+# format 2, data from DATA_OFFSET; else format 1), loop devices S<L>, H<L>
+pair() {
+	_o=
+	if [ "$1" = -o ]; then
+		_o=$2
+		shift 2
+	fi
 	_p=$1
 	shift
 	images "$_p"
-	tests/mkmeta "$OUT/ssd-$_p.img" "$OUT/hdd-$_p.img" "$@"
+	if [ -n "$_o" ]; then
+		tests/mkmeta -o "$_o" "$OUT/ssd-$_p.img" "$OUT/hdd-$_p.img" "$@"
+	else
+		tests/mkmeta "$OUT/ssd-$_p.img" "$OUT/hdd-$_p.img" "$@"
+	fi
 	_up=$(echo "$_p" | tr '[:lower:]' '[:upper:]')
 	loop "$OUT/ssd-$_p.img" && eval "S$_up=\$DEV"
 	loop "$OUT/hdd-$_p.img" && eval "H$_up=\$DEV"
@@ -264,7 +275,8 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 
 	# ---- create --format over a log (loop devices: the pair is found) ----
 	pair e 96 2
-	pair f 112
+	# F: format 2 from sector 2048, the layout a new volume gets here
+	pair -o 2048 f 112
 	t "create: the pair again (replay)" 0 "$NXDCTL" create v0 "$HE" "$SE" \
 		--dry-run
 	has "create: the pair again: DM UUID from the superblock" \
@@ -283,6 +295,17 @@ assert sb["name"] == "" and sb["tunables"] is None, sb' "$OUT/super-b.json"
 		"$SE" --dry-run --format --force
 	t "create --format over an empty log" 0 "$NXDCTL" create v0 "$HF" "$SF" \
 		--dry-run --format
+	has "create --format: the old label cleared first" "^$HF: would clear the nxd HDD label at sector 0 (4096 bytes at offset 0)$"
+	# E is format 1: a new volume over it would not hold its data.
+	t "create --format over a format 1 volume" 1 "$NXDCTL" create v0 "$HE" \
+		"$SE" --dry-run --format
+	err_has "create --format: says the data would not be in it" "holds the data of volume 60616263-.* (format 1, data from sector 0); the new volume's data"
+	t "create --format --force over a format 1 volume" 0 "$NXDCTL" create \
+		v0 "$HE" "$SE" --dry-run --format --force
+	has "create --format --force: the format 1 label cleared" "^$HE: would clear the nxd HDD label at sector 612352 "
+	has "create --format --force: format 2 length" "^dmsetup create v0 --table '0 612352 nxd $HE $SE 1 format'$"
+	cmp -s -n 4096 "$HF" /dev/zero && ko "create --dry-run: the label stays" ||
+		ok "create --dry-run: the label stays"
 	t "create: new HDD, SSD holding another volume's writes" 1 "$NXDCTL" \
 		create v0 "$OUT/hdd.img" "$SE" --dry-run --format
 	t "create: another volume's HDD" 1 "$NXDCTL" create v0 "$HE" "$SF" \

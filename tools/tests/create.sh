@@ -152,7 +152,7 @@ if [ ! -e /dev/nxd-control ]; then
 		0 "$NXDCTL" stop --all
 fi
 
-# ---- create: what it would overwrite (libblkid, the HDD's last MiB) ----
+# ---- create: what it would overwrite (libblkid, the HDD's block 0) ----
 truncate -s 0 "$OUT/fs.img" "$OUT/tail.img"
 truncate -s 300M "$OUT/fs.img" "$OUT/tail.img"
 if mkfs.ext4 -q -F -L ost0 "$OUT/fs.img" >/dev/null 2>&1; then
@@ -174,8 +174,14 @@ if mkfs.ext4 -q -F -L ost0 "$OUT/fs.img" >/dev/null 2>&1; then
 else
 	echo "SKIP create signature tests (no mkfs.ext4)"
 fi
+# A new volume's label goes in block 0 (format 2); the last MiB is no
+# longer nxd's.
 printf 'data' | dd of="$OUT/tail.img" bs=1 seek=$((300 * 1048576 - 5000)) \
 	conv=notrunc 2>/dev/null
-t "create: data in the HDD's last MiB" 1 "$NXDCTL" create v0 "$OUT/tail.img" \
+t "create: data in the HDD's last MiB is not in the way" 0 "$NXDCTL" \
+	create v0 "$OUT/tail.img" "$OUT/ssd.img" --dry-run
+printf 'data' | dd of="$OUT/tail.img" bs=1 seek=100 conv=notrunc 2>/dev/null
+t "create: data in the HDD's block 0" 1 "$NXDCTL" create v0 "$OUT/tail.img" \
 	"$OUT/ssd.img" --dry-run
-err_has "create: names the offset" "holds data in its last MiB (at byte $((300 * 1048576 - 5000)))"
+err_has "create: names the offset" "holds data in its first 4 KiB (at byte 100), where nxd writes its label"
+err_has "create: says a volume cannot be converted in place" "converted in place: the new volume's data area starts at"

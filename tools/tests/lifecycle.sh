@@ -10,6 +10,9 @@ mkdir -p "$LC"
 truncate -s 1026M "$LC/hdd.img"
 truncate -s 64M "$LC/ssd.img" "$LC/new.img" "$LC/nxd.img"
 truncate -s 1M "$LC/tiny.img"
+# A format 1 volume (data from sector 0, label at the end); layout.sh has
+# format 2's.
+tests/mkmeta "$LC/ssd.img" "$LC/hdd.img" 5
 # status: state, then the counters; log_blocks, log_used_blocks,
 # index_entries first, degraded 26th
 lc_status() { # STATE USED DEGRADED
@@ -104,6 +107,7 @@ NXDCTL_TEST_TABLE="0 2097152 $NXDL" t "attach: nxd volume" 1 \
 err_has "attach: nxd says replace-ssd" "nxdctl replace-ssd v0"
 NXDCTL_TEST_TABLE="0 2097152 linear $LC/hdd.img 2048" t \
 	"attach: linear not from 0" 1 "$NXDCTL" attach v0 "$LC/new.img" --dry-run
+err_has "attach: the label's layout named" "puts the data area at sector 0: attaching would shift the data"
 NXDCTL_TEST_TABLE="0 2097152 striped 2 8 $LC/hdd.img 0 $LC/ssd.img 0" t \
 	"attach: not linear" 2 "$NXDCTL" attach v0 "$LC/new.img" --dry-run
 NXDCTL_TEST_TABLE="0 2099201 linear $LC/hdd.img 0" t \

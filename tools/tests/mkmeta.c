@@ -4,7 +4,10 @@
  * would: both SSD superblock copies and the HDD label, with the shared
  * codec of kernel/nxd_codec.c.  For the assemble / udev-info tests.
  *
- * Usage: mkmeta SSD HDD SEED [SEGS [NAME [TUNABLES]]]
+ * Usage: mkmeta [-o DATA_OFFSET] SSD HDD SEED [SEGS [NAME [TUNABLES]]]
+ *   -o: format version 2, the label in HDD block 0 and the data area from
+ *   sector DATA_OFFSET (a multiple of 8, at least 2048); without it format
+ *   version 1 (data from sector 0, the label at the end).
  *   SEED: a byte that makes the UUIDs; SEGS: live segments to write at the
  *   tail, each with one data block (a log holding writes not yet on the
  *   HDD, as a clean shutdown leaves it), default 0 (an empty log).
@@ -16,6 +19,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../../kernel/nxd_core.h"
@@ -34,11 +38,20 @@ int main(int argc, char **argv)
 	struct nxd_sb_info sb = { 0 };
 	struct nxd_label_info l = { 0 };
 	int sfd, hfd, i, seed, segs = 0;
-	u64 ssd, hdd, pos = 0;
+	u64 ssd, hdd, pos = 0, off = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "-o")) {
+		off = strtoull(argv[2], NULL, 0);
+		if (!nxd_data_offset_ok(off)) {
+			fprintf(stderr, "mkmeta: bad DATA_OFFSET\n");
+			return 2;
+		}
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 4 || argc > 7) {
-		fprintf(stderr, "usage: mkmeta SSD HDD SEED [SEGS [NAME "
-			"[TUNABLES]]]\n");
+		fprintf(stderr, "usage: mkmeta [-o DATA_OFFSET] SSD HDD SEED "
+			"[SEGS [NAME [TUNABLES]]]\n");
 		return 2;
 	}
 	seed = atoi(argv[3]);
@@ -72,8 +85,9 @@ int main(int argc, char **argv)
 		sb.hdd_uuid[i] = 0x80 + seed + i;
 	}
 	sb.hdd_sectors = hdd;
-	sb.data_sectors = nxd_hdd_data_sectors(hdd);
-	sb.hdd_label_sector = sb.data_sectors;
+	sb.data_offset = off;
+	sb.data_sectors = nxd_layout_data_sectors(hdd, off);
+	sb.hdd_label_sector = off ? 0 : sb.data_sectors;
 	sb.ring_start = NXD_RING_START;
 	sb.ring_blocks = ssd / NXD_BLOCK_SIZE - NXD_RING_START;
 	sb.tail_seq = sb.head_seq = sb.gen_start_seq = 1;
@@ -111,6 +125,7 @@ int main(int argc, char **argv)
 	memcpy(l.vol_uuid, sb.vol_uuid, 16);
 	memcpy(l.hdd_uuid, sb.hdd_uuid, 16);
 	l.hdd_sectors = hdd;
+	l.data_offset = off;
 	nxd_label_encode(&l, blk);
 	if (pwrite(hfd, blk, sizeof(blk), sb.hdd_label_sector << 9) !=
 	    sizeof(blk)) {

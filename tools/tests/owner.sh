@@ -91,11 +91,16 @@ if [ "$(id -u)" = 0 ] && [ -x tests/mkmeta ] && command -v losetup \
 	[ "$(owner_at "$OUT/hdd-o.img")" = node-a ] && ok "owner: default is this host" ||
 		ko "owner: default is this host"
 	# A new volume over another host's HDD: --force; create records us.
-	"$NXDCTL" set-owner "$SO" node-b >/dev/null
+	# (P: format 2, the layout a new volume gets, so only the owner is
+	# in the way; set-owner rewrites its label in block 0.)
+	pair -o 2048 p 180
+	"$NXDCTL" set-owner "$SP" node-b >/dev/null
+	t "owner: set-owner, format 2" 0 "$NXDCTL" show-super "$HP"
+	has "owner: format 2 label at block 0 names node-b" "^  owner         node-b$"
 	t "owner: create --format over node-b's HDD" 6 "$NXDCTL" create v0 \
-		"$HO" "$SO" --format --dry-run
+		"$HP" "$SP" --format --dry-run
 	err_has "owner: create --format names the owner" "belongs to host 'node-b': --force to replace it"
-	t "owner: create --format --force" 0 "$NXDCTL" create v0 "$HO" "$SO" \
+	t "owner: create --format --force" 0 "$NXDCTL" create v0 "$HP" "$SP" \
 		--format --force --dry-run
 	has "owner: create --dry-run names the new owner" "^owner: 'node-a' (this host), recorded in the new HDD label$"
 	# The system id: a bad one is an error; without the file, the host name.

@@ -114,6 +114,9 @@ assert not any("read_threshold" in x for x in v)' "$OUT/list.json"
 # ---- grow, detach, attach, replace-ssd (--dry-run on test hooks) ----
 . tests/lifecycle.sh
 
+# ---- the HDD layouts: format 2 (label in block 0) and format 1 ----
+. tests/layout.sh
+
 # ---- usage ----
 t "no command" 1 "$NXDCTL"
 t "--help" 0 "$NXDCTL" --help

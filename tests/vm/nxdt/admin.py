@@ -26,7 +26,7 @@ def udev_env(dev):
 
 
 def ext4_on_data_area(md, label):
-    """An ext4 that ends below the nxd label area; its UUID."""
+    """An ext4 on the raw array @md, labelled @label; its UUID."""
     kib = facts.data_sectors(blkdev.dev_sectors(md)) // 2
     run(["mkfs.ext4", "-q", "-F", "-L", label, md, f"{kib}k"])
     return run(["blkid", "-p", "-s", "UUID", "-o", "value", md]).stdout.strip()

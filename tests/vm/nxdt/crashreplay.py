@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from nxdt import facts, host, logwrites
+from nxdt import facts, host, logwrites, nxdvol
 from nxdt.blkdev import Loop, NullBlk
 from nxdt.dmlib import DMError, DMIoctl, params
 from nxdt.facts import BLOCK, parse_status, SECTOR
@@ -81,7 +81,9 @@ def record_workload(dm, devs, seed, opts, ssd_mib, nops):
     dm.remove(lwh)
     layout = {"seed": seed, "opts": opts, "hdd_bytes": H, "ssd_bytes": S,
               "vol_sectors": vol, "nops": nops, "workload_s": round(wtime, 1),
-              "log_status": lwstat, "nxd_status": st}
+              "log_status": lwstat, "nxd_status": st,
+              # HDD sector of volume sector 0 (the label's data_offset)
+              "data_off": nxdvol.hdd_data_offset(back_h.dev) // 512}
     return {"hdd": log_h.path, "ssd": log_s.path}, wl, layout
 
 
@@ -126,7 +128,8 @@ def replay_and_check(dm, devs, logpaths, wl, layout, rng, nprefix, nvariant,
             ssd_set.append(logwrites.log_sector_set(logpaths["ssd"], ent["ssd"]))
         return ssd_set[0]
     reps = {"hdd": DevReplayer("HDD", logpaths["hdd"], ent["hdd"], hdd.path, H,
-                               legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors)),
+                               legit=hdd_mask_legit(wl, vol_bytes, ssd_sectors,
+                                                    layout.get("data_off", 0))),
             "ssd": DevReplayer("SSD", logpaths["ssd"], ent["ssd"], ssd.path, S)}
     loader = Loader(dm, hdd.dev, ssd.dev, cows_h, cows_s, layout, seed)
     chk = Checker(vol_bytes, wl.events, wl.durable, discard_undefined=True)
@@ -338,7 +341,8 @@ def flakey_once(dm, devs, seed, where):
         # what was only in the log is lost).  The HDD kept every write: each
         # block no op could have logged must hold exactly the final model.
         size = vol * 512
-        hddimg = DirectIO().read_all(dm.path(fl_h), size)
+        doff = nxdvol.hdd_data_offset(dm.path(fl_h))      # the data area
+        hddimg = DirectIO().read_all(dm.path(fl_h), doff + size)[doff:]
         blocks = never_logged_blocks(wl.events, size // BLOCK, threshold)
         bad = [b for b in blocks if hddimg[b * BLOCK:(b + 1) * BLOCK]
                != wl.model.latest[b * BLOCK:(b + 1) * BLOCK]]

@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from nxdt import blkdev, rawio
+from nxdt import blkdev, nxdvol, rawio
 from nxdt.nxdvol import Volume
 from nxdt.rawio import pread_dev, pwrite_direct, read_all
 
@@ -94,7 +94,7 @@ def dense(dm, hdd, ssd):
           f"{delta['destage_stripe_bios']} whole stripes")
     assert mean >= 64 << 10, (bios, nbytes)
     v.remove()
-    assert read_all(hdd, 4 << 20) == bytes(model)
+    assert read_all(hdd, 4 << 20, start=nxdvol.hdd_data_offset(hdd)) == bytes(model)
     return delta
 
 
@@ -122,8 +122,9 @@ def clean_ahead(dm, hdd, ssd, ahead, n, stride):
         f"{bios} destage bios for {n} far blocks and blocks 0-1, expected {want}" + \
         (" (block 1 not copied with block 0)" if ahead else "")
     v.remove()
+    off = nxdvol.hdd_data_offset(hdd.dev)
     for b, d in model.items():
-        assert pread_dev(hdd.dev, b * 4096, 4096) == d, f"HDD block {b}"
+        assert pread_dev(hdd.dev, off + b * 4096, 4096) == d, f"HDD block {b}"
 
 
 def stripe_fill(dm, hdd, ssd, region, writer, slow=None):
@@ -202,7 +203,7 @@ def stripe_fill(dm, hdd, ssd, region, writer, slow=None):
             assert v.sset("write_threshold", 4096) == 0
     os.close(fd)
     v.remove()
-    got = read_all(hdd, region)
+    got = read_all(hdd, region, start=nxdvol.hdd_data_offset(hdd))
     bad = [i // 4096 for i in range(0, region, 4096) if got[i:i + 4096] != model[i:i + 4096]]
     assert not bad, f"{len(bad)} blocks differ from the model: {bad[:10]}"
     if writer:

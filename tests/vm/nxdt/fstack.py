@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from nxdt import blkdev, host
+from nxdt import blkdev, host, nxdvol
 from nxdt.blkdev import queue_attr
 from nxdt.facts import MiB, parse_status
 from nxdt.host import CmdError, run
@@ -507,7 +507,8 @@ def to_linear(dm, st, fs, length):
     dm.message(st.NAME, "drain")
     s = st.status()
     assert s["log_used_blocks"] == 0 and s["index_entries"] == 0, s
-    dm.load(st.NAME, f"0 {length} linear {st.md} 0")
+    off = nxdvol.hdd_data_offset(st.md) // 512      # the data area's start
+    dm.load(st.NAME, f"0 {length} linear {st.md} {off}")
     dm.suspend(st.NAME, nolockfs=True)
     dm.resume(st.NAME)
     fs.thaw()

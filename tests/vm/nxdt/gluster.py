@@ -221,7 +221,8 @@ class Brick:
             st = self.status()
             if st["log_used_blocks"] or st["index_entries"]:
                 raise AssertionError(f"log not empty after drain: {st}")
-            self.dm.load(self.name, f"0 {self.length} linear {self.md} 0")
+            off = nxdvol.hdd_data_offset(self.md) // 512     # the data area
+            self.dm.load(self.name, f"0 {self.length} linear {self.md} {off}")
             self.dm.suspend(self.name, nolockfs=True)
             self.dm.resume(self.name)
         finally:

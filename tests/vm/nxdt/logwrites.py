@@ -499,7 +499,7 @@ def save_failure(seed, logpaths, layout, reps, cut, msg):
     return d
 
 
-def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
+def hdd_mask_legit(wl, vol_bytes, ssd_sectors, data_off=0):
     """For DevReplayer(legit=): a plain HDD write logged after an
     overlapping HDD FUA write (sector @s: plain data @pv, FUA data @fv),
     both between the log's marks k and k+1.  The workload runs one op at a
@@ -528,7 +528,8 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
         before the next op was issued, and dm-log-writes logs all of them
         at the next flush): op i completed before op j was issued, the
         FUA data stays: ("mask", ...);
-      anything else: None (the test fails)."""
+      anything else: None (the test fails).
+    HDD sector @s is volume sector s - @data_off (the data area's start)."""
     events = wl.events
     D = [0] + [d[0] for d in wl.durable]
     zero = bytes(SECTOR)
@@ -541,8 +542,8 @@ def hdd_mask_legit(wl, vol_bytes, ssd_sectors):
         return None
 
     def legit(s, pv, fv, entry, k):
-        off = s * SECTOR
-        if off >= vol_bytes or k < 0:
+        off = (s - data_off) * SECTOR
+        if off < 0 or off >= vol_bytes or k < 0:
             return None
         lo = D[k] if k < len(D) else len(events)
         hi = D[k + 1] if k + 1 < len(D) else len(events)

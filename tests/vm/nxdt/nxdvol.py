@@ -11,7 +11,7 @@ kernel messages and the volume class.
 import contextlib
 import os
 import re
-from nxdt import blkdev, ctl, host
+from nxdt import blkdev, ctl, host, rawio
 from nxdt.dmlib import DMError
 from nxdt.facts import data_sectors, parse_status, SECTOR, TUNABLES
 from nxdt.host import run, wait_kmsg
@@ -20,8 +20,55 @@ from nxdt.host import run, wait_kmsg
 # -------------------------------------------------------------- geometry ---
 
 
+LABEL_MAGIC = (0x314c4448445f584e).to_bytes(8, "little")  # the HDD label's
+DATA_OFFSET_MIN = 2048          # sectors: version 2's data area starts
+DATA_OFFSET_MAX = 1 << 19       # at least 1 MiB in, at most 256 MiB
+
+
 def label_offset(hdd_sectors):
+    """Byte offset of a version 1 label (the last MiB of the HDD)."""
     return data_sectors(hdd_sectors) * SECTOR
+
+
+def data_offset_for(io_opt):
+    """Sectors a new (version 2) volume's data area starts at on an HDD of
+    optimal I/O size @io_opt bytes: the smallest multiple of the stripe
+    (in whole 4 KiB blocks) from 1 MiB, as docs/on-disk-format.md says."""
+    a = io_opt // SECTOR
+    if not a or a > DATA_OFFSET_MAX:
+        return DATA_OFFSET_MIN
+    if a % 8:
+        a *= 8
+    off = -(-DATA_OFFSET_MIN // a) * a
+    return off if off <= DATA_OFFSET_MAX else DATA_OFFSET_MIN
+
+
+def new_data_offset(hdd):
+    """Byte offset the data area of a volume formatted now on the
+    unlabelled HDD @hdd will have."""
+    return data_offset_for(blkdev.queue_attr(hdd, "optimal_io_size")) * SECTOR
+
+
+def _v2_label(hdd):
+    blk = rawio.pread_dev(hdd, 0, 4096)
+    if blk[:8] != LABEL_MAGIC:
+        return None
+    if int.from_bytes(blk[12:16], "little") != 2:
+        return None
+    return blk
+
+
+def hdd_data_offset(hdd):
+    """Byte offset of the data area on the HDD of a volume: the version 2
+    label's data_offset (label bytes 4016-4023), 0 for version 1."""
+    blk = _v2_label(hdd)
+    return int.from_bytes(blk[4016:4024], "little") * SECTOR if blk else 0
+
+
+def hdd_label_offset(hdd):
+    """Byte offset of the volume's HDD label: block 0 (version 2) or the
+    last MiB (version 1)."""
+    return 0 if _v2_label(hdd) else label_offset(blkdev.dev_sectors(hdd))
 
 # --------------------------------------------------- table line, volumes ---
 

@@ -33,7 +33,10 @@ def parse_sb(blk):
     # The stored name and tunables (docs/on-disk-format.md, bytes 160-327).
     (tun_flags, mode, wthr, rate, low, high, discard, drain, amin, amax,
      smin, stripe) = struct.unpack_from("<IIQIBBBBIIII", blk, 288)
-    return dict(sb_seq=sb_seq, vol_uuid=vol_uuid, hdd_uuid=hdd_uuid,
+    # Format 2 keeps the data area's start at byte 328 (format 1: zero).
+    data_off = struct.unpack_from("<Q", blk, 328)[0] if ver == 2 else 0
+    return dict(sb_seq=sb_seq, version=ver, data_offset=data_off,
+                vol_uuid=vol_uuid, hdd_uuid=hdd_uuid,
                 hdd_sectors=hdd_sectors, label_sector=label_sector,
                 data_sectors=data_sec, ring_start=ring_start,
                 ring_blocks=ring_blocks, tail_pos=tail_pos, tail_seq=tail_seq,

@@ -50,15 +50,15 @@ def zeroout(fd, off, n):
     fcntl.ioctl(fd, BLKZEROOUT, struct.pack("QQ", off, n))
 
 
-def read_all(dev, n, chunk=4 << 20):
-    """Read the first n bytes of a device with O_DIRECT."""
+def read_all(dev, n, chunk=4 << 20, start=0):
+    """Read n bytes of a device from byte @start with O_DIRECT."""
     fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
     try:
         out = bytearray()
         off = 0
         while off < n:
             k = min(chunk, n - off)
-            out += pread_direct(fd, off, k)
+            out += pread_direct(fd, start + off, k)
             off += k
         return bytes(out)
     finally:

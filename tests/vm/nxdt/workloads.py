@@ -9,7 +9,7 @@ import os
 import random
 import threading
 import time
-from nxdt import rawio
+from nxdt import nxdvol, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.host import run
 from nxdt.models import first_diff, Model, op_is_write
@@ -21,14 +21,15 @@ from nxdt.rawio import DirectIO, discard, pread_direct, pwrite_direct, read_all,
 
 
 def seed_hdd(hdd, size, seed):
-    """Write @size bytes of a seeded pattern at the start of the raw HDD
-    @hdd and return them: the independent initial content of a volume
-    created over @hdd afterwards (its data starts at HDD sector 0; a blank
-    SSD holds nothing over it)."""
+    """Write @size bytes of a seeded pattern at the start of the data area
+    a volume created over the raw HDD @hdd afterwards will have, and return
+    them: that volume's independent initial content (a blank SSD holds
+    nothing over it)."""
     data = random.Random(seed).randbytes(size)
+    base = nxdvol.new_data_offset(hdd)
     with rawio.Fd(hdd) as f:
         for off in range(0, size, 4 * MiB):
-            f.pwrite(off, data[off:off + 4 * MiB])
+            f.pwrite(base + off, data[off:off + 4 * MiB])
         f.fsync()
     return data
 
@@ -504,5 +505,6 @@ def check_blocks_then_hdd(vol, hdd_dev, model):
         for b, d in model.items():
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b}"
     vol.remove()
+    off = nxdvol.hdd_data_offset(hdd_dev)
     for b, d in model.items():
-        assert rawio.pread_dev(hdd_dev, b * BLOCK, BLOCK) == d, f"HDD block {b}"
+        assert rawio.pread_dev(hdd_dev, off + b * BLOCK, BLOCK) == d, f"HDD block {b}"

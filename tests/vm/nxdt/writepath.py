@@ -4,7 +4,7 @@ slowing a device down, the log's segments, the HDD's pattern, a direct
 write after a partial one in an open batch."""
 import time
 
-from nxdt import blkdev, host, ondisk, rawio
+from nxdt import blkdev, host, nxdvol, ondisk, rawio
 from nxdt.dmlib import delay_line
 from nxdt.facts import BLOCK
 from nxdt.nxdvol import Volume
@@ -97,8 +97,11 @@ def direct_write_after_partial_in_open_batch(dm, loopdev, nullb):
 
 
 def hdd_pattern(hdd, nblocks):
-    """The HDD's first @nblocks blocks hold a pattern, so that a partial
-    block's other sectors read as it (and not as zeros or an old slot)."""
+    """The first @nblocks blocks of the HDD's data area hold a pattern, so
+    that a partial block's other sectors read as it (and not as zeros or
+    an old slot).  The area is the volume's if @hdd has a label, else the
+    one a volume formatted now will have."""
     base = b"".join(pattern("hdd", b, BLOCK) for b in range(nblocks))
-    rawio.pwrite_dev(hdd, 0, base)
+    off = nxdvol.hdd_data_offset(hdd) or nxdvol.new_data_offset(hdd)
+    rawio.pwrite_dev(hdd, off, base)
     return bytearray(base)
