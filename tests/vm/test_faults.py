@@ -716,10 +716,9 @@ def xfs_rig(dm, loopdev, nullb):
 
 @pytest.mark.guarantee("G11", "G14")
 def test_dead_ssd_given_up_under_mounted_xfs(xfs_rig):
-    """XFS mounted on the volume, its metadata on the HDD (drained), then
-    whole-block O_DIRECT overwrites of one file logged; the SSD dies.
-    `nxdctl detach --accept-log-loss --yes` completes with XFS mounted:
-    the sectors it reports lost are those overwrites' blocks, new files
+    """With XFS mounted and a dead SSD, `nxdctl detach --accept-log-loss
+    --yes` completes online and reports lost exactly the logged overwrites
+    of one file (XFS's metadata drained to the HDD before): new files
     written and fsynced afterwards read back, xfs_repair -n finds the file
     system clean after unmount, and each overwritten block reads back as
     its old content (lost) or, for the one rewritten after the SSD died,
