@@ -3,7 +3,8 @@
 #
 # make test-boot: event-driven assembly under a real systemd.  A Debian
 # bookworm root built from Debian's packages with mmdebstrap (cached in
-# build/boot/base-HASH.tar), with this tree's nxdctl package installed by
+# build/boot/base-HASH.tar; --format=tar, as the .tmp name would make a
+# directory), with this tree's nxdctl package installed by
 # dpkg (its preset, rules and units as shipped) and dm-nxd.ko in
 # /lib/modules/KVER/updates, is booted by QEMU (TCG) with the Debian
 # kernel and systemd as init; the root is a host folder on virtiofs (no
@@ -58,9 +59,10 @@ else
 # ---- the base root: Debian's packages, cached ----
 pkgs=systemd,systemd-sysv,udev,mdadm,kmod,dmsetup,libdevmapper1.02.1,libsmartcols1,libblkid1,e2fsprogs,util-linux,procps
 base=$out/base-$(echo "$pkgs" | sha256sum | cut -c1-12).tar
-if [ ! -s "$base" ]; then
+if [ ! -f "$base" ] || [ ! -s "$base" ]; then
+	rm -rf "$base" "$base.tmp"
 	say "mmdebstrap bookworm ($pkgs)"
-	mmdebstrap --variant=minbase --include="$pkgs" bookworm "$base.tmp" \
+	mmdebstrap --variant=minbase --format=tar --include="$pkgs" bookworm "$base.tmp" \
 		http://deb.debian.org/debian >"$out/mmdebstrap.log" 2>&1 ||
 		die "mmdebstrap failed: $out/mmdebstrap.log"
 	mv "$base.tmp" "$base"
