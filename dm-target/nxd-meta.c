@@ -33,6 +33,8 @@
 	"HDD belongs to an nxd volume but the SSD has no log: add 'format'"
 #define NXD_ERR_SB_CORRUPT \
 	"SSD superblock corrupt in both copies: 'format' reinitialises it"
+#define NXD_ERR_NEWER_FORMAT \
+	"nxd metadata of a format this module does not know: load a newer dm-nxd, do not 'format'"
 #define NXD_ERR_PAST_DATA_AREA \
 	"Volume larger than the HDD less its label and data offset (1 MiB, or a stripe if larger)"
 #define NXD_ERR_LOG_ABANDONED \
@@ -658,7 +660,11 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		return nxd_format_checked(nc);
 	}
 	if (pick < 0) {
-		ti->error = NXD_ERR_SB_CORRUPT;
+		/* A newer module's log: a 'format' would throw it away. */
+		if (res[0] == -EPROTONOSUPPORT || res[1] == -EPROTONOSUPPORT)
+			ti->error = NXD_ERR_NEWER_FORMAT;
+		else
+			ti->error = NXD_ERR_SB_CORRUPT;
 		return -EINVAL;
 	}
 	nc->sb = sbs[pick];
@@ -672,7 +678,12 @@ int nxd_meta_check(struct nxd_c *nc, bool vol_active)
 		ti->error = "Cannot read the HDD label";
 		return r;
 	}
-	if (nxd_label_decode(nc->sb_buf, &l)) {
+	r = nxd_label_decode(nc->sb_buf, &l);
+	if (r == -EPROTONOSUPPORT) {
+		ti->error = NXD_ERR_NEWER_FORMAT;
+		return -EINVAL;
+	}
+	if (r) {
 		ti->error = "HDD has no nxd label: this SSD log belongs to a different HDD";
 		return -EINVAL;
 	}

@@ -644,6 +644,31 @@ def test_both_superblock_copies_corrupt(dm, filled, where, msg):
     check(v, model)
 
 
+NEWER_FORMAT = "nxd metadata of a format this module does not know: load a newer dm-nxd, do not 'format'"
+
+
+@pytest.mark.guarantee("G7", "G10")
+@pytest.mark.parametrize("where", ["superblocks", "label"])
+def test_newer_format_version_refused(dm, filled, where):
+    """Metadata of an unknown (newer) format version, checksums valid, in
+    both superblock copies or in the HDD label, is refused with a message
+    that says to load a newer module and not to format (the corrupt-copies
+    message suggests 'format', which would throw the log away); restored,
+    the data are intact."""
+    hdd, ssd, model = filled
+    offs = [(ssd, 0), (ssd, BLOCK)] if where == "superblocks" else \
+        [(hdd, nxdvol.hdd_label_offset(hdd))]
+    saved = [rawio.pread_dev(d, o, BLOCK) for d, o in offs]
+    for d, o in offs:
+        ondisk.set_version(d, o, 99)
+    L = facts.data_sectors(blkdev.dev_sectors(hdd))
+    refuse(dm, f"0 {L} nxd {hdd} {ssd}", NEWER_FORMAT, devs=(hdd, ssd))
+    for (d, o), b in zip(offs, saved):
+        rawio.pwrite_dev(d, o, b)
+    v = Volume(dm, "nxdmeta", hdd, ssd)
+    check(v, model)
+
+
 @pytest.mark.guarantee("G7", "G10")
 def test_hdd_label_corrupt(dm, filled):
     """One byte of the HDD label changed (magic, UUID, reserved) is refused;

@@ -81,6 +81,17 @@ def clear_sb_clean(ssd):
         pwrite_dev(ssd, i * BLOCK, bytes(blk))
 
 
+def set_version(dev, off, version):
+    """Write VERSION (byte 12) into the superblock or HDD label block at
+    byte OFF of DEV and reseal its checksum: a valid block of a format
+    this module does not know."""
+    blk = bytearray(pread_dev(dev, off, BLOCK))
+    struct.pack_into("<I", blk, 12, version)
+    struct.pack_into("<I", blk, 8, 0)
+    struct.pack_into("<I", blk, 8, crc32c_raw(blk))
+    pwrite_dev(dev, off, bytes(blk))
+
+
 def read_sbs(ssd):
     """Both superblock copies as parsed dicts (None: no magic)."""
     raw = pread_dev(ssd, 0, 2 * BLOCK)
