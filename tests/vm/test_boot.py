@@ -351,9 +351,10 @@ def test_udev_activation(dm, loopdev, udev_activate, tmp_path):
     act = unit_cmd("nxd-activate@.service", "ExecStart", uuid)
     assert act[1:] == ["activate", uuid], act
 
-    # The HDD held by a linear device over its first half (which has no
-    # label): the SSD is alone.
-    dm.create("udvhold", f"0 {blkdev.dev_sectors(hdd) // 2} linear {hdd} 0")
+    # The HDD held by a linear device over half of it from block 1 (no
+    # label at its start or end; the label is in HDD block 0): the SSD is
+    # alone.
+    dm.create("udvhold", f"0 {blkdev.dev_sectors(hdd) // 2} linear {hdd} 8")
     w = udev_wants(ssd)
     assert timer in w and svc not in w, w
     w = udev_wants(hdd)                         # held: asks for nothing
