@@ -130,6 +130,7 @@ static void nxd_destage_submit(struct nxd_c *nc, struct bio *bio)
 	submit_bio(bio);
 }
 
+/* @sec: an HDD sector, already past the data offset. */
 static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 {
 	struct bio *bio = bio_alloc_bioset(nc->hdd->bdev, BIO_MAX_VECS,
@@ -140,7 +141,7 @@ static struct bio *nxd_destage_bio(struct nxd_c *nc, sector_t sec, u32 first)
 	db->last = first;
 	db->half = -1;
 	db->stripe = 0;
-	bio->bi_iter.bi_sector = nxd_hdd_sector(nc, sec);
+	bio->bi_iter.bi_sector = sec;
 	bio->bi_end_io = nxd_destage_endio;
 	bio->bi_private = nc;
 	return bio;
@@ -314,7 +315,8 @@ static void nxd_fill_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 				}
 				d->filled = true;
 			}
-			bio = nxd_destage_bio(nc, b0 * NXD_SECTORS_PER_BLOCK, first);
+			bio = nxd_destage_bio(nc, nxd_hdd_sector(nc, b0 * NXD_SECTORS_PER_BLOCK),
+					      first);
 			db = container_of(bio, struct nxd_dbio, bio);
 			db->last = i - 1;
 			/*
@@ -399,7 +401,8 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 			}
 			for (b = a; b < 8 && (d->mask & (1U << b)); b++)
 				;
-			sec = (d->block << 3) + a;
+			/* HDD sectors: bios are compared and cut in the HDD's space. */
+			sec = nxd_hdd_sector(nc, (d->block << 3) + a);
 			p = d->data + (a << SECTOR_SHIFT);
 			len = (b - a) << SECTOR_SHIFT;
 			if (bio && (bio_end_sector(bio) != sec ||
