@@ -207,7 +207,7 @@ def test_degraded_drain_copies_the_log_to_the_hdd(rig):
     st = v.status()
     assert st["state"] == "degraded" and st["index_entries"] == 0, st
     assert st["destaged_blocks"] >= 48, st
-    m.verify(dev=rig.hdd)                       # the HDD alone
+    m.verify(hdd=rig.hdd)                       # the HDD alone
     reassemble_ok(v, m, rig, logged_left=0)
 
 
@@ -267,7 +267,7 @@ def test_lost_log_segment_is_destaged_from_the_index(rig, kind):
     st = v.status()
     assert st["state"] == "ok" and st["index_entries"] == 0, st
     m.verify()
-    m.verify(dev=rig.hdd)
+    m.verify(hdd=rig.hdd)
 
 
 # --------------------------------------------------------- HDD faults ---
@@ -727,6 +727,7 @@ def test_dead_ssd_given_up_under_mounted_xfs(xfs_rig):
     # No periodic XFS log force in the test's window: only the file's
     # overwrites are in the log when the SSD dies.
     syncd = "/proc/sys/fs/xfs/xfssyncd_centisecs"
+    host.modprobe("xfs")                # the sysctl exists once xfs is loaded
     with open(syncd) as f:
         saved = f.read().strip()
     v = Volume(xfs_rig.dm, "nxdgonexfs", xfs_rig.hdd, xfs_rig.ssd)

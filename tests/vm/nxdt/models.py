@@ -6,7 +6,7 @@ blocks that have a logged copy (the fault tests' model).
 """
 import hashlib
 import random
-from nxdt import rawio
+from nxdt import nxdvol, rawio
 from nxdt.facts import BLOCK, MiB, SECTOR
 from nxdt.rawio import EIO
 
@@ -283,8 +283,13 @@ class LoggedModel:
             self.same(off, got)          # never wrong data
         assert e == EIO, f"read {off}+{n}: errno {e}, want EIO"
 
-    def verify(self, dev=None):
-        got = rawio.pread_dev(dev or self.vol.dev, 0, self.size)
+    def verify(self, hdd=None):
+        """The volume, or with @hdd its raw HDD alone (from the data
+        offset that the HDD's own label gives), holds the model's bytes."""
+        if hdd is None:
+            got = rawio.pread_dev(self.vol.dev, 0, self.size)
+        else:
+            got = rawio.pread_dev(hdd, nxdvol.hdd_data_offset(hdd), self.size)
         self.same(0, got)
 
     def free_blocks(self, n, exclude=()):
