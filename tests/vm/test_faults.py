@@ -723,7 +723,7 @@ def test_dead_ssd_given_up_under_mounted_xfs(xfs_rig):
     system clean after unmount, and each overwritten block reads back as
     its old content (lost) or, for the one rewritten after the SSD died,
     as the new one."""
-    mnt = "/mnt/nxddeadxfs"
+    mnt = "/tmp/nxd-deadxfs-mnt"         # / is read-only in the guest
     # No periodic XFS log force in the test's window: only the file's
     # overwrites are in the log when the SSD dies.
     syncd = "/proc/sys/fs/xfs/xfssyncd_centisecs"

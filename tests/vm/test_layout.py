@@ -27,7 +27,7 @@ from nxdt.facts import BLOCK, MiB
 from nxdt.host import run
 from nxdt.nxdvol import Volume
 
-MNT = "/mnt/nxdlayout"
+MNT = "/tmp/nxd-layout-mnt"     # / is read-only in the guest
 
 
 def _fs_on_raw(md, fsuuid):
