@@ -35,6 +35,9 @@ def _fs_on_raw(md, fsuuid):
     dict of tool -> what it said (none: nothing on @md)."""
     found, raw = {}, os.path.realpath(md)
     blkdev.settle(md)
+    # What is on the disks, not md's page cache: the volume writes below
+    # it, and an earlier probe's cached blocks (zeros) would hide them.
+    run(["blockdev", "--flushbufs", md])
     p = run(["blkid", "-p", "-o", "export", md], check=False)
     if "TYPE=xfs" in p.stdout:
         found["blkid -p"] = p.stdout.strip()
