@@ -693,7 +693,8 @@ def test_partial_ends_take_the_direct_path(dm, loopdev, nullb):
         f.fsync()
 
         def check(where, dev=None):
-            got = rawio.pread_dev(dev, 0, len(model)) if dev else f.pread(0, len(model))
+            got = rawio.pread_dev(dev, nxdvol.hdd_data_offset(dev), len(model)) if dev \
+                else f.pread(0, len(model))
             for b in range(32):
                 assert got[b * BLOCK:(b + 1) * BLOCK] == model[b * BLOCK:(b + 1) * BLOCK], \
                     f"{where}: block {b}"
