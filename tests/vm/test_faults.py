@@ -678,7 +678,7 @@ def test_dead_ssd_log_given_up_online(rig):
         m.write(blk * BLOCK, BLOCK, False)
     m.verify()
     m.close()
-    run(["dmsetup", "remove", v.name])
+    run(["dmsetup", "remove", "--retry", v.name])      # udev may hold it a moment
 
     # The old SSD back: refused without accept_log_loss, nothing replayed with it.
     rig.ssdi.set("ok")
