@@ -240,6 +240,14 @@ crash-soak:
 test-packages:
 	@NXD_FULL=1 NXD_DKMS_TEST=1 NXD_POWERCUT=0 NXD_BENCH_SMOKE=0 NXD_DEMO=0 NXD_TESTS=tests/vm/test_admin.py $(TOP)/scripts/test.sh
 
+# The util-linux prober of docs/contrib: blkid and wipefs built with it from
+# Debian's util-linux source, then its guest test on every kernel.
+.PHONY: test-prober
+test-prober:
+	$(TOP)/scripts/build-prober.sh
+	@NXD_FULL=1 NXD_POWERCUT=0 NXD_REBOOT=0 NXD_BENCH_SMOKE=0 NXD_DEMO=0 NXD_CHECK=0 SKIP_UNIT=1 \
+		NXD_TESTS=tests/vm/test_layout.py::test_util_linux_prober $(TOP)/scripts/test.sh
+
 # Event-driven assembly under a real systemd: a Debian root from
 # mmdebstrap booted by QEMU, five boots (scripts/test-boot.sh; ~15 min).
 .PHONY: test-boot
@@ -309,7 +317,7 @@ print-vars:
 	@echo "DKMS_VERSION=$(DKMS_VERSION)"
 
 help:
-	@echo "targets: all modules-all deps check lint-sh unit test test-full test-packages demo bench bench-smoke"
+	@echo "targets: all modules-all deps check lint-sh unit test test-full test-packages test-prober demo bench bench-smoke"
 	@echo "         debug-kernel test-debug test-pfs demo-pfs"
 	@echo "         install uninstall deb deps-runtime dkms-install dkms-remove clean print-vars"
 	@$(MAKE) --no-print-directory print-vars

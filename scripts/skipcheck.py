@@ -34,6 +34,7 @@ ALLOW = (
     r"the campaign runs from make crash-campaign",
     r"the soak runs from make crash-soak",
     r"the DKMS package test runs from make test-packages",
+    r"the util-linux prober test runs from make test-prober",
 )
 
 

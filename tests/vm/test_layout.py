@@ -24,7 +24,7 @@ import pytest
 
 from nxdt import blkdev, nxdvol, ondisk, rawio
 from nxdt.facts import BLOCK, MiB
-from nxdt.host import run
+from nxdt.host import BUILD, run
 from nxdt.nxdvol import Volume
 
 MNT = "/tmp/nxd-layout-mnt"     # / is read-only in the guest
@@ -167,3 +167,57 @@ def test_format1_volume_keeps_working(dm, loopdev, nullb, fault_module):
         for b, d in model.items():
             assert f.pread(b * BLOCK, BLOCK) == d, f"block {b} with a new log"
     v2.remove()
+
+
+PROBER_BIN = os.path.join(BUILD, "util-linux", "bin")
+
+
+def _probe(dev):
+    """What the patched blkid -p says of @dev: a dict (empty: nothing)."""
+    run(["blockdev", "--flushbufs", dev])
+    p = run([f"{PROBER_BIN}/blkid", "-p", "-o", "export", dev], check=False)
+    assert p.returncode in (0, 2), p          # 2: nothing found
+    return dict(ln.split("=", 1) for ln in p.stdout.split() if "=" in ln)
+
+
+@pytest.mark.guarantee("G14")
+@pytest.mark.skipif(not os.access(os.path.join(PROBER_BIN, "blkid"), os.X_OK),
+                    reason="the util-linux prober test runs from make test-prober "
+                           "(scripts/build-prober.sh builds its blkid and wipefs)")
+def test_util_linux_prober(dm, md_raid6, nullb):
+    """The libblkid prober of docs/contrib (make test-prober): its blkid -p
+    names the raw array and the SSD of a volume with XFS on it as
+    nxd_member with the volume's UUIDs and format, not once a byte of the
+    label is changed (its checksum), and its wipefs -a leaves both
+    without a signature that either blkid finds."""
+    md, _ = _raid6(md_raid6)
+    ssd = nullb(32)
+    v = Volume(dm, "nxdprobe", md, ssd)
+    _xfs_with_a_file(v.dev)
+    v.drain()
+    v.remove()
+    _, sb = ondisk.newest_sb(ssd)
+    vol, hdd = ondisk.uuid_str(sb["vol_uuid"]), ondisk.uuid_str(sb["hdd_uuid"])
+    want = {"TYPE": "nxd_member", "USAGE": "other", "VERSION": "2",
+            "UUID": vol, "UUID_SUB": hdd}
+    for dev in (md, ssd):
+        got = _probe(dev)
+        assert {k: got.get(k) for k in want} == want, f"{dev}: {got}"
+    # The checksum is checked: one changed byte of the label and the
+    # array is no longer named (then the label is put back).
+    label = rawio.pread_dev(md, 0, BLOCK)
+    bad = bytearray(label)
+    bad[BLOCK - 1] ^= 0xFF
+    rawio.pwrite_dev(md, 0, bytes(bad))
+    assert _probe(md).get("TYPE") != "nxd_member", "a label with a bad checksum was named"
+    rawio.pwrite_dev(md, 0, label)
+    assert _probe(md).get("TYPE") == "nxd_member"
+    for dev in (md, ssd):
+        p = run([f"{PROBER_BIN}/wipefs", "--no-act", dev])
+        assert "nxd_member" in p.stdout, f"wipefs does not list {dev}: {p.stdout}"
+        run([f"{PROBER_BIN}/wipefs", "-a", dev])
+        assert _probe(dev) == {}, f"{dev} after wipefs -a: {_probe(dev)}"
+        run(["blockdev", "--flushbufs", dev])
+        p = run(["blkid", "-p", "-o", "export", dev], check=False)
+        assert p.returncode == 2, f"stock blkid on {dev} after wipefs -a: {p.stdout}"
+    assert rawio.pread_dev(md, 0, BLOCK)[:8] != nxdvol.LABEL_MAGIC, "the label magic is still there"
