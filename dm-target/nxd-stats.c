@@ -13,6 +13,9 @@
 
 #include "nxd.h"
 
+#define CREATE_TRACE_POINTS
+#include "nxd_trace.h"
+
 int nxd_stats_alloc(struct nxd_vol *vol)
 {
 	vol->pcpu = alloc_percpu(struct nxd_pcpu);
@@ -48,6 +51,8 @@ void nxd_hist_account(struct nxd_vol *vol, struct nxd_pb *pb)
 		atomic64_add(ns, &p->auto_ns[pb->route][nxd_hist_bucket(pb->bytes)]);
 	}
 	put_cpu_ptr(vol->pcpu);
+	trace_nxd_io_done(vol->dev, pb->sector, pb->bytes, pb->dir, pb->route,
+			  pb->align, ns);
 }
 
 /* Completed writes of @route in size bucket @k: count and total ns. */

@@ -311,6 +311,7 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	sector_t s = bio->bi_iter.bi_sector;
 
 	pb->start_ns = ktime_get_ns();
+	pb->sector = s;
 	pb->bytes = bio->bi_iter.bi_size;
 	pb->dir = dir;
 	pb->route = NXD_H_HDD;

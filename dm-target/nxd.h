@@ -92,6 +92,7 @@ struct nxd_fseg;
 /* Per-bio data. */
 struct nxd_pb {
 	u64 start_ns;
+	sector_t sector;	/* where it began, for the trace event */
 	u32 bytes;
 	u8 dir;
 	u8 route;

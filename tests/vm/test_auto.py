@@ -290,3 +290,68 @@ def test_adaptive_threshold_moves_with_reasons(dm, loopdev, nullb):
     assert r["last_change"]["reason"] != "none", r
     assert 8 * KiB <= r["last_change"]["to"] <= 256 * KiB, r
     m.check(v, "after a drain")
+
+
+TRACEFS = "/sys/kernel/tracing"
+TRACE_EVENT = f"{TRACEFS}/events/nxd/nxd_io_done/enable"
+
+
+def _tw(path, val):
+    with open(path, "w") as f:
+        f.write(val)
+
+
+@pytest.mark.guarantee("G2", "G13")
+def test_route_trace_event(dm, loopdev, nullb):
+    """The nxd_io_done trace event (the routing trace that make bench's
+    routing chunk records, bench/route_oracle.py) gives each write of the
+    volume once, with its sector, size, route and alignment: 4 KiB at
+    block 256 to the log, 1 MiB aligned to the HDD (in one or more bios
+    that cover it exactly), 512 B at sector 1 to the log, unaligned; and
+    nothing for another volume's writes."""
+    v = Volume(dm, "nxdtrace", loopdev(64), nullb(16))
+    other = Volume(dm, "nxdtrace2", loopdev(16), nullb(16))
+    if not os.path.isdir(f"{TRACEFS}/events"):
+        os.system(f"mount -t tracefs nodev {TRACEFS}")
+    st = os.stat(v.dev).st_rdev
+    me = f"{os.major(st)},{os.minor(st)}"
+    _tw(f"{TRACEFS}/tracing_on", "0")
+    _tw(f"{TRACEFS}/trace", "")
+    _tw(TRACE_EVENT, "1")
+    _tw(f"{TRACEFS}/tracing_on", "1")
+    try:
+        fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
+        fo = os.open(other.dev, os.O_RDWR | os.O_DIRECT)
+        try:
+            pwrite_direct(fd, 256 * BLK, os.urandom(BLK))
+            pwrite_direct(fd, 4 * MiB, os.urandom(MiB))
+            pwrite_direct(fd, 512, os.urandom(512))
+            pwrite_direct(fo, 0, os.urandom(BLK))
+        finally:
+            os.close(fd)
+            os.close(fo)
+        _tw(f"{TRACEFS}/tracing_on", "0")
+        with open(f"{TRACEFS}/trace") as f:
+            lines = [ln for ln in f if "nxd_io_done:" in ln]
+    finally:
+        _tw(TRACE_EVENT, "0")
+        _tw(f"{TRACEFS}/trace", "")
+        _tw(f"{TRACEFS}/tracing_on", "1")
+    ev = []
+    for ln in lines:
+        f = ln.split("nxd_io_done:")[1].split()
+        kv = dict(x.split("=", 1) for x in f[2:])
+        ev.append((f[0], f[1], int(kv["sector"]), int(kv["bytes"]), kv["route"], kv["align"],
+                   int(kv["ns"])))
+    mine = [e for e in ev if e[0] == me and e[1] == "W"]
+    assert all(e[6] > 0 for e in mine), mine
+    assert (me, "W", 2048, BLK, "ssd", "4k") in [e[:6] for e in mine], mine
+    assert (me, "W", 1, 512, "ssd", "no") in [e[:6] for e in mine], mine
+    big = sorted((e[2], e[3]) for e in mine if e[4] == "hdd")
+    pos = 8192
+    for s, n in big:
+        assert s == pos, f"the 1 MiB write's pieces do not tile it: {big}"
+        pos += n // 512
+    assert pos == 8192 + 2048, f"the 1 MiB write's pieces do not tile it: {big}"
+    assert len(mine) == 2 + len(big), f"a write traced twice or an extra one: {mine}"
+    assert [e for e in ev if e[0] != me and e[1] == "W"], "the other volume's write is missing"
