@@ -32,6 +32,11 @@ Systems:
   nxdalt      the same with the module parameters of BENCH_NXDALT_PARAMS
               ("destage_pressure_ahead=Y ..."), for its jobs only; not in
               the default matrix
+  nxd-pass, nxd-t16k, nxd-t256k, nxd-adaptive
+              dm-nxd with mode passthrough, write_threshold 16 KiB or
+              256 KiB, or mode adaptive: the routing chunk runs these, md,
+              ssd and nxd (ROUTE_SYSTEMS), not the peers, and records
+              dm-nxd's routing trace (bench/route_oracle.py)
 
 A system that cannot be set up, or a job that fails, is recorded with the
 reason; the run goes on, and the host report (bench_report.py) exits 1.
@@ -57,8 +62,8 @@ import traceback
 from bench_common import KVER, KiB, MiB, MKRAID, T0, log, modules_loaded, sectors, settle, sh, zero
 from bench_jobs import brief, chunks, parse_fio, run_fio, run_job
 from bench_measure import Meter
-from bench_systems import (SSD_MB, SYSTEM_CLASSES, base_setup, raid_down, raid_up, ssd_up,
-                           teardown_all)
+from bench_systems import (ROUTE_SYSTEMS, SSD_MB, SYSTEM_CLASSES, base_setup, raid_down, raid_up,
+                           ssd_up, teardown_all)
 
 SYSTEMS = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
 
@@ -72,7 +77,8 @@ def cmd_run(args):
     only = [x for x in os.environ.get("BENCH_JOBS", "").split(",") if x]
     if only:
         jobs = [j for j in jobs if any(j["id"].startswith(x) for x in only)]
-    wanted = [s for s in args.systems.split(",") if s] if args.systems else SYSTEMS
+    default = ROUTE_SYSTEMS if args.chunk == "routing" else SYSTEMS
+    wanted = [s for s in args.systems.split(",") if s] if args.systems else default
     with open("/proc/cmdline") as f:
         cmdline = f.read().strip()
     with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:

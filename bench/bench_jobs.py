@@ -2,6 +2,7 @@
 The chunks and their jobs, the volume's regions, fio's environment and
 its JSON output, the fill step, and run_job (fio, steady state, drain)."""
 
+import contextlib
 import glob
 import json
 import os
@@ -9,7 +10,7 @@ import subprocess
 import time
 
 from bench_common import JOBS, KiB, MiB, log, sectors
-from bench_measure import Blktrace, Meter, Occupancy
+from bench_measure import Blktrace, Meter, Occupancy, RouteTrace
 from bench_systems import member_drives
 
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is
@@ -102,6 +103,14 @@ def chunks(smoke):
                       fill=dict(BS=4 * KiB, REGION="drain", FILL="drain"),
                       var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                                TIME_BASED=1, REGION="drain"), trace=True))
+    # Routing (issue 46): seed 004's sizes and a phase change, on dm-nxd
+    # with fixed thresholds and with mode adaptive (ROUTE_SYSTEMS).
+    # dm-nxd's writes are traced (rtrace) for the offline oracle.
+    routing = [dict(j, id="route-" + j["id"], rtrace=True) for j in nytro]
+    routing.append(dict(id="route-phases", kind="fio", phase="burst", fio="phases.fio",
+                        state="clean; small random writers, then a 1 MiB stream, then both, "
+                              "each for the runtime", rtrace=True,
+                        var=dict(IODEPTH=8, TIME_BASED=1)))
     if smoke:
         # Every kind of job for md and dm-nxd; each peer (and the bare SSD)
         # set up and through a burst job.  The peers' steady state and
@@ -111,7 +120,8 @@ def chunks(smoke):
             return dict(j, systems=j.get("systems") or ["md", "nxd"])
         return dict(smoke=[small[1], core(nytro[1]), core(mixed[0]), core(mixed[3]),
                            core(mixed[5]), mixed[6], core(steady[0]), core(drain[0])])
-    return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain)
+    return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain,
+                routing=routing)
 
 
 def region(name, vol_bytes, ssd_bytes):
@@ -323,14 +333,19 @@ def run_job(sysobj, j, args, rec):
         # writes of the region, straight, for the drain rate to compare.)
         meter.start()
         tr = Blktrace(sysobj.md, member_drives()) if j.get("trace") and name != "ssd" else None
+        rt = RouteTrace(outbase + ".rtrace.csv.gz") if j.get("rtrace") and name.startswith("nxd") \
+            else None
         extra = ["--write_lat_log=" + outbase, "--log_avg_msec=0",
                  "--log_unix_epoch=1"] if j.get("latlog") else []
-        if tr:
-            with tr:
-                data = run_fio(j["fio"], env, outbase + ".json", j.get("section"), extra)
-            rec["blktrace"] = tr.summary()
-        else:
+        with contextlib.ExitStack() as stack:
+            for t in (tr, rt):
+                if t:
+                    stack.enter_context(t)
             data = run_fio(j["fio"], env, outbase + ".json", j.get("section"), extra)
+        if tr:
+            rec["blktrace"] = tr.summary()
+        if rt:
+            rec["rtrace"] = rt.summary()
         rec["meter"] = meter.stop()
         rec["groups"] = parse_fio(data)
         if j.get("latlog"):

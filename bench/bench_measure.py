@@ -1,7 +1,10 @@
 """dm-nxd benchmark, guest side: measurement.  Guest CPU use
 (/proc/stat), the hddsim drives' counters, blktrace summaries of the
-array and its members, and a system's cache occupancy over time."""
+array and its members, dm-nxd's routing trace, and a system's cache
+occupancy over time."""
 
+import glob
+import gzip
 import os
 import re
 import shutil
@@ -13,6 +16,8 @@ import time
 from bench_common import sh, wait_for
 
 TRACE_DIR = "/run/nxd-bench-trace"
+TRACEFS = "/sys/kernel/tracing"
+NXD_EVENT = "events/nxd/nxd_io_done/enable"
 
 
 def cpu_ticks():
@@ -68,6 +73,74 @@ class Meter:
                     drive_busy_pct_mean=round(sum(busy) / len(busy), 1) if busy else None,
                     drive_busy_pct_max=round(max(busy), 1) if busy else None,
                     drive_bios=bios, drive_batches=batches)
+
+
+class RouteTrace:
+    """dm-nxd's nxd_io_done trace event (dm-target/nxd-trace.h) while in
+    the block: every completed write of the volume with its route and
+    service time, saved as gzipped CSV for bench/route_oracle.py:
+    t_us (submitted, trace clock), sector, bytes, route (ssd|hdd), align
+    (4k|no), lat_us.  summary() says how many writes and how many events
+    the ring buffer lost (then the trace is incomplete)."""
+
+    LINE = re.compile(r"\s(\d+\.\d+): nxd_io_done: \S+ W sector=(\d+) bytes=(\d+) "
+                      r"route=(\w+) align=(\w+) ns=(\d+)")
+
+    def __init__(self, path, buf_kb=65536):
+        self.path, self.buf_kb, self.error, self.res = path, buf_kb, "", None
+
+    @staticmethod
+    def _w(rel, v):
+        with open(os.path.join(TRACEFS, rel), "w") as f:
+            f.write(v)
+
+    def __enter__(self):
+        try:
+            if not os.path.isdir(os.path.join(TRACEFS, "events")):
+                sh("mount -t tracefs nodev %s" % TRACEFS)
+            self._w("tracing_on", "0")
+            self._w("trace", "")
+            self._w("buffer_size_kb", str(self.buf_kb))
+            self._w(NXD_EVENT, "1")
+            self._w("tracing_on", "1")
+        except Exception as e:  # noqa: BLE001 - recorded, the job goes on
+            self.error = "trace: %s" % e
+        return self
+
+    def __exit__(self, *exc):
+        if self.error:
+            return False
+        try:
+            self._w("tracing_on", "0")
+            lost = 0
+            for st in glob.glob(os.path.join(TRACEFS, "per_cpu", "cpu*", "stats")):
+                with open(st) as f:
+                    lost += sum(int(ln.split()[1]) for ln in f if ln.startswith("overrun:"))
+            n = 0
+            with open(os.path.join(TRACEFS, "trace")) as f, gzip.open(self.path, "wt") as out:
+                out.write("t_us,sector,bytes,route,align,lat_us\n")
+                for ln in f:
+                    m = self.LINE.search(ln)
+                    if not m:
+                        continue
+                    lat = int(m.group(6)) / 1000.0
+                    out.write("%.1f,%s,%s,%s,%s,%.1f\n" % (float(m.group(1)) * 1e6 - lat, m.group(2),
+                                                           m.group(3), m.group(4), m.group(5), lat))
+                    n += 1
+            self.res = dict(file=os.path.basename(self.path), writes=n, lost=lost)
+        except Exception as e:  # noqa: BLE001
+            self.error = "trace: %s" % e
+        finally:
+            try:
+                self._w(NXD_EVENT, "0")
+                self._w("trace", "")
+                self._w("buffer_size_kb", "1408")
+            except OSError:
+                pass
+        return False
+
+    def summary(self):
+        return self.res or dict(error=self.error)
 
 
 class Blktrace:

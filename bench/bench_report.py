@@ -19,7 +19,10 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
+
+import route_oracle     # bench/, beside this file
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(REPO, "docs", "performance.md")
@@ -268,6 +271,101 @@ def headline(rr, names):
     return table(["issue", "target", "dm-nxd measured", "met", "how"], rows)
 
 
+ROUTE_FIXED = [("nxd-t16k", "16 KiB"), ("nxd", "64 KiB"), ("nxd-t256k", "256 KiB")]
+ROUTE_ONLY = ("nxd-pass", "nxd-t16k", "nxd-t256k", "nxd-adaptive")    # the routing chunk's
+
+
+def routing(rr, chunks):
+    """Issue 46: mode adaptive against fixed thresholds (the routing
+    chunk), on seed 004's sizes and on a phase change."""
+    ids = [j for (_, j) in rr.res if j.startswith("route-")]
+    if not ids:
+        return []
+    L = ["### Routing: mode adaptive against fixed thresholds", "",
+         "The routing chunk (issue 46) in one boot: dm-nxd with `write_threshold` 16, 64 (the "
+         "default) and 256 KiB, and with `mode adaptive` (starting at 64 KiB, bounds 4 KiB to "
+         "1 MiB), each set up from scratch per job.  Seed 004's sizes: random writes at QD 8, "
+         "IOPS; `adaptive / best` is against the best fixed threshold of that job (target: "
+         ">= 95 %).", ""]
+    fixed = [n for n, _ in ROUTE_FIXED]
+    rows, worst = [], None
+    for n in NYTRO:
+        for a in ("aligned", "unaligned"):
+            j = "route-nytro-%d-%s" % (n, a)
+            v = {s: rr.val(s, j) for s in ["md", "ssd"] + fixed + ["nxd-adaptive"]}
+            have = [(v[s], s) for s in fixed if v[s]]
+            best = max(have) if have else None
+            r = ratio(v["nxd-adaptive"], best[0]) if best else None
+            if r is not None:
+                worst = r if worst is None else min(worst, r)
+            rows.append(["%d %s" % (n, a)] + [fmt(v[s]) for s in ["md", "ssd"] + fixed] +
+                        [fmt(v["nxd-adaptive"]), dict(ROUTE_FIXED)[best[1]] if best else "-",
+                         "%.0f %%" % (100 * r) if r is not None else "-"])
+    L += table(["size (B)", "md", "ssd"] + ["nxd %s" % t for _, t in ROUTE_FIXED] +
+               ["nxd adaptive", "best fixed", "adaptive / best"], rows)
+    if worst is not None:
+        L.append("Worst adaptive / best fixed over the sizes: %.0f %% (target >= 95 %%: %s)."
+                 % (100 * worst, "met" if worst >= 0.95 else "**not met**"))
+        L.append("")
+    # The phase change: bytes over the whole job (each phase runs the same
+    # time, so the sum of the groups' MB/s is proportional to them).
+    rows, score = [], {}
+    for sname in ["md"] + fixed + ["nxd-adaptive"]:
+        r = rr.get(sname, "route-phases")
+        if not r:
+            continue
+        g = {x["group"]: x["mbps"] for x in r.get("groups", [])}
+        score[sname] = sum(g.values())
+        rows.append([sname] + [fmt(g.get(k), 1) for k in ("small", "stream", "mixed-small",
+                                                          "mixed-stream")] + [fmt(score[sname], 1)])
+    if rows:
+        L.append("Phase change (`fio-jobs/phases.fio`): small random writers, then a 1 MiB "
+                 "stream, then both, each for the runtime; MB/s per group, and their sum "
+                 "(proportional to the bytes written over the job).")
+        L.append("")
+        L += table(["system", "small", "stream", "mixed: small", "mixed: stream", "sum"], rows)
+        bf = max(((score[s], s) for s in fixed if s in score), default=None)
+        if bf and "nxd-adaptive" in score:
+            x = score["nxd-adaptive"] / bf[0]
+            L.append("adaptive / best fixed (%s): %.2fx (target >= 1.15x: %s)."
+                     % (dict(ROUTE_FIXED)[bf[1]], x, "met" if x >= 1.15 else "**not met**"))
+            L.append("")
+    return L + oracle_section(chunks)
+
+
+def oracle_section(chunks):
+    """bench/route_oracle.py over the routing chunk's traces."""
+    dirs = [os.path.join(REPO, s["path"]) for s in chunks if s.get("chunk") == "routing"]
+    jobs, ssd = route_oracle.load(dirs) if dirs else ({}, None)
+    if not jobs:
+        return []
+    rep = [route_oracle.job_report(j, runs, (ssd or 0) * route_oracle.LOG_PCT // 100)
+           for j, runs in sorted(jobs.items(), key=lambda kv: [
+               int(x) if x.isdigit() else x for x in re.split(r"(\d+)", kv[0])])]
+    names = ["nxd-pass", "nxd-t16k", "nxd", "nxd-t256k", "nxd-adaptive"]
+    L = ["Offline oracle (`bench/route_oracle.py`, on the nxd_io_done traces of these runs): "
+         "modelled microseconds per MiB written, from a table of each job's median service "
+         "time by route, size and alignment; the oracle routes `mode adaptive`'s writes "
+         "within the log's room (%d %% of the SSD, drained at the job's fastest destage "
+         "rate).  `oracle / adaptive` is the share of the oracle's speed that adaptive "
+         "reached (target >= 80 %%)." % route_oracle.LOG_PCT, ""]
+    rows, worst = [], None
+    for r in rep:
+        x = r.get("adaptive_vs_oracle")
+        if x is not None:
+            worst = x if worst is None else min(worst, x)
+        rows.append([r["job"].replace("route-", "")] +
+                     [fmt((r["systems"].get(n) or {}).get("us_per_mib")) for n in names] +
+                     [fmt((r.get("oracle") or {}).get("us_per_mib")),
+                      "%.0f %%" % (100 * x) if x is not None else "-"])
+    L += table(["job"] + names + ["oracle", "oracle / adaptive"], rows)
+    if worst is not None:
+        L.append("Lowest oracle / adaptive: %.0f %% (target >= 80 %%: %s)."
+                 % (100 * worst, "met" if worst >= 0.8 else "**not met**"))
+        L.append("")
+    return L
+
+
 def starved(m):
     """The host was overloaded and gave the guest's QEMU clearly less CPU
     than the guest believes it used.  Under TCG a vCPU descheduled by the
@@ -383,10 +481,11 @@ def markdown(chunks, rr, names, images):
     L += table(["system", "setup", "status"],
                [[n, status[n]["desc"], status[n]["status"] + (": " + status[n]["note"].strip()[:300]
                                                               .replace("|", "/") if status[n]["note"] else "")]
-                for n in names])
+                for n in names + [x for x in status if x not in names]])
     L.append("### Headline: the targets of the performance issues")
     L.append("")
     L += headline(rr, names)
+    L += routing(rr, chunks)
 
     L.append("### Burst: random writes from a clean cache (IOPS)")
     L.append("")
@@ -720,7 +819,9 @@ def main():
     ap.add_argument("--no-docs", action="store_true")
     a = ap.parse_args()
     chunks, results = load(a.dirs)
-    names = systems_of(chunks)
+    every = systems_of(chunks)
+    # The routing variants have their own section, not a column in each table.
+    names = [n for n in every if n not in ROUTE_ONLY]
     rr = R(results)
     outdirs = [a.dirs[0]] + ([] if a.no_docs else [IMGDIR])
     for d in outdirs:
@@ -734,7 +835,7 @@ def main():
         update_doc(text)
         print("bench_report: updated %s" % os.path.relpath(DOC, REPO))
     missing = [n for n in ORDER if n not in names]
-    bad = failures(chunks, results, names)
+    bad = failures(chunks, results, every)
     if missing and not os.environ.get("BENCH_SYSTEMS"):
         bad.append("systems never reached: " + ", ".join(missing))
     for b in bad:

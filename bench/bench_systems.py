@@ -487,8 +487,33 @@ class NxdAlt(NxdParams):
     params = dict(kv.split("=", 1) for kv in NXD_ALT_PARAMS.split())
 
 
-SYSTEM_CLASSES = {c.name: c for c in (MdOnly, RawSsd, DmLinear, Bcache, WriteCache, DmCache, Nxd, NxdFill,
-                                         NxdAlt)}
+class NxdRoute(Nxd):
+    """dm-nxd with routing table options (the routing chunk: fixed
+    thresholds against mode adaptive, issue 46)."""
+    opts = []
+
+    def table(self, fmt):
+        return nxd_line(self.md, self.ssd, data_sectors(sectors(self.md)),
+                        (["format"] if fmt else []) + self.opts)
+
+
+def _route(name, opts, desc):
+    return type("NxdRoute_" + name.replace("-", "_"), (NxdRoute,),
+                dict(name=name, opts=opts, desc="dm-nxd as nxd, with " + desc))
+
+
+# nxd itself is the fixed 64 KiB threshold (the default).
+ROUTE_CLASSES = [_route("nxd-pass", ["mode", "passthrough"],
+                        "mode passthrough (every write to the array: its service times)"),
+                 _route("nxd-t16k", ["write_threshold", "16384"], "write_threshold 16 KiB"),
+                 _route("nxd-t256k", ["write_threshold", "262144"],
+                        "write_threshold 256 KiB (every size of seed 004 logged)"),
+                 _route("nxd-adaptive", ["mode", "adaptive"],
+                        "mode adaptive (threshold from 64 KiB, bounds 4 KiB to 1 MiB)")]
+ROUTE_SYSTEMS = ["md", "ssd", "nxd-pass", "nxd-t16k", "nxd", "nxd-t256k", "nxd-adaptive"]
+
+SYSTEM_CLASSES = {c.name: c for c in [MdOnly, RawSsd, DmLinear, Bcache, WriteCache, DmCache, Nxd, NxdFill,
+                                      NxdAlt] + ROUTE_CLASSES}
 
 
 def teardown_all():

@@ -120,14 +120,16 @@ tools_line="nxdctl (make -C tools check): $tools_line"
 say "$tools_line"
 
 # 3b. Static checks, seconds each: shell lint (bash -n, shellcheck), the
-# generated tables of docs/reliability.md, the sharding's self-test.  Then
+# generated tables of docs/reliability.md, the sharding's and the routing
+# oracle's self-tests.  Then
 # `make check` (call graph, W=1, sparse, checkpatch on every kernel) runs
 # beside the guests, niced.  A failure is counted; the guests still run.
 static_l=
 static_fail=0
 for chk in "lint-sh|scripts/lint-sh.sh" \
 	"reliability.md|python3 scripts/gen-reliability.py --check" \
-	"shards|python3 scripts/skipcheck.py --self-test"; do
+	"shards|python3 scripts/skipcheck.py --self-test" \
+	"oracle|python3 bench/route_oracle.py --self-test"; do
 	name=${chk%%|*}
 	read -r -a cmd <<<"${chk#*|}"
 	if "${cmd[@]}" >"$logs/static-$name.log" 2>&1; then
