@@ -12,11 +12,14 @@
 #                                           # 128 KiB io_opt, destage_fill_min=2
 #   make crash-campaign PARAMS=destage_pressure_ahead=Y   # module parameters
 #                                           # (comma-separated), for every chain
+#   make crash-campaign OPTSET=adaptive     # every chain with one option set
+#                                           # (ids: tests/vm/test_crash_pcut.py)
 #
 # The kernels' guests run at the same time (CAMPAIGN_PARALLEL=0: one after
 # the other).  Each seed is one chain (tests/vm/test_crash_pcut.py::test_pcut_crash_campaign):
-# a fresh volume (nxd option set = seed % 4 of: defaults,
-# "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0")
+# a fresh volume (nxd option set = seed % 5 of: defaults,
+# "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0",
+# "mode adaptive stream_min 65536 stripe_size 65536"; OPTSET: one of them)
 # and CUTS power cuts in a row (keep 0/50/100, SSD or HDD first, gap 0, small
 # or large, all from the seed).  Builds dm-nxd.ko and dm-pcut.ko first.
 # Prints one summary line per kernel (cut points, sectors checked, lost,
@@ -62,11 +65,11 @@ campaign() {
 	fi
 	sumf=build/logs/$kv-crash-$kind.txt
 	before=$(wc -l 2>/dev/null <"$sumf" || echo 0)
-	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts${PARAMS:+, module parameters $PARAMS}, guest timeout ${timeout}s"
+	echo "crash-campaign[$kv]: seeds $seeds x $CUTS cuts${PARAMS:+, module parameters $PARAMS}${OPTSET:+, option set $OPTSET}, guest timeout ${timeout}s"
 	VM_TIMEOUT=$timeout nxd_vm "$kv" \
 		"NXD_PCUT_$switch=1 NXD_PCUT_SEEDS=$seeds NXD_PCUT_CUTS=$CUTS NXD_TEST_WATCHDOG=$timeout" \
 		"NXD_PCUT_MAX_N=${MAX_N:-6000} NXD_PCUT_FILL=${FILL:-0}" \
-		${PARAMS:+"NXD_MODULE_PARAMS=$PARAMS"} \
+		${PARAMS:+"NXD_MODULE_PARAMS=$PARAMS"} ${OPTSET:+"NXD_PCUT_OPTSET=$OPTSET"} \
 		"python3 -m pytest -q -s -p no:cacheprovider tests/vm/test_crash_pcut.py -k $kind" \
 		>"build/logs/$kv-crash-$kind-pytest.txt" 2>&1
 	grc=$?

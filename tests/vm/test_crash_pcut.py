@@ -73,7 +73,12 @@ from nxdt.nxdvol import module_param
 from nxdt.pcutchain import (FILL, KVER, Totals, chain_kernel_check, run_bare, run_chain, run_soak,
                             seed_list)
 
-OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0"]
+OPTSETS = ["", "write_threshold 131072 low_watermark 0", "mode log_all", "ssd_discard 0",
+           "mode adaptive stream_min 65536 stripe_size 65536"]
+OPTSET_IDS = ["defaults", "thr128k-lw0", "log_all", "ssd_discard0", "adaptive"]
+# make crash-campaign OPTSET=adaptive: every chain with that option set
+# (default: seed % 5).
+OPTSET = os.environ.get("NXD_PCUT_OPTSET", "")
 # make crash-campaign PARAMS=...: module parameters (conftest's insmod).
 PARAMS = os.environ.get("NXD_MODULE_PARAMS", "")
 
@@ -108,7 +113,7 @@ SLICE_CUTS = int(os.environ.get("NXD_PCUT_SLICE_CUTS", "3"))
 
 
 @pytest.mark.guarantee("G5", "G6", what="A chain of NXD_PCUT_SLICE_CUTS power cuts of both dm-pcut devices (volatile caches, either first, one in three also cutting the recovery) under 4 AIO writers, for one nxd option set: nxd loads the same table by itself, reports ok, and every sector passes the oracle.")
-@pytest.mark.parametrize("opts", OPTSETS, ids=["defaults", "thr128k-lw0", "log_all", "ssd_discard0"])
+@pytest.mark.parametrize("opts", OPTSETS, ids=OPTSET_IDS)
 def test_pcut_crash_slice(pdm, opts):
     seed = 100 + OPTSETS.index(opts) + (0 if KVER.startswith("6.1.") else 10)
     tot = Totals()
@@ -137,12 +142,14 @@ def test_pcut_crash_slice(pdm, opts):
                     reason="the campaign runs from make crash-campaign (NXD_PCUT_CAMPAIGN=1)")
 def test_pcut_crash_campaign(pdm, request):
     ncuts = int(os.environ.get("NXD_PCUT_CUTS", "4"))
+    if OPTSET and OPTSET not in OPTSET_IDS:
+        pytest.fail(f"OPTSET={OPTSET}: not one of {', '.join(OPTSET_IDS)}")
     tot = Totals()
     seeds = seed_list()
     t0 = time.monotonic()
     with module_param("destage_fill_min", FILL):
         for seed in seeds:
-            opts = OPTSETS[seed % len(OPTSETS)]
+            opts = OPTSETS[OPTSET_IDS.index(OPTSET)] if OPTSET else OPTSETS[seed % len(OPTSETS)]
             before = (tot.lost, tot.unexplained, len(tot.failures))
             marker = host.kmsg_mark(f"campaign chain {seed}")
             run_chain(pdm, seed, opts, ncuts, tot, "crash-campaign-detail.txt",
@@ -153,7 +160,8 @@ def test_pcut_crash_campaign(pdm, request):
                         f"seed {seed}: FAILED: {tot.failures[-1][:2000]}")
     line = (f"crash-campaign {KVER}: seeds {seeds[0]}-{seeds[-1]} x {ncuts} cuts: {tot.line()} "
             f"{'fill ' + str(FILL) + ' ' if FILL else ''}"
-            f"{'params ' + PARAMS + ' ' if PARAMS else ''}in {time.monotonic() - t0:.0f}s")
+            f"{'params ' + PARAMS + ' ' if PARAMS else ''}"
+            f"{'options ' + OPTSET + ' ' if OPTSET else ''}in {time.monotonic() - t0:.0f}s")
     summary("crash-campaign.txt", line)
     assert not tot.bad(), "\n".join(f[:3000] for f in tot.failures)
 

@@ -129,6 +129,7 @@ FULL_ONLY = (
     "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]",
     "test_crash_pcut.py::test_pcut_crash_slice[log_all]",
     "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]",
+    "test_crash_pcut.py::test_pcut_crash_slice[adaptive]",
     "test_fs.py::test_fs_workload_on_raid6[xfs]",
     "test_fs.py::test_fs_power_cut[xfs]",
     "test_destage.py::test_drain_sweeps_by_address[no-sweep]",
