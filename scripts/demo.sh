@@ -13,8 +13,9 @@
 #      4 small 8 KiB random writers beside one 1 MiB sequential writer,
 #   3. creates the hybrid volume with dmsetup (nxd <array> <ssd>), formats
 #      XFS on it and runs the same workload,
-#   4. prints the comparison table (MB/s and IOPS of both groups) and
-#      `nxdctl histogram` of the workload on dm-nxd,
+#   4. prints the comparison table (MB/s and IOPS of both groups, the
+#      bytes both wrote), the destage policy that shared the array with
+#      the stream, and `nxdctl histogram` of the workload on dm-nxd,
 # then checks both on the host (scripts/demo_check.py): exit 1 if a system
 # or group has no result, fio reported an error, or the histogram misses
 # writes fio completed.
@@ -174,8 +175,14 @@ if [ "${1:-}" = --guest ]; then
 	tools/nxdctl stats "$VOL" >"$out/stats.txt"
 	umount "$MNT"
 
-	# 4. Results.
-	python3 - "$out/md.json" "$out/nxd.json" <<-'PY'
+	# 4. Results, and the policy that shared the array between the
+	# stream and the destager (docs/design.md, section 8, pacing).
+	sysd=/sys/block/$dn/nxd
+	policy="while foreground I/O uses the array, the destager gets"
+	policy+=" $(cat /sys/module/dm_nxd/parameters/destage_min_duty) % of its time"
+	policy+=" at low_watermark ($(cat "$sysd/low_watermark") % of the log),"
+	policy+=" rising to 100 % at high_watermark ($(cat "$sysd/high_watermark") %)"
+	python3 - "$out/md.json" "$out/nxd.json" "$policy" <<-'PY'
 	import json, sys
 	def groups(path):
 	    text = open(path).read()
@@ -184,20 +191,26 @@ if [ "${1:-}" = --guest ]; then
 	    for j in jobs:
 	        w = j["write"]
 	        g[j["groupid"]] = (w["bw"] * 1024 / 1e6, w["iops"],
-	                           w.get("clat_ns", {}).get("mean", 0) / 1e6, j.get("error", 0))
+	                           w.get("clat_ns", {}).get("mean", 0) / 1e6, j.get("error", 0),
+	                           w.get("io_bytes", 0) / 1e6)
 	    return g
 	md, nxd = groups(sys.argv[1]), groups(sys.argv[2])
 	print()
-	print("%-22s | %-33s | %-33s" % ("", "4 x 8 KiB random writers", "1 MiB sequential writer"))
-	print("%-22s | %9s %10s %11s | %9s %10s %11s" % ("system", "MB/s", "IOPS", "lat ms", "MB/s", "IOPS", "lat ms"))
-	print("-" * 94)
+	print("%-22s | %-33s | %-33s | %9s" % ("", "4 x 8 KiB random writers", "1 MiB sequential writer", "both"))
+	print("%-22s | %9s %10s %11s | %9s %10s %11s | %9s" % ("system", "MB/s", "IOPS", "lat ms", "MB/s", "IOPS",
+	                                                       "lat ms", "total MB"))
+	print("-" * 106)
 	for name, g in (("md RAID6 alone", md), ("dm-nxd (SSD log)", nxd)):
-	    print("%-22s | %9.1f %10.0f %11.2f | %9.1f %10.0f %11.2f" % (name, *g[0][:3], *g[1][:3]))
+	    print("%-22s | %9.1f %10.0f %11.2f | %9.1f %10.0f %11.2f | %9.0f" % (
+	        name, *g[0][:3], *g[1][:3], g[0][4] + g[1][4]))
 	def ratio(a, b):
 	    return "x%.1f" % (a / b) if b else "-"
-	print("%-22s | %9s %10s %11s | %9s %10s %11s" % (
+	print("%-22s | %9s %10s %11s | %9s %10s %11s | %9s" % (
 	    "dm-nxd / md", ratio(nxd[0][0], md[0][0]), ratio(nxd[0][1], md[0][1]), "",
-	    ratio(nxd[1][0], md[1][0]), ratio(nxd[1][1], md[1][1]), ""))
+	    ratio(nxd[1][0], md[1][0]), ratio(nxd[1][1], md[1][1]), "",
+	    ratio(nxd[0][4] + nxd[1][4], md[0][4] + md[1][4])))
+	print()
+	print("destage policy: " + sys.argv[3])
 	errs = sum(v[3] for g in (md, nxd) for v in g.values())
 	if errs:
 	    print("fio reported %d errors" % errs)
