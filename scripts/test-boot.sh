@@ -27,7 +27,8 @@
 #
 # Prints one line per boot (wall time, result) and the failed checks;
 # exit status 0 if every check passed.  Not part of make test.
-#   KVER        kernel (default 6.12.95+deb12-amd64)
+#   KVER        kernel (default 6.12.95+deb12-amd64; it needs virtiofs and
+#               virtio-pci built in, which Debian's 6.1 does not have)
 #   BOOT_TIMEOUT seconds a boot may take (default 900)
 #   TEST_BOOT_FROM=SCENARIO  reuse the last run's root and disks, start there
 set -euo pipefail
@@ -48,6 +49,12 @@ for t in mmdebstrap qemu-system-x86_64 "$virtiofsd"; do
 	command -v "$t" >/dev/null || die "$t missing: make deps"
 done
 [ -r "/boot/vmlinuz-$KVER" ] || die "no /boot/vmlinuz-$KVER"
+# The root is virtiofs and there is no initramfs: virtiofs and virtio-pci
+# must be built in (Debian's 6.12; 6.1 has them as modules).
+for opt in CONFIG_VIRTIO_FS CONFIG_VIRTIO_PCI; do
+	grep -qx "$opt=y" "/boot/config-$KVER" ||
+		die "$KVER: $opt is not built in; the boot has no initramfs to load it (use 6.12)"
+done
 
 # TEST_BOOT_FROM=SCENARIO: keep the root and disks of the last run and
 # start at SCENARIO (the guest script is refreshed).
