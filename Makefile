@@ -194,10 +194,9 @@ test:
 	$(TOP)/scripts/test.sh
 
 # Every guest test on every kernel (make test runs most tests on one kernel
-# each and leaves out FULL_ONLY: tests/vm/conftest.py), the DKMS package
-# test included (make test-packages runs it alone).
+# each and leaves out FULL_ONLY: tests/vm/conftest.py).
 test-full:
-	NXD_FULL=1 NXD_DKMS_TEST=1 $(TOP)/scripts/test.sh
+	NXD_FULL=1 $(TOP)/scripts/test.sh
 
 # Debug kernel (lockdep, KASAN, fault injection) from Debian's linux-source,
 # built under build/debug-kernel; test-debug runs the guest suite and a

@@ -230,9 +230,9 @@ def read_tests():
                 elif is_mark(d, "skipif"):
                     for k in d.keywords:
                         r = const_str(k.value) if k.arg == "reason" else None
-                        m = re.search(r"runs from (make [\w-]+(?: and make [\w-]+)?)", r or "")
+                        m = re.search(r"runs from (make [\w-]+)", r or "")
                         if m:
-                            t["skip_target"] = m.group(1).replace(" and make ", "` and `make ")
+                            t["skip_target"] = m.group(1)
                 elif is_mark(d, "parametrize"):
                     for p in ast.walk(d):
                         if (isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute)

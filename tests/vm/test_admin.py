@@ -488,8 +488,7 @@ def _dkms_installed(kvers, modver):
 @pytest.mark.guarantee("G15")
 @pytest.mark.watchdog(7200)
 @pytest.mark.skipif(os.environ.get("NXD_DKMS_TEST") != "1",
-                    reason="the DKMS package test runs from make test-packages and make test-full "
-                           "(NXD_DKMS_TEST=1): "
+                    reason="the DKMS package test runs from make test-packages (NXD_DKMS_TEST=1): "
                            "DKMS builds and depmod for every kernel, twice, beyond make test's hour")
 def test_package_dkms(dm, loopdev, nullb, debs):
     """The dm-nxd-dkms package installed, upgraded and purged with dpkg: its
