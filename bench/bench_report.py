@@ -358,7 +358,7 @@ def oracle_reports(chunks):
     """bench/route_oracle.py's job reports over the routing chunk's traces."""
     dirs = [os.path.join(REPO, s["path"]) for s in chunks if s.get("chunk") == "routing"]
     jobs, ssd = route_oracle.load(dirs) if dirs else ({}, None)
-    return [route_oracle.job_report(j, runs, (ssd or 0) * route_oracle.LOG_PCT // 100)
+    return [route_oracle.job_report(j, runs)
             for j, runs in sorted(jobs.items(), key=lambda kv: [
                 int(x) if x.isdigit() else x for x in re.split(r"(\d+)", kv[0])])]
 
@@ -370,11 +370,11 @@ def oracle_section(chunks):
         return []
     names = ["nxd-pass", "nxd-t16k", "nxd", "nxd-t256k", "nxd-adaptive"]
     L = ["Offline oracle (`bench/route_oracle.py`, on the nxd_io_done traces of these runs): "
-         "modelled microseconds per MiB written, from a table of each job's median service "
-         "time by route, size and alignment; the oracle routes `mode adaptive`'s writes "
-         "within the log's room (%d %% of the SSD, drained at the job's fastest destage "
-         "rate).  `oracle / adaptive` is the share of the oracle's speed that adaptive "
-         "reached (target >= 80 %%)." % route_oracle.LOG_PCT, ""]
+         "modelled microseconds per MiB written, from a table of each job's mean service time "
+         "by route, size and alignment over all its runs (a logged write that waited for room "
+         "counts its wait); the oracle sends each of `mode adaptive`'s writes where the table "
+         "serves it sooner.  `oracle / adaptive` is the share of the oracle's speed that "
+         "adaptive reached (target >= 80 %).", ""]
     rows, worst = [], None
     for r in rep:
         x = r.get("adaptive_vs_oracle")

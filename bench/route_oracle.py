@@ -8,25 +8,29 @@ The routing chunk (bench/bench_jobs.py) records every completed write of
 each dm-nxd system (the nxd_io_done trace event, bench_measure.RouteTrace:
 a gzipped CSV per system and job).  For each job this tool:
 
-  1. builds a service-time table from all of that job's traces: the median
+  1. builds a service-time table from all of that job's traces: the mean
      latency of a write by route (ssd, hdd), size bucket (power of two)
-     and alignment; `mode passthrough` (nxd-pass) gives the array's times
-     for every size, the thresholds and `mode adaptive` the log's;
+     and alignment, over every run of the job; `mode passthrough`
+     (nxd-pass) gives the array's times for every size, the thresholds
+     and `mode adaptive` the log's.  A mean, not a median: a logged write
+     that waited for room in a full log counts its wait;
   2. prices every system's own writes with the table (its modelled cost:
      microseconds per MiB written, the routes it took);
-  3. routes the writes of `mode adaptive`'s run offline (the oracle): a
-     write goes to the log when the table says the log serves its size
-     faster, as long as the log has room.  The log holds LOG_PCT % of the
-     SSD (high_watermark) and drains at the fastest destage rate any run
-     of the job measured; when it would overflow, the logged writes of
-     the current busy period that save the least time per byte go to the
-     array instead (a greedy, not a proven optimum);
+  3. routes the writes of `mode adaptive`'s run offline (the oracle): each
+     write goes where the table says its size and alignment are served
+     sooner;
   4. reports adaptive's cost against the oracle's: oracle / adaptive, the
      share of the oracle's speed that adaptive reached (issue 46's target:
      >= 80 %).
 
-The table prices a write alone, at the load its run saw: queueing between
-the two devices is not modelled.  That is the limit of this oracle.
+The table prices a write by the mean its cell saw across the runs, at the
+loads those runs had: queueing between the two devices, and the log's
+room beyond what the waits in the means show, are not modelled.  That is
+the limit of this oracle.  --log-pct P adds a log of P % of the SSD that
+drains at the fastest destage rate the job's runs measured: on an
+overflow, the logged writes of the current busy period that save the
+least time per byte go to the array (a greedy; it ignores rewrites, which
+free log space without a destage, so it is stricter than the module).
 """
 
 import argparse
@@ -39,7 +43,6 @@ import os
 import statistics
 import sys
 
-LOG_PCT = 75            # high_watermark's default (kernel/nxd_tun.c)
 MIN_SAMPLES = 8         # fewer writes in a cell: the cell is unknown
 ADAPTIVE = "nxd-adaptive"
 
@@ -61,12 +64,12 @@ def read_trace(path):
 
 
 def lat_table(traces):
-    """{(route, bucket, align): median lat_us} over every trace."""
+    """{(route, bucket, align): mean lat_us} over every trace."""
     cells = {}
     for tr in traces:
         for _, b, route, al, lat in tr:
             cells.setdefault((route, bucket(b), al), []).append(lat)
-    return {k: statistics.median(v) for k, v in cells.items() if len(v) >= MIN_SAMPLES}
+    return {k: statistics.fmean(v) for k, v in cells.items() if len(v) >= MIN_SAMPLES}
 
 
 def price(table, route, b, al):
@@ -120,14 +123,15 @@ def oracle(table, trace, cap_bytes, drain_bps):
     return routes
 
 
-def job_report(job, runs, cap_bytes):
-    """runs: {system: (trace, record)}.  A dict of what was found."""
+def job_report(job, runs, cap_bytes=math.inf):
+    """runs: {system: (trace, record)}; @cap_bytes the log (--log-pct).  A
+    dict of what was found."""
     table = lat_table([tr for tr, _ in runs.values()])
     drain = max(((rec.get("counters") or {}).get("destaged_bytes", 0) /
                  max((rec.get("meter") or {}).get("seconds", 0) or rec.get("seconds", 1), 1e-3))
                 for _, rec in runs.values())
-    out = dict(job=job, drain_mbps=round(drain / 1e6, 2), cap_mib=round(cap_bytes / 2**20, 1),
-               systems={})
+    out = dict(job=job, drain_mbps=round(drain / 1e6, 2),
+               cap_mib=round(cap_bytes / 2**20, 1) if cap_bytes != math.inf else None, systems={})
     for name, (tr, _) in sorted(runs.items()):
         c = cost(table, tr)
         out["systems"][name] = dict(writes=len(tr), logged=sum(1 for x in tr if x[2] == "ssd"),
@@ -182,6 +186,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="*")
     ap.add_argument("--json")
+    ap.add_argument("--log-pct", type=float, help="model a log of this %% of the SSD")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
@@ -192,7 +197,8 @@ def main():
     jobs, ssd = load(a.dirs)
     if not jobs:
         sys.exit("route_oracle: no routing traces under %s" % " ".join(a.dirs))
-    rep = [job_report(j, runs, (ssd or 0) * LOG_PCT // 100) for j, runs in sorted(jobs.items())]
+    cap = (ssd or 0) * a.log_pct / 100 if a.log_pct else math.inf
+    rep = [job_report(j, runs, cap) for j, runs in sorted(jobs.items())]
     for r in rep:
         print("%-28s oracle/adaptive %s  %s" % (
             r["job"], r.get("adaptive_vs_oracle"),
