@@ -316,8 +316,9 @@ def routing(rr, chunks):
     L.append("`logged %` is the share of the job's writes that the routing trace saw go to the "
              "log.  Where adaptive and the best fixed threshold logged the same share, they routed "
              "alike, and the IOPS between them differ by the run's noise, not by routing.  dm-nxd "
-             "logs any write that is not whole 4 KiB blocks, whatever the threshold: of seed 004's "
-             "sizes only 159,744 B is whole blocks, so only its aligned job can route by size.")
+             "logs any write that is not whole 4 KiB blocks, and any not aligned to the array's "
+             "chunk, whatever the threshold: of seed 004's sizes only 159,744 B is whole blocks, "
+             "and at random 4 KiB-aligned offsets few of its writes start on a 64 KiB chunk.")
     L.append("")
     if worst is not None:
         L.append("Worst adaptive / best fixed over the sizes: %.0f %% (target >= 95 %%: %s).  "
