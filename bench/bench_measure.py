@@ -76,7 +76,7 @@ class Meter:
 
 
 class RouteTrace:
-    """dm-nxd's nxd_io_done trace event (dm-target/nxd-trace.h) while in
+    """dm-nxd's nxd_io_done trace event (dm-target/nxd_trace.h) while in
     the block: every completed write of the volume with its route and
     service time, saved as gzipped CSV for bench/route_oracle.py:
     t_us (submitted, trace clock), sector, bytes, route (ssd|hdd), align
