@@ -66,8 +66,8 @@ PKGS=(build-essential make gcc clang llvm sparse kmod dmsetup libdevmapper-dev
       shellcheck    # make lint-sh
       resource-agents libxml2-utils   # ocf-tester (tests/vm/test_owner.py); no pacemaker
       prometheus    # promtool check metrics in make -C tools check
-      dpkg-dev debhelper dh-dkms lintian
-      autoconf automake libtool autopoint curl)   # make test-prober (util-linux)   # make deb (dpkg-buildpackage), DEB_LINT=1
+      dpkg-dev debhelper dh-dkms lintian   # make deb (dpkg-buildpackage), DEB_LINT=1
+      autoconf automake libtool autopoint curl)   # make test-prober (util-linux)
 BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 # make test-boot: a Debian root built with mmdebstrap, booted by QEMU on
 # virtiofs (/usr/lib/qemu/virtiofsd, in qemu-system-common).

@@ -87,7 +87,8 @@ debs_next=$logs/deb-next
 mkdir -p "$logs"
 rm -rf "$debs" "$debs_next"
 debver=$(scripts/mkdeb.sh --print-version)
-DEB_OUT=$debs DEB_VERSION=$debver scripts/mkdeb.sh >"$logs/mkdeb.log" 2>&1 &
+# The first build also runs lintian, failing on an error (DEB_LINT=1).
+DEB_LINT=1 DEB_OUT=$debs DEB_VERSION=$debver scripts/mkdeb.sh >"$logs/mkdeb.log" 2>&1 &
 mkdeb_pid=$!
 DEB_OUT=$debs_next DEB_VERSION=$debver+next scripts/mkdeb.sh >"$logs/mkdeb-next.log" 2>&1 ||
 	{ cat "$logs/mkdeb-next.log"; wait "$mkdeb_pid"; say "make deb (DEB_VERSION=$debver+next) FAILED"; exit 1; }
