@@ -288,7 +288,8 @@ def routing(rr, chunks):
          "IOPS; `adaptive / best` is against the best fixed threshold of that job (target: "
          ">= 95 %).", ""]
     fixed = [n for n, _ in ROUTE_FIXED]
-    orc = {r["job"]: r for r in oracle_reports(chunks)}
+    rep = oracle_reports(chunks)       # reads the traces once, for both tables
+    orc = {r["job"]: r for r in rep}
 
     def logged(j, sname):
         """Percent of @sname's writes in job @j that the trace saw logged."""
@@ -352,7 +353,7 @@ def routing(rr, chunks):
             L.append("adaptive / best fixed (%s): %.2fx (target >= 1.15x: %s)."
                      % (dict(ROUTE_FIXED)[bf[1]], x, "met" if x >= 1.15 else "**not met**"))
             L.append("")
-    return L + oracle_section(chunks)
+    return L + oracle_section(rep)
 
 
 def oracle_reports(chunks):
@@ -364,9 +365,8 @@ def oracle_reports(chunks):
                 int(x) if x.isdigit() else x for x in re.split(r"(\d+)", kv[0])])]
 
 
-def oracle_section(chunks):
-    """The oracle's table."""
-    rep = oracle_reports(chunks)
+def oracle_section(rep):
+    """The oracle's table, from oracle_reports()."""
     if not rep:
         return []
     names = ["nxd-pass", "nxd-t16k", "nxd", "nxd-t256k", "nxd-adaptive"]
