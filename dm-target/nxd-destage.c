@@ -517,32 +517,47 @@ static void nxd_destage_sleep(struct nxd_c *nc, unsigned int ms)
 }
 
 /*
- * Pacing between the watermarks, while foreground I/O uses the HDD: a
- * pause after each round gives the destager the share of the HDD's time
- * that nxd_pace_duty() gives the log's occupancy, from destage_min_duty
- * at low_watermark to all of it at high_watermark.  A light load keeps
+ * Whether a pause must end now: a drain, a degraded volume, and a full
+ * log unless stream_share keeps part of the HDD from the destager then.
+ */
+static bool nxd_pace_over(struct nxd_c *nc)
+{
+	return kthread_should_stop() || atomic_read(&nc->drain_req) ||
+	       atomic_read(&nc->degraded) ||
+	       (READ_ONCE(nc->log_full) && !READ_ONCE(nc->vol->tun.stream_share));
+}
+
+/*
+ * Pacing while foreground I/O uses the HDD: a pause after each round
+ * gives the destager the share of the HDD's time that nxd_pace_duty()
+ * gives the log's occupancy, from destage_min_duty at low_watermark to
+ * 100 - stream_share % at high_watermark and above.  A light load keeps
  * most of the HDD while the log has room, and a sustained load the HDDs
- * can absorb settles the log below high_watermark.  The share is taken
- * again every NXD_PACE_STEP_MS, so the pause ends early when the log
- * fills or the HDD goes idle.
+ * can absorb settles the log below high_watermark.  With stream_share 0
+ * a full log takes the whole HDD; otherwise the foreground keeps that
+ * share and writes wait longer for room (docs/design.md, section 8).
+ * The share is taken again every NXD_PACE_STEP_MS, so the pause ends
+ * early when it changes or the HDD goes idle.
  */
 static void nxd_destage_pace(struct nxd_c *nc, u32 busy_ms)
 {
 	struct nxd_tun *t = &nc->vol->tun;
 	u32 slept = 0;
 
-	while (!kthread_should_stop() && !atomic_read(&nc->drain_req) &&
-	       !READ_ONCE(nc->log_full) && !atomic_read(&nc->degraded) &&
-	       !nxd_hdd_idle(nc)) {
+	while (!nxd_pace_over(nc) && !nxd_hdd_idle(nc)) {
+		u32 share = min(READ_ONCE(t->stream_share), 90U);
 		u32 duty = nxd_pace_duty(nxd_log_used_pct(nc), READ_ONCE(t->low_wm),
 					 READ_ONCE(t->high_wm),
-					 min(READ_ONCE(destage_min_duty), 100U) * 10);
+					 min(READ_ONCE(destage_min_duty), 100U) * 10,
+					 1000 - share * 10);
 		u32 pause = nxd_pace_pause_ms(busy_ms, duty);
 
 		if (slept >= pause)
 			break;
 		pause = min_t(u32, pause - slept, NXD_PACE_STEP_MS);
-		nxd_destage_sleep(nc, pause);
+		nxd_count(nc, NXD_CTR(destage_throttled_ms), pause);
+		wait_event_interruptible_timeout(nc->dwq, nxd_pace_over(nc),
+						 msecs_to_jiffies(pause));
 		slept += pause;
 	}
 }
@@ -653,8 +668,7 @@ static int nxd_destager_fn(void *data)
 			continue;
 		}
 		nxd_destage_events(nc);
-		if (atomic_read(&nc->drain_req) || READ_ONCE(nc->log_full) ||
-		    atomic_read(&nc->degraded))
+		if (nxd_pace_over(nc))
 			continue;
 		if (READ_ONCE(t->destage_rate)) {
 			u64 bytes = (u64)rd->nblk * NXD_BLOCK_SIZE;

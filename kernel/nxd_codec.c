@@ -65,6 +65,8 @@ static void nxd_sb_decode_tun(const struct nxd_sb *d, struct nxd_sb_info *sb)
 		t.stream_min = le32_to_cpu(d->stream_min);
 		t.stripe_size = le32_to_cpu(d->stripe_size);
 	}
+	if (flags & NXD_SB_TUN_SHARE)
+		t.stream_share = d->stream_share;
 	if (!nxd_tun_valid(&t))
 		return;
 	sb->tun_valid = true;
@@ -78,7 +80,8 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	memcpy(d->name, sb->name, n);	/* the rest stays zero */
 	if (!sb->tun_valid)
 		return;
-	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO);
+	d->tun_flags = cpu_to_le32(NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO |
+				   NXD_SB_TUN_SHARE);
 	d->mode = cpu_to_le32(sb->tun.mode);
 	d->write_threshold = cpu_to_le64(sb->tun.write_threshold);
 	d->destage_rate = cpu_to_le32(sb->tun.destage_rate);
@@ -90,6 +93,7 @@ static void nxd_sb_encode_tun(const struct nxd_sb_info *sb, struct nxd_sb *d)
 	d->auto_max_thr = cpu_to_le32(sb->tun.auto_max_thr);
 	d->stream_min = cpu_to_le32(sb->tun.stream_min);
 	d->stripe_size = cpu_to_le32(sb->tun.stripe_size);
+	d->stream_share = min_t(u32, sb->tun.stream_share, 255);
 }
 
 int nxd_sb_decode(const void *blk, u64 ssd_blocks, struct nxd_sb_info *sb)

@@ -70,6 +70,8 @@
  * values; without it they take their defaults.
  */
 #define NXD_SB_TUN_AUTO		BIT(1)
+/* stream_share holds a value; without it, its default. */
+#define NXD_SB_TUN_SHARE	BIT(2)
 
 struct nxd_sb {
 	__le64 magic;
@@ -107,7 +109,8 @@ struct nxd_sb {
 	__le32 stream_min;
 	__le32 stripe_size;
 	__le64 data_offset;	/* version 2: HDD sector of logical sector 0 */
-	u8 reserved[3760];
+	u8 stream_share;	/* %, with NXD_SB_TUN_SHARE */
+	u8 reserved[3759];
 } __packed;
 
 /*
@@ -205,7 +208,7 @@ static_assert(sizeof(struct nxd_sb) == NXD_BLOCK_SIZE, "sb size");
 static_assert(offsetof(struct nxd_sb, name) == 160, "sb name offset");
 static_assert(offsetof(struct nxd_sb, auto_min_thr) == 312, "sb auto offset");
 static_assert(offsetof(struct nxd_sb, data_offset) == 328, "sb data_offset offset");
-static_assert(offsetof(struct nxd_sb, reserved) == 336, "sb reserved offset");
+static_assert(offsetof(struct nxd_sb, reserved) == 337, "sb reserved offset");
 static_assert(sizeof(struct nxd_seg_hdr) == NXD_BLOCK_SIZE, "seg hdr size");
 static_assert(sizeof(struct nxd_hdd_label) == NXD_BLOCK_SIZE, "label size");
 static_assert(offsetof(struct nxd_hdd_label, owner) == 96, "label owner offset");

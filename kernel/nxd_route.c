@@ -41,18 +41,22 @@ bool nxd_route_aligned(u64 sector, u64 bytes, u32 io_min)
 	return true;
 }
 
-u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty)
+u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty, u32 max_duty)
 {
-	if (min_duty > 1000)
-		min_duty = 1000;
+	if (max_duty > 1000)
+		max_duty = 1000;
+	if (!max_duty)
+		max_duty = 1;	/* the log must still drain */
+	if (min_duty > max_duty)
+		min_duty = max_duty;
 	if (!min_duty)
-		min_duty = 1;	/* the log must still drain */
+		min_duty = 1;
 	if (pct >= high)
-		return 1000;
+		return max_duty;
 	if (pct <= low)
 		return min_duty;
 	/* low < pct < high: no division by zero, and pct - low < high - low. */
-	return min_duty + (1000 - min_duty) * (pct - low) / (high - low);
+	return min_duty + (max_duty - min_duty) * (pct - low) / (high - low);
 }
 
 u32 nxd_pace_pause_ms(u32 busy_ms, u32 duty)

@@ -40,10 +40,10 @@ int nxd_mode_parse(const char *s, enum nxd_mode *m);
 
 /*
  * The destager's share of the HDD's time, in per mille, at log
- * occupancy @pct: @min_duty up to @low, rising linearly to 1000 at
- * @high and above.
+ * occupancy @pct: @min_duty up to @low, rising linearly to @max_duty at
+ * @high and above (both at least 1, @min_duty at most @max_duty).
  */
-u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty);
+u32 nxd_pace_duty(u32 pct, u32 low, u32 high, u32 min_duty, u32 max_duty);
 /*
  * The pause after @busy_ms of destaging that gives it @duty of the time;
  * @busy_ms counts up to 1000 s.

@@ -32,6 +32,12 @@ const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR] = {
 		4U << 20, 4096, 1U << 30),
 	/* 0: the HDD's io_opt. */
 	NXD_TUN("stripe_size", stripe_size, NXD_TUN_BYTES, 0, 0, 1U << 30),
+	/*
+	 * % of the HDD's time the destager leaves to foreground I/O at and
+	 * above high_watermark, a full log included: who pays when the log
+	 * fills.  At most 90: the log must still drain.
+	 */
+	NXD_TUN("stream_share", stream_share, NXD_TUN_NUM, 0, 0, 90),
 };
 
 void nxd_tun_defaults(struct nxd_tun *t)

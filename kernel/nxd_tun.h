@@ -23,6 +23,7 @@ struct nxd_tun {
 	u32 auto_max_thr;
 	u32 stream_min;		/* bytes a sequential run needs to bypass the log */
 	u32 stripe_size;	/* bytes; 0: the HDD's io_opt */
+	u32 stream_share;	/* % of the HDD kept from the destager when full */
 };
 
 /* How a value is written. */
@@ -42,7 +43,7 @@ struct nxd_tun_desc {
 };
 
 /* In the order of the status table line, sysfs and nxdctl config. */
-#define NXD_TUN_NR	11
+#define NXD_TUN_NR	12
 extern const struct nxd_tun_desc nxd_tuns[NXD_TUN_NR];
 
 /* Room for any value's text (u32 or mode name) and its NUL. */

@@ -24,6 +24,8 @@
 #   DEMO_KVER      guest kernel (default: the oldest test kernel, scripts/lib.sh)
 #   DEMO_RUNTIME   seconds of each fio run (default 20)
 #   DEMO_SSD_MB    SSD log size in MiB (default 128)
+#   DEMO_SHARE     the volume's stream_share, 0 to 90 (default 0): who
+#                  pays when the log fills (dm-nxd(4))
 #   HDD_SIZE_MB    size of each emulated drive (default 96), HDDSIM_OPTS:
 #                  see bench/mkraid.sh
 #   VM_TIMEOUT     guest time limit in seconds (default 1800: a loaded host)
@@ -33,6 +35,7 @@ cd "$here"
 
 RUNTIME=${DEMO_RUNTIME:-20}
 SSD_MB=${DEMO_SSD_MB:-128}
+SHARE=${DEMO_SHARE:-0}
 export HDD_SIZE_MB=${HDD_SIZE_MB:-96}
 MNT=/tmp/nxd-demo
 VOL=nxddemo
@@ -119,23 +122,37 @@ if [ "${1:-}" = --guest ]; then
 	iodepth=4
 	numjobs=1
 	size=128m
+	write_bw_log=\${NXD_DEMO_BWLOG}
+	log_avg_msec=1000
 	EOF
 
 	# run_fio LABEL DEV: fio in the background, one progress line every 5 s.
+	# Each second it also notes the log's occupancy (LABEL-log.txt: ms since
+	# fio started, % used), and fio logs the streamer's MB/s per second
+	# (LABEL-stream_bw.1.log): the table's "while the log had room" row.
 	run_fio() {
-		local label=$1 dev=$2 t=0 line
+		local label=$1 dev=$2 t=0 line pct ms
 		local dn
 		dn=$(basename "$(readlink -f "$dev")")
-		local w0
+		local w0 start
 		w0=$(awk '{print $7}' "/sys/block/$mdn/stat")
-		fio --output-format=json --output="$out/$label.json" "$out/mixed.fio" &
+		: >"$out/$label-log.txt"
+		start=$(date +%s%N)
+		NXD_DEMO_BWLOG=$out/$label-stream fio --output-format=json --output="$out/$label.json" "$out/mixed.fio" &
 		local pid=$!
 		while kill -0 "$pid" 2>/dev/null; do
-			sleep 5
-			t=$((t + 5))
+			sleep 1
+			t=$((t + 1))
 			kill -0 "$pid" 2>/dev/null || break
-			line=$(awk -v w0="$w0" '{printf "array written %d MiB", ($7 - w0) / 2048}' "/sys/block/$mdn/stat")
+			ms=$((($(date +%s%N) - start) / 1000000))
+			pct=
 			if [ -d "/sys/block/$dn/nxd" ]; then
+				pct=$(dmsetup status "$VOL" | awk '{printf "%d", $6 * 100 / $5}')
+				echo "$ms $pct" >>"$out/$label-log.txt"
+			fi
+			[ $((t % 5)) = 0 ] || continue
+			line=$(awk -v w0="$w0" '{printf "array written %d MiB", ($7 - w0) / 2048}' "/sys/block/$mdn/stat")
+			if [ -n "$pct" ]; then
 				line+=$(dmsetup status "$VOL" | awk '{printf ", log %d%% used, %d writes logged, %d MiB destaged",
 					$6 * 100 / $5, $9, $19 / 1048576}')
 			fi
@@ -158,7 +175,7 @@ if [ "${1:-}" = --guest ]; then
 
 	# 3. The hybrid volume: nxd <hdd> <ssd>, as long as the array less 1 MiB.
 	len=$(( $(blockdev --getsz "$md") / 2048 * 2048 - 2048 ))
-	table="0 $len nxd $md $ssd 1 format"
+	table="0 $len nxd $md $ssd 3 format stream_share $SHARE"
 	say "dmsetup create $VOL --table '$table'"
 	dmsetup create "$VOL" --table "$table"
 	udevadm settle 2>/dev/null || true
@@ -181,8 +198,11 @@ if [ "${1:-}" = --guest ]; then
 	policy="while foreground I/O uses the array, the destager gets"
 	policy+=" $(cat /sys/module/dm_nxd/parameters/destage_min_duty) % of its time"
 	policy+=" at low_watermark ($(cat "$sysd/low_watermark") % of the log),"
-	policy+=" rising to 100 % at high_watermark ($(cat "$sysd/high_watermark") %)"
-	python3 - "$out/md.json" "$out/nxd.json" "$policy" <<-'PY'
+	share=$(cat "$sysd/stream_share")
+	policy+=" rising to $((100 - share)) % at high_watermark ($(cat "$sysd/high_watermark") %)"
+	policy+=" and on a full log (stream_share $share: the stream keeps $share %,"
+	policy+=" set it with nxdctl config $VOL stream_share=N)"
+	python3 - "$out/md.json" "$out/nxd.json" "$policy" "$out" "$(cat "$sysd/high_watermark")" <<-'PY'
 	import json, sys
 	def groups(path):
 	    text = open(path).read()
@@ -209,7 +229,37 @@ if [ "${1:-}" = --guest ]; then
 	    "dm-nxd / md", ratio(nxd[0][0], md[0][0]), ratio(nxd[0][1], md[0][1]), "",
 	    ratio(nxd[1][0], md[1][0]), ratio(nxd[1][1], md[1][1]), "",
 	    ratio(nxd[0][4] + nxd[1][4], md[0][4] + md[1][4])))
+	# The streamer while the log had room: its MB/s in the seconds before
+	# the log first reached high_watermark, on dm-nxd and, over the same
+	# seconds, on the array alone.
+	def bw(label, upto_ms):
+	    vals = []
+	    try:
+	        for line in open("%s/%s-stream_bw.1.log" % (sys.argv[4], label)):
+	            f = line.split(",")
+	            if int(f[0]) <= upto_ms:
+	                vals.append(int(f[1]) * 1024 / 1e6)
+	    except (OSError, ValueError, IndexError):
+	        return None
+	    return sum(vals) / len(vals) if vals else None
+	room_ms = None
+	try:
+	    samples = [tuple(map(int, l.split())) for l in open(sys.argv[4] + "/nxd-log.txt")]
+	    full = [ms for ms, pct in samples if pct >= int(sys.argv[5])]
+	    room_ms = full[0] if full else (samples[-1][0] if samples else None)
+	except (OSError, ValueError):
+	    pass
 	print()
+	if room_ms is None or room_ms < 2000:
+	    print("1 MiB sequential writer while the log had room: not measured (room for under 2 s)")
+	else:
+	    m, n = bw("md", room_ms), bw("nxd", room_ms)
+	    if m and n:
+	        print("1 MiB sequential writer while the log had room (its first %.0f s, below high_watermark):"
+	              " dm-nxd %.1f MB/s, md alone %.1f MB/s over the same seconds: x%.2f"
+	              % (room_ms / 1000, n, m, n / m))
+	    else:
+	        print("1 MiB sequential writer while the log had room: no bandwidth log")
 	print("destage policy: " + sys.argv[3])
 	errs = sum(v[3] for g in (md, nxd) for v in g.values())
 	if errs:
@@ -235,7 +285,7 @@ nxd_demo_host demo fio || exit 1
 mkdir -p build/logs
 export VM_TIMEOUT=${VM_TIMEOUT:-1800}
 export VM_CONSOLE=${VM_CONSOLE:-$here/build/logs/demo-console.log}
-envs="DEMO_RUNTIME=$RUNTIME DEMO_SSD_MB=$SSD_MB"
+envs="DEMO_RUNTIME=$RUNTIME DEMO_SSD_MB=$SSD_MB DEMO_SHARE=$SHARE"
 for v in HDD_SIZE_MB HDDSIM_OPTS; do
 	[ -n "${!v:-}" ] && envs+=" $v='${!v}'"
 done

@@ -9,7 +9,9 @@ moved and no error.  The histogram: `nxdctl histogram` of the dm-nxd run
 (histogram.txt) counts the small writers' 8 KiB writes in its 4K+1 - 8K
 bucket and the streamer's writes above 512K, as many as fio says it
 completed (the histogram is reset before that run, and XFS passes O_DIRECT
-writes of these sizes through whole).
+writes of these sizes through whole).  The logs behind the row of the
+streamer while the log had room: the streamer's MB/s per second on both
+systems, the log's occupancy per second on dm-nxd.
 Prints one line per check and a verdict; exits 1 on any failure.
 """
 import json
@@ -61,6 +63,18 @@ def main(d):
             g = runs[name].get(gid)
             check(g is not None and g["ios"] > 0 and g["bytes"] > 0 and g["error"] == 0,
                   f"{label}, {gname}: {g}")
+    # The per-second logs behind the "while the log had room" row.
+    for name in ("md", "nxd"):
+        try:
+            n = sum(1 for _ in open(f"{d}/{name}-stream_bw.1.log"))
+        except OSError:
+            n = 0
+        check(n >= 2, f"{name}: {n} seconds in the streamer's bandwidth log")
+    try:
+        n = sum(1 for _ in open(f"{d}/nxd-log.txt"))
+    except OSError:
+        n = 0
+    check(n >= 2, f"dm-nxd: {n} samples of the log's occupancy")
     try:
         h = histogram_writes(f"{d}/histogram.txt")
     except OSError as e:

@@ -278,7 +278,7 @@ const struct cmd cmd_config = {
 	"KEY is one of write_threshold, mode, low_watermark, "
 	"high_watermark,\ndestage_rate, ssd_discard, drain_on_suspend, "
 	"auto_min_threshold,\nauto_max_threshold, stream_min, stripe_size, "
-	"or the read-only log_used_pct\nand state.\n"
+	"stream_share, or the read-only\nlog_used_pct and state.\n"
 	"  --dry-run   check the values and print them; change nothing\n"
 	VOL_HELP,
 };

@@ -299,7 +299,8 @@ static void test_sb_meta(void)
 	CHECK_EQ(offsetof(struct nxd_sb, stream_min), 320);
 	CHECK_EQ(offsetof(struct nxd_sb, stripe_size), 324);
 	CHECK_EQ(offsetof(struct nxd_sb, data_offset), 328);
-	CHECK_EQ(offsetof(struct nxd_sb, reserved), 336);
+	CHECK_EQ(offsetof(struct nxd_sb, stream_share), 336);
+	CHECK_EQ(offsetof(struct nxd_sb, reserved), 337);
 	CHECK_EQ(sizeof(struct nxd_sb), BS);
 
 	/* nothing stored: all of it zero on disk, "" and no tunables */
@@ -329,6 +330,7 @@ static void test_sb_meta(void)
 	sb.tun.auto_max_thr = 262144;
 	sb.tun.stream_min = 1048576;
 	sb.tun.stripe_size = 393216;
+	sb.tun.stream_share = 30;
 	memset(blk, 0xA5, sizeof(blk));
 	nxd_sb_encode(&sb, blk);
 	CHECK(!memcmp(blk + 160, "ost0-nxd", 9));
@@ -336,9 +338,12 @@ static void test_sb_meta(void)
 	for (i = 160 + 8; i < 288; i++)
 		bad |= blk[i];
 	for (i = 328; i < BS; i++)
-		bad |= blk[i];
+		if (i != 336)
+			bad |= blk[i];
 	CHECK_EQ(bad, 0);
-	CHECK_EQ(le32toh(d->tun_flags), NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO);
+	CHECK_EQ(le32toh(d->tun_flags),
+		 NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO | NXD_SB_TUN_SHARE);
+	CHECK_EQ(blk[336], 30);
 	CHECK_EQ(le32toh(d->auto_min_thr), 8192);
 	CHECK_EQ(le32toh(d->auto_max_thr), 262144);
 	CHECK_EQ(le32toh(d->stream_min), 1048576);
@@ -377,6 +382,16 @@ static void test_sb_meta(void)
 	CHECK_EQ(out.tun.auto_max_thr, 1U << 20);
 	CHECK_EQ(out.tun.stream_min, 4U << 20);
 	CHECK_EQ(out.tun.stripe_size, 0);
+	CHECK_EQ(out.tun.stream_share, 0);
+
+	/* written before stream_share: its default, whatever the byte holds */
+	memcpy(blk2, blk, BS);
+	d2->tun_flags = htole32(NXD_SB_TUN_VALID | NXD_SB_TUN_AUTO);
+	fix_crc(blk2);
+	CHECK_EQ(nxd_sb_decode(blk2, ssd, &out), 0);
+	CHECK(out.tun_valid);
+	CHECK_EQ(out.tun.stripe_size, 393216);
+	CHECK_EQ(out.tun.stream_share, 0);
 
 	/* values without the VALID flag: ignored */
 	memcpy(blk2, blk, BS);
@@ -388,9 +403,12 @@ static void test_sb_meta(void)
 	CHECK(!strcmp(out.name, "ost0-nxd"));
 
 	/* out of range: the superblock is fine, the tunables ignored */
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 11; i++) {
 		memcpy(blk2, blk, BS);
 		switch (i) {
+		case 10:
+			d2->stream_share = 91;
+			break;
 		case 7:
 			d2->auto_min_thr = htole32(524288);	/* above max */
 			break;

@@ -283,17 +283,26 @@ static void test_pace(void)
 	u32 pct, prev = 0;
 	int n, bad = 0;
 
-	CHECK_EQ(nxd_pace_duty(0, 25, 75, 100), 100);
-	CHECK_EQ(nxd_pace_duty(25, 25, 75, 100), 100);
-	CHECK_EQ(nxd_pace_duty(50, 25, 75, 100), 550);
-	CHECK_EQ(nxd_pace_duty(75, 25, 75, 100), 1000);
-	CHECK_EQ(nxd_pace_duty(100, 25, 75, 100), 1000);
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 100, 1000), 100);
+	CHECK_EQ(nxd_pace_duty(25, 25, 75, 100, 1000), 100);
+	CHECK_EQ(nxd_pace_duty(50, 25, 75, 100, 1000), 550);
+	CHECK_EQ(nxd_pace_duty(75, 25, 75, 100, 1000), 1000);
+	CHECK_EQ(nxd_pace_duty(100, 25, 75, 100, 1000), 1000);
 	/* Equal watermarks: a step, no division by zero. */
-	CHECK_EQ(nxd_pace_duty(40, 50, 50, 100), 100);
-	CHECK_EQ(nxd_pace_duty(50, 50, 50, 100), 1000);
+	CHECK_EQ(nxd_pace_duty(40, 50, 50, 100, 1000), 100);
+	CHECK_EQ(nxd_pace_duty(50, 50, 50, 100, 1000), 1000);
 	/* A share of 0 would never drain; over 1000 is all of it. */
-	CHECK_EQ(nxd_pace_duty(0, 25, 75, 0), 1);
-	CHECK_EQ(nxd_pace_duty(0, 25, 75, 5000), 1000);
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 0, 1000), 1);
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 5000, 1000), 1000);
+	/* stream_share: the destager's share tops out below all of it. */
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 100, 500), 100);
+	CHECK_EQ(nxd_pace_duty(50, 25, 75, 100, 500), 300);
+	CHECK_EQ(nxd_pace_duty(75, 25, 75, 100, 500), 500);
+	CHECK_EQ(nxd_pace_duty(100, 25, 75, 100, 500), 500);
+	/* a maximum below the minimum wins; neither is ever 0 */
+	CHECK_EQ(nxd_pace_duty(0, 25, 75, 100, 50), 50);
+	CHECK_EQ(nxd_pace_duty(100, 25, 75, 100, 0), 1);
+	CHECK_EQ(nxd_pace_duty(100, 25, 75, 0, 0), 1);
 
 	CHECK_EQ(nxd_pace_pause_ms(100, 1000), 0);
 	CHECK_EQ(nxd_pace_pause_ms(100, 500), 100);
@@ -304,7 +313,7 @@ static void test_pace(void)
 
 	/* Rising with occupancy, and busy / (busy + pause) within 1 % of the share. */
 	for (pct = 0; pct <= 100; pct++) {
-		u32 d = nxd_pace_duty(pct, 25, 75, 100);
+		u32 d = nxd_pace_duty(pct, 25, 75, 100, 1000);
 
 		CHECK(d >= prev);
 		prev = d;

@@ -34,6 +34,7 @@ static const struct {
 	{ "stream_min", offsetof(struct nxd_tun, stream_min),
 	  4U << 20, 4096, 1U << 30 },
 	{ "stripe_size", offsetof(struct nxd_tun, stripe_size), 0, 0, 1U << 30 },
+	{ "stream_share", offsetof(struct nxd_tun, stream_share), 0, 0, 90 },
 };
 
 static void test_table(void)
@@ -61,8 +62,9 @@ static void test_table(void)
 	CHECK_EQ(nxd_tuns[1].kind, NXD_TUN_MODE);
 	for (i = 2; i < 7; i++)
 		CHECK_EQ(nxd_tuns[i].kind, NXD_TUN_NUM);
-	for (i = 7; i < NXD_TUN_NR; i++)
+	for (i = 7; i < 11; i++)
 		CHECK_EQ(nxd_tuns[i].kind, NXD_TUN_BYTES);
+	CHECK_EQ(nxd_tuns[11].kind, NXD_TUN_NUM);	/* stream_share */
 }
 
 static void set_ok(const char *key, const char *val, size_t i, u32 want)

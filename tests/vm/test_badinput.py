@@ -276,7 +276,7 @@ def test_read_threshold_refused(dm, pair):
     model = fill(a, 43)
     table0, tun0 = a.table(), a.tunables()
     w = table0.split()
-    assert w[5] == "22" and "read_threshold" not in w, table0
+    assert w[5] == "24" and "read_threshold" not in w, table0
     assert nxdvol.table_opts(table0) == tun0, (table0, tun0)
     assert not os.path.exists(a.sysfs("read_threshold"))
     st0 = a.status()
@@ -344,6 +344,7 @@ SYSFS_BAD = [
     ("destage_rate", ["1000001", "-3", "99999999999999999999"]),
     ("ssd_discard", ["2", "-1", "yes"]),
     ("drain_on_suspend", ["2", "x"]),
+    ("stream_share", ["91", "100", "-1", "x"]),     # the log must still drain
 ]
 
 

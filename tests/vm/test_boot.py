@@ -175,7 +175,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
         "high_watermark": 75, "destage_rate": 0, "ssd_discard": 1,
         "drain_on_suspend": 0, "auto_min_threshold": 4096,
         "auto_max_threshold": 1048576, "stream_min": 4194304,
-        "stripe_size": 0}, sup["superblock"]
+        "stripe_size": 0, "stream_share": 0}, sup["superblock"]
     text = env.nxdctl("show-super", ssd).stdout
     assert "  name          ostx\n" in text, text
     assert "write_threshold 32768 mode auto low_watermark 10" in text, text

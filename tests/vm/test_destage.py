@@ -209,8 +209,9 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
 
 
 @pytest.mark.guarantee("G8")
-@pytest.mark.parametrize("min_duty", [10, 100])
-def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
+@pytest.mark.parametrize("min_duty,share", [(10, 0), (100, 0), (100, 50)],
+                         ids=["10", "100", "100-share50"])
+def test_pacing_gives_the_destager_its_share(dm, slow, min_duty, share):
     """Between the watermarks, while foreground I/O keeps the HDD busy,
     the destager pauses after each round so that it takes the share of
     the HDD's time that nxd_pace_duty() gives the log's occupancy.  With
@@ -219,8 +220,13 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
     (destage_throttled_ms) are 1.6 times its rounds (destage_busy_us) or
     more, and at least 0.6 times over the few rounds measured; 20 ms
     yields, as before, were a tenth of that.  A destage_min_duty of 100
-    means no pause.  Every block reaches the HDD."""
-    v = Volume(dm, "nxds", slow.base, slow.ssd.dev, "low_watermark 1 high_watermark 100")
+    means no pause, unless stream_share keeps part of the HDD from the
+    destager: with stream_share 50 its share is half at any occupancy, so
+    its pauses are 0.6 times its rounds or more.  Every block reaches the
+    HDD."""
+    v = Volume(dm, "nxds", slow.base, slow.ssd.dev,
+               f"low_watermark 1 high_watermark 100 stream_share {share}")
+    assert v.sget("stream_share") == str(share)
     v.message("pause_destage")
     runs = int(v.status()["log_blocks"] * 0.3) // 17     # 16 blocks and a header or so each
     model = {}
@@ -252,7 +258,7 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
         busy_ms = moved["destage_busy_us"] / 1000
         paused = moved["destage_throttled_ms"]
         assert moved["writes_direct"] > 0, moved
-        if min_duty == 10:
+        if min_duty == 10 or share:
             assert paused >= 0.6 * busy_ms, \
                 f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
                 f"beside foreground HDD writes: {moved}"
@@ -261,8 +267,8 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty):
                 f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
                 f"with all of the HDD's time its share: {moved}"
     slow.finish(v, model, fg)
-    summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}: paused "
-            f"{paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
+    summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}, stream_share "
+            f"{share}: paused {paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 
 
 @pytest.mark.guarantee("G8")

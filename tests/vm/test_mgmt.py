@@ -365,16 +365,17 @@ def test_sysfs_values_survive_reload(dm, loopdev, nullb):
             "low_watermark": "10", "high_watermark": "90", "destage_rate": "50",
             "ssd_discard": "0", "drain_on_suspend": "1",
             "auto_min_threshold": "8192", "auto_max_threshold": "262144",
-            "stream_min": "1048576", "stripe_size": "131072"}
+            "stream_min": "1048576", "stripe_size": "131072",
+            "stream_share": "40"}
     for k in ("high_watermark", "low_watermark", "write_threshold",
               "mode", "destage_rate", "ssd_discard", "drain_on_suspend",
               "auto_min_threshold", "auto_max_threshold", "stream_min",
-              "stripe_size"):
+              "stripe_size", "stream_share"):
         assert v.sset(k, want[k]) == 0, k
     assert v.tunables() == want
     assert nxdvol.table_opts(v.table()) == want
     before = v.table()
-    assert before.split()[5] == "22" and "read_threshold" not in before, before
+    assert before.split()[5] == "24" and "read_threshold" not in before, before
     # The documented round trip, literally.
     p = run(f"dmsetup table {v.name} | dmsetup load {v.name}", check=False)
     assert p.returncode == 0, p.stderr

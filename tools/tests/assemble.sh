@@ -209,10 +209,10 @@ assert d["log"]["live_segments"] == 3 and d["log"]["data_blocks"] == 3' \
 	pair g 128 0 ost7  12288,2,10,60,300,0,1
 	pair h 144 0 "has space"
 	UG=80818283-8485-8687-8889-8a8b8c8d8e8f
-	GOPTS="22 write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0"
+	GOPTS="24 write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0 stream_share 0"
 	t "show-super: stored name" 0 "$NXDCTL" show-super "$SG"
 	has "show-super: the name" "^  name  *ost7$"
-	has "show-super: the tunables" "^  tunables  *write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0$"
+	has "show-super: the tunables" "^  tunables  *write_threshold 12288 mode log_all low_watermark 10 high_watermark 60 destage_rate 300 ssd_discard 0 drain_on_suspend 1 auto_min_threshold 4096 auto_max_threshold 1048576 stream_min 4194304 stripe_size 0 stream_share 0$"
 	t "show-super --json: stored name" 0 "$NXDCTL" show-super "$SG" --json
 	cp "$OUT/last.out" "$OUT/super-g.json"
 	py "show-super --json: name and tunables" '
@@ -222,7 +222,7 @@ assert sb["tunables"] == {"write_threshold": 12288, "mode": "log_all",
 	"low_watermark": 10, "high_watermark": 60, "destage_rate": 300,
 	"ssd_discard": 0, "drain_on_suspend": 1, "auto_min_threshold": 4096,
 	"auto_max_threshold": 1048576, "stream_min": 4194304,
-	"stripe_size": 0}, sb["tunables"]
+	"stripe_size": 0, "stream_share": 0}, sb["tunables"]
 assert all(c["superblock"]["name"] == "ost7" for c in d["copies"])' \
 		"$OUT/super-g.json"
 	t "show-super: an older superblock" 0 "$NXDCTL" show-super "$SB"

@@ -14,7 +14,7 @@ echo 253:1 >"$SYS/block/dm-1/dev"
 echo 65536 >"$SYS/block/dm-0/nxd/write_threshold"
 for a in mode:auto low_watermark:30 high_watermark:80 destage_rate:0 \
 	ssd_discard:1 drain_on_suspend:1 auto_min_threshold:4096 \
-	auto_max_threshold:1048576 stream_min:4194304 stripe_size:0 \
+	auto_max_threshold:1048576 stream_min:4194304 stripe_size:0 stream_share:0 \
 	log_used_pct:12 state:ok; do
 	echo "${a#*:}" >"$SYS/block/dm-0/nxd/${a%%:*}"
 done
@@ -46,10 +46,10 @@ err_has "unknown volume message" "volume 'nosuch' not found"
 t "config lists all" 0 "$NXDCTL" config vol0
 has "config mode" "^mode=auto$"
 has "config state" "^state=ok$"
-[ "$(grep -c = "$OUT/last.out")" = 13 ] &&
+[ "$(grep -c = "$OUT/last.out")" = 14 ] &&
 	! grep -q read_threshold "$OUT/last.out" &&
-	ok "config lists 11 tunables and 2 read-only, no read_threshold" ||
-	ko "config lists 11 tunables and 2 read-only, no read_threshold"
+	ok "config lists 12 tunables and 2 read-only, no read_threshold" ||
+	ko "config lists 12 tunables and 2 read-only, no read_threshold"
 t "config read_threshold (removed)" 1 "$NXDCTL" config vol0 \
 	read_threshold=0
 err_has "config read_threshold message" \

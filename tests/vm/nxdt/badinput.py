@@ -65,6 +65,7 @@ def bad_lines(hdd, ssd, L):
         (f"{base} 2 auto_min_threshold 2M",      # default max is 1M
          "auto_min_threshold must not exceed auto_max_threshold"),
         (f"{base} 2 stripe_size 6000", "stripe_size must be a multiple of 4096"),
+        (f"{base} 2 stream_share 91", "stream_share must be 0 to 90"),
     ]
 
 

@@ -22,14 +22,16 @@ TUNABLES = ["write_threshold", "mode", "low_watermark", "high_watermark",
             "destage_rate", "ssd_discard", "drain_on_suspend",
             # mode adaptive's (target 2.4.0)
             "auto_min_threshold", "auto_max_threshold", "stream_min",
-            "stripe_size"]
+            "stripe_size",
+            # who pays when the log fills
+            "stream_share"]
 # Their defaults, as sysfs prints them.
 TUNABLE_DEFAULTS = {"write_threshold": "65536", "mode": "auto",
                     "low_watermark": "25", "high_watermark": "75",
                     "destage_rate": "0", "ssd_discard": "1",
                     "drain_on_suspend": "0", "auto_min_threshold": "4096",
                     "auto_max_threshold": "1048576", "stream_min": "4194304",
-                    "stripe_size": "0"}
+                    "stripe_size": "0", "stream_share": "0"}
 
 STATUS_FIELDS = [
     "log_blocks", "log_used_blocks", "index_entries", "index_bytes",

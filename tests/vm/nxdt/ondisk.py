@@ -33,6 +33,7 @@ def parse_sb(blk):
     # The stored name and tunables (docs/on-disk-format.md, bytes 160-327).
     (tun_flags, mode, wthr, rate, low, high, discard, drain, amin, amax,
      smin, stripe) = struct.unpack_from("<IIQIBBBBIIII", blk, 288)
+    share = blk[336] if tun_flags & 4 else 0    # NXD_SB_TUN_SHARE
     # Format 2 keeps the data area's start at byte 328 (format 1: zero).
     data_off = struct.unpack_from("<Q", blk, 328)[0] if ver == 2 else 0
     return dict(sb_seq=sb_seq, version=ver, data_offset=data_off,
@@ -47,7 +48,7 @@ def parse_sb(blk):
                 destage_rate=rate, low_watermark=low, high_watermark=high,
                 ssd_discard=discard, drain_on_suspend=drain,
                 auto_min_threshold=amin, auto_max_threshold=amax,
-                stream_min=smin, stripe_size=stripe)
+                stream_min=smin, stripe_size=stripe, stream_share=share)
 
 
 _CRC32C_TAB = []

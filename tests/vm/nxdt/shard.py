@@ -67,6 +67,7 @@ HEAVY = {
     "test_datapath.py::test_table_roundtrips": (30, 1),
     "test_destage.py::test_pacing_gives_the_destager_its_share[10]": (270, 0),
     "test_destage.py::test_pacing_gives_the_destager_its_share[100]": (255, 0),
+    "test_destage.py::test_pacing_gives_the_destager_its_share[100-share50]": (270, 1),
     "test_badinput.py::test_table_lines_refused": (250, 1),
     "test_fs.py::test_fs_power_cut[ext4]": (224, 1),                 # x2
     "test_fs.py::test_fs_power_cut[xfs]": (220, 1),                  # x2
@@ -126,6 +127,7 @@ FULL_ONLY = (
     "test_destage.py::test_drain_sweeps_by_address[sweep]",
     "test_destage.py::test_pacing_gives_the_destager_its_share[10]",
     "test_destage.py::test_pacing_gives_the_destager_its_share[100]",
+    "test_destage.py::test_pacing_gives_the_destager_its_share[100-share50]",
     "test_crash_pcut.py::test_pcut_crash_slice[thr128k-lw0]",
     "test_crash_pcut.py::test_pcut_crash_slice[log_all]",
     "test_crash_pcut.py::test_pcut_crash_slice[ssd_discard0]",
