@@ -98,6 +98,11 @@ static void fill_live(struct nxdctl_status *s)
 		if (!*end && v >= 0 && v <= 100)
 			s->high_wm = (int)v;
 	}
+	if (!vol_attr(s, "stream_share", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (!*end && v >= 0 && v <= 100)
+			s->stream_share = (int)v;
+	}
 }
 
 int collect_status(int nvols, char **vols, double interval, bool devices,
@@ -226,6 +231,7 @@ int collect_missing(const char *config, struct nxdctl_status **s,
 		ns[k].destage_limit = -1;
 		ns[k].low_wm = -1;
 		ns[k].high_wm = -1;
+		ns[k].stream_share = -1;
 		ns[k].missing = true;
 	}
 	nxdtab_free(&t);
@@ -285,6 +291,7 @@ static int split_inactive(const char *config, int *nvols, char **vols,
 		m->destage_limit = -1;
 		m->low_wm = -1;
 		m->high_wm = -1;
+		m->stream_share = -1;
 		m->missing = true;
 	}
 	*nvols = kept;

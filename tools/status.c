@@ -20,6 +20,7 @@ void nxdctl_status_from_vol(struct nxdctl_status *s,
 	s->destage_limit = -1;
 	s->low_wm = -1;
 	s->high_wm = -1;
+	s->stream_share = -1;
 }
 
 uint64_t nxdctl_status_log_bytes(const struct nxdctl_status *s)

@@ -28,6 +28,7 @@ struct nxdctl_status {
 	bool owner_known;	/* the label was read */
 	int64_t destage_limit;	/* sysfs destage_rate, MiB/s (0: none); -1: ? */
 	int low_wm, high_wm;	/* sysfs watermarks, percent; -1: ? */
+	int stream_share;	/* sysfs stream_share, percent; -1: ? */
 	/* In the configuration file but not active: name and UUID only. */
 	bool missing;
 	bool have_stats;

@@ -11,7 +11,8 @@
  *   nxd_info{uuid,mode,hdd,ssd} 1, and the settings as gauges:
  *                         nxd_write_threshold_bytes, nxd_low_watermark_ratio,
  *                         nxd_high_watermark_ratio,
- *                         nxd_destage_rate_limit_bytes_per_second
+ *                         nxd_destage_rate_limit_bytes_per_second,
+ *                         nxd_stream_share_ratio
  *   nxd_<counter>_total   the event counters of struct nxd_ioc_counters
  *   nxd_<gauge>           its gauges (log_blocks, index_entries, ...);
  *                         counters kept in ms or us are exported in
@@ -159,6 +160,9 @@ static void setting(FILE *f, const struct nxdctl_status *s, unsigned int n,
 			sample_start(f, name, v);
 			fprintf(f, "} %" PRId64 "\n",
 				v->destage_limit * 1048576);
+		} else if (which == 4 && v->stream_share >= 0) {
+			sample_start(f, name, v);
+			fprintf(f, "} %.2f\n", v->stream_share / 100.0);
 		}
 	}
 }
@@ -190,6 +194,9 @@ static void settings(FILE *f, const struct nxdctl_status *s, unsigned int n)
 		"destager runs flat out (high_watermark / 100).", 2);
 	setting(f, s, n, "nxd_destage_rate_limit_bytes_per_second", "Destage "
 		"rate limit (destage_rate); 0: none.", 3);
+	setting(f, s, n, "nxd_stream_share_ratio", "Share of the HDD the "
+		"destager leaves to foreground I/O on a full log "
+		"(stream_share / 100).", 4);
 }
 
 /* The renamed family of counter @k, if its unit is not a base unit. */

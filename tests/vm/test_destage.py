@@ -271,6 +271,67 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty, share):
             f"{share}: paused {paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
 
 
+@pytest.mark.guarantee("G8", "G9")
+@pytest.mark.parametrize("share", [0, 90])
+def test_stream_share_on_a_full_log(dm, share):
+    """stream_share decides who pays when the log fills.  A 4 MiB log
+    with both watermarks at 0 (the destager's share is then 100 -
+    stream_share % at any occupancy) fills under small writes
+    (write_threshold 16 KiB) while a second writer keeps 64 KiB writes in
+    flight to the HDD, whose writes take 5 ms (dm-delay).  With
+    stream_share 0 the destager does not pause beside them; with 90 it
+    takes a tenth of the HDD's time, so its pauses (destage_throttled_ms)
+    are at least twice its rounds (destage_busy_us; nine times in
+    theory), also while the log is full.  Either way nothing fails, the
+    log was full, and every block reads back as the model has it."""
+    hdd, ssd = Loop(64, "hddsh"), NullBlk(4)
+    size, fg_first, fg_span = 24 << 20, 7168, 1024
+    try:
+        slowdev = dm.create("nxdshd", delay_line(hdd.dev, 0, 5))
+        base = seed_hdd(slowdev, size, 17)
+        v = Volume(dm, "nxdsh", slowdev, ssd.dev,
+                   f"low_watermark 0 high_watermark 0 write_threshold 16384 "
+                   f"stream_share {share}")
+        assert v.sget("stream_share") == str(share)
+        t = DiffTester(v.dev, size, seed=17, initial=base, max_io=16 << 10)
+        fg = BlockWriter(v.dev, fg_first, fg_span, nblk=16)
+        s0 = v.status()
+        with fg:
+            wait_until(lambda: v.status()["writes_direct"] >= 8, 60, "foreground HDD writes")
+            n = 0
+            while n < 2000 and (n < 300 or v.status()["events_log_full"] == s0["events_log_full"]):
+                off, ln = t._extent(1.0)
+                t.write(off, ln)
+                n += 1
+            st = v.status()
+        moved = {k: st[k] - s0[k] for k in ("destage_busy_us", "destage_throttled_ms",
+                                              "events_log_full", "writes_around_full",
+                                              "writes_logged", "writes_direct",
+                                              "segments_reclaimed")}
+        busy_ms = moved["destage_busy_us"] / 1000
+        paused = moved["destage_throttled_ms"]
+        assert moved["events_log_full"] >= 1 and moved["segments_reclaimed"] > 0, moved
+        if share:
+            assert paused >= 2 * busy_ms, \
+                f"stream_share {share}: the destager paused {paused} ms for " \
+                f"{busy_ms:.0f} ms of rounds beside a foreground HDD writer: {moved}"
+        else:
+            assert paused <= 0.15 * busy_ms + 60, \
+                f"stream_share 0: the destager paused {paused} ms for " \
+                f"{busy_ms:.0f} ms of rounds: {moved}"
+        t.verify_all()
+        check_blocks(fg.model, lambda b: pread_dev(v.dev, b * 4096, 4096), "foreground block")
+        assert_healthy(v)
+        t.close()
+        summary("destage-summary.txt", f"stream_share {share} on a full log: paused {paused} ms "
+                f"for {busy_ms:.0f} ms of rounds, {n} small writes ({moved})")
+    finally:
+        dm.remove("nxdsh", missing_ok=True)
+        dm.remove("nxdshd", missing_ok=True)
+        ssd.close()
+        hdd.close()
+
+
 @pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("sweep,how", [(True, "drain"), (True, "idle"), (False, "drain")],
                          ids=["sweep", "idle-sweep", "no-sweep"])

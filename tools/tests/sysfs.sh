@@ -136,7 +136,8 @@ err_has "config: says nothing changed" "^nxdctl: vol0: nothing changed$"
 	ko "config: the keys written before the refusal are put back"
 # Back to the values the checks below expect.
 for a in write_threshold:32768 mode:auto low_watermark:30 \
-	high_watermark:90 destage_rate:0 ssd_discard:1 drain_on_suspend:1; do
+	high_watermark:90 destage_rate:0 ssd_discard:1 drain_on_suspend:1 \
+	stream_share:40; do
 	echo "${a#*:}" >"$NXD/${a%%:*}"
 done
 t "threshold --write above 1G" 1 "$NXDCTL" threshold vol0 --write 1025M
@@ -218,6 +219,7 @@ assert val("nxd_write_threshold_bytes", volume="vol0") == 32768
 assert val("nxd_low_watermark_ratio", volume="vol0") == 0.30
 assert val("nxd_high_watermark_ratio", volume="vol0") == 0.90
 assert val("nxd_destage_rate_limit_bytes_per_second", volume="vol0") == 0
+assert val("nxd_stream_share_ratio", volume="vol0") == 0.40
 assert val("nxd_recovery_seconds", volume="vol0") == 0.001234
 assert fam["nxd_destage_throttled_seconds"].type == "counter"
 assert fam["nxd_destage_busy_seconds"].type == "counter"
