@@ -16,7 +16,9 @@ is missing or not junit: then nothing can be said.
 --self-test checks this script on tests/fixtures/skipcheck/ and the
 sharding of tests/vm/nxdt/shard.py on the host's collection of tests/vm: a
 test added or renamed moves no other test, a needs_kernel test lands on a
-kernel new enough; it prints each shard's estimated seconds.
+kernel new enough; it prints each shard's estimated seconds.  It also
+checks that every reason of ALLOW is in test.sh's SKIP_ALLOW, which
+decides whether a guest's skip fails make test.
 """
 
 import argparse
@@ -229,8 +231,27 @@ def _shard_checks(fail):
         fail("parse_env of a comma-separated kernel list")
 
 
+def _allow_in_test_sh(fail):
+    """Every ALLOW reason is also in scripts/test.sh's SKIP_ALLOW: a skip
+    this script counts as run elsewhere must not fail test.sh's accounting
+    (a test that skips unless its make target built something skipped
+    in a clean clone's make test, and test.sh failed the run)."""
+    text = open(os.path.join(HERE, "scripts", "test.sh")).read()
+    m = re.search(r"^SKIP_ALLOW=\((.*?)^\)", text, re.S | re.M)
+    if not m:
+        fail("scripts/test.sh: no SKIP_ALLOW=( ... ) list")
+        return
+    for reason in ALLOW:
+        if reason not in m.group(1):
+            fail(f"ALLOW reason {reason!r} is not in scripts/test.sh's SKIP_ALLOW")
+    print(f"  {len(ALLOW)} ALLOW reasons, each in test.sh's SKIP_ALLOW: "
+          f"{'ok' if all(r in m.group(1) for r in ALLOW) else 'no'}")
+
+
 def self_test():
     errors = []
+    print("skipcheck self-test: ALLOW against scripts/test.sh")
+    _allow_in_test_sh(errors.append)
     print("skipcheck self-test: junit fixtures")
     _fixture_cases(errors.append)
     print("skipcheck self-test: sharding (tests/vm/nxdt/shard.py)")

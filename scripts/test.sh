@@ -194,6 +194,7 @@ SKIP_ALLOW=(
 	"|^tests/vm/test_crash_pcut.py:[0-9]+: the campaign runs from make crash-campaign"
 	"|^tests/vm/test_crash_pcut.py:[0-9]+: the soak runs from make crash-soak"
 	"|^tests/vm/test_admin.py:[0-9]+: the DKMS package test runs from make test-packages"
+	"|^tests/vm/test_layout.py:[0-9]+: the util-linux prober test runs from make test-prober"
 )
 ver_lt() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$1" ]; }
 skip_allowed() { # KVER REASON
