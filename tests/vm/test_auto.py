@@ -55,7 +55,7 @@ def adaptive(dm, loopdev, nullb, name, extra=(), ssd_mb=16):
 def test_adaptive_mode_and_bounds(dm, loopdev, nullb):
     """mode adaptive and its bounds are taken from the table line and
     sysfs, shown by dmsetup table, nxdctl config and nxdctl routing, and
-    stored in the superblock (tun_flags 3, the values at bytes 312-327);
+    stored in the superblock (tun_flags 7, the values at bytes 312-327);
     bounds out of order, out of range or a stripe of part blocks are
     refused by sysfs and nxdctl config and change nothing."""
     v = adaptive(dm, loopdev, nullb, "nxdauto",
@@ -104,7 +104,7 @@ def test_adaptive_mode_and_bounds(dm, loopdev, nullb):
     ssd = v.ssd
     v.remove()
     sb = ondisk.newest_sb(ssd)[1]
-    assert sb["tun_flags"] == 3 and sb["mode"] == 3, sb
+    assert sb["tun_flags"] == 7 and sb["mode"] == 3, sb   # VALID, AUTO, SHARE
     assert (sb["auto_min_threshold"], sb["auto_max_threshold"],
             sb["stream_min"], sb["stripe_size"]) == (16384, 16384, MiB,
                                                     128 * KiB), sb

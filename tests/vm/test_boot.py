@@ -166,7 +166,7 @@ def test_stored_name_tunables(dm, loopdev, tmp_path):
                 high_watermark=75, destage_rate=0, ssd_discard=1,
                 drain_on_suspend=0)
     sb = ondisk.newest_sb(ssd)[1]
-    assert sb["tun_flags"] == 3, sb
+    assert sb["tun_flags"] == 7, sb     # VALID, AUTO, SHARE
     assert {k: sb[k] for k in want} == want, sb
     sup = json.loads(env.nxdctl("show-super", ssd, "--json").stdout)
     assert sup["superblock"]["name"] == "ostx", sup["superblock"]

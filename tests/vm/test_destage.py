@@ -282,10 +282,11 @@ def test_stream_share_on_a_full_log(dm, share):
     stream_share 0 the destager does not pause beside them; with 90 it
     takes a tenth of the HDD's time, so its pauses (destage_throttled_ms)
     are at least twice its rounds (destage_busy_us; nine times in
-    theory), also while the log is full.  Either way nothing fails, the
-    log was full, and every block reads back as the model has it."""
+    theory), and the log was full (with 0 the destager keeps up).  Either
+    way nothing fails, and every block reads back as the model has it."""
     hdd, ssd = Loop(64, "hddsh"), NullBlk(4)
     size, fg_first, fg_span = 24 << 20, 7168, 1024
+    t = None
     try:
         slowdev = dm.create("nxdshd", delay_line(hdd.dev, 0, 5))
         base = seed_hdd(slowdev, size, 17)
@@ -299,7 +300,8 @@ def test_stream_share_on_a_full_log(dm, share):
         with fg:
             wait_until(lambda: v.status()["writes_direct"] >= 8, 60, "foreground HDD writes")
             n = 0
-            while n < 2000 and (n < 300 or v.status()["events_log_full"] == s0["events_log_full"]):
+            while n < 2000 and (n < 300 or (share and v.status()["events_log_full"] ==
+                                            s0["events_log_full"])):
                 off, ln = t._extent(1.0)
                 t.write(off, ln)
                 n += 1
@@ -310,8 +312,9 @@ def test_stream_share_on_a_full_log(dm, share):
                                               "segments_reclaimed")}
         busy_ms = moved["destage_busy_us"] / 1000
         paused = moved["destage_throttled_ms"]
-        assert moved["events_log_full"] >= 1 and moved["segments_reclaimed"] > 0, moved
+        assert moved["segments_reclaimed"] > 0, moved
         if share:
+            assert moved["events_log_full"] >= 1, moved
             assert paused >= 2 * busy_ms, \
                 f"stream_share {share}: the destager paused {paused} ms for " \
                 f"{busy_ms:.0f} ms of rounds beside a foreground HDD writer: {moved}"
@@ -322,10 +325,11 @@ def test_stream_share_on_a_full_log(dm, share):
         t.verify_all()
         check_blocks(fg.model, lambda b: pread_dev(v.dev, b * 4096, 4096), "foreground block")
         assert_healthy(v)
-        t.close()
         summary("destage-summary.txt", f"stream_share {share} on a full log: paused {paused} ms "
                 f"for {busy_ms:.0f} ms of rounds, {n} small writes ({moved})")
     finally:
+        if t is not None:
+            t.close()
         dm.remove("nxdsh", missing_ok=True)
         dm.remove("nxdshd", missing_ok=True)
         ssd.close()
