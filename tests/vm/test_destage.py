@@ -208,6 +208,24 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
             f"bios in 3 s beside a foreground HDD writer")
 
 
+def check_pauses(moved, at_least):
+    """The destager's pauses (destage_throttled_ms) in @moved, counters
+    over a run beside foreground HDD writes, were at least @at_least times
+    its rounds (destage_busy_us); with @at_least 0, next to nothing (all of
+    the HDD's time its share).  Returns (paused ms, busy ms)."""
+    busy_ms = moved["destage_busy_us"] / 1000
+    paused = moved["destage_throttled_ms"]
+    if at_least:
+        assert paused >= at_least * busy_ms, \
+            f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+            f"beside foreground HDD writes: {moved}"
+    else:
+        assert paused <= 0.15 * busy_ms + 60, \
+            f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
+            f"with all of the HDD's time its share: {moved}"
+    return paused, busy_ms
+
+
 @pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("min_duty,share", [(10, 0), (100, 0), (100, 50)],
                          ids=["10", "100", "100-share50"])
@@ -255,17 +273,8 @@ def test_pacing_gives_the_destager_its_share(dm, slow, min_duty, share):
         moved = {k: st[k] - s0[k] for k in ("destage_busy_us", "destage_throttled_ms",
                                               "segments_reclaimed", "destage_bios",
                                               "writes_direct")}
-        busy_ms = moved["destage_busy_us"] / 1000
-        paused = moved["destage_throttled_ms"]
         assert moved["writes_direct"] > 0, moved
-        if min_duty == 10 or share:
-            assert paused >= 0.6 * busy_ms, \
-                f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
-                f"beside foreground HDD writes: {moved}"
-        else:
-            assert paused <= 0.15 * busy_ms + 60, \
-                f"the destager paused {paused} ms for {busy_ms:.0f} ms of rounds " \
-                f"with all of the HDD's time its share: {moved}"
+        paused, busy_ms = check_pauses(moved, 0.6 if min_duty == 10 or share else 0)
     slow.finish(v, model, fg)
     summary("destage-summary.txt", f"pacing, destage_min_duty {min_duty}, stream_share "
             f"{share}: paused {paused} ms for {busy_ms:.0f} ms of rounds ({moved})")
@@ -310,18 +319,9 @@ def test_stream_share_on_a_full_log(dm, share):
                                               "events_log_full", "writes_around_full",
                                               "writes_logged", "writes_direct",
                                               "segments_reclaimed")}
-        busy_ms = moved["destage_busy_us"] / 1000
-        paused = moved["destage_throttled_ms"]
         assert moved["segments_reclaimed"] > 0, moved
-        if share:
-            assert moved["events_log_full"] >= 1, moved
-            assert paused >= 2 * busy_ms, \
-                f"stream_share {share}: the destager paused {paused} ms for " \
-                f"{busy_ms:.0f} ms of rounds beside a foreground HDD writer: {moved}"
-        else:
-            assert paused <= 0.15 * busy_ms + 60, \
-                f"stream_share 0: the destager paused {paused} ms for " \
-                f"{busy_ms:.0f} ms of rounds: {moved}"
+        assert not share or moved["events_log_full"] >= 1, moved
+        paused, busy_ms = check_pauses(moved, 2 if share else 0)
         t.verify_all()
         check_blocks(fg.model, lambda b: pread_dev(v.dev, b * 4096, 4096), "foreground block")
         assert_healthy(v)
