@@ -129,7 +129,7 @@ if [ "${1:-}" = --guest ]; then
 	# run_fio LABEL DEV: fio in the background, one progress line every 5 s.
 	# Each second it also notes the log's occupancy (LABEL-log.txt: ms since
 	# fio started, % used), and fio logs the streamer's MB/s per second
-	# (LABEL-stream_bw.1.log): the table's "while the log had room" row.
+	# (LABEL-stream_bw.N.log, N its job index): the table's "while the log had room" row.
 	run_fio() {
 		local label=$1 dev=$2 t=0 line pct ms
 		local dn
@@ -203,7 +203,7 @@ if [ "${1:-}" = --guest ]; then
 	policy+=" and on a full log (stream_share $share: the stream keeps $share %,"
 	policy+=" set it with nxdctl config $VOL stream_share=N)"
 	python3 - "$out/md.json" "$out/nxd.json" "$policy" "$out" "$(cat "$sysd/high_watermark")" <<-'PY'
-	import json, sys
+	import glob, json, sys
 	def groups(path):
 	    text = open(path).read()
 	    jobs = json.loads(text[text.find("{"):])["jobs"]
@@ -234,8 +234,12 @@ if [ "${1:-}" = --guest ]; then
 	# seconds, on the array alone.
 	def bw(label, upto_ms):
 	    vals = []
+	    # fio numbers the file by the job's index: the streamer comes last
+	    files = glob.glob("%s/%s-stream_bw.*.log" % (sys.argv[4], label))
+	    if len(files) != 1:
+	        return None
 	    try:
-	        for line in open("%s/%s-stream_bw.1.log" % (sys.argv[4], label)):
+	        for line in open(files[0]):
 	            f = line.split(",")
 	            if int(f[0]) <= upto_ms:
 	                vals.append(int(f[1]) * 1024 / 1e6)

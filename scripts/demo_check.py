@@ -14,6 +14,7 @@ streamer while the log had room: the streamer's MB/s per second on both
 systems, the log's occupancy per second on dm-nxd.
 Prints one line per check and a verdict; exits 1 on any failure.
 """
+import glob
 import json
 import re
 import sys
@@ -65,8 +66,9 @@ def main(d):
                   f"{label}, {gname}: {g}")
     # The per-second logs behind the "while the log had room" row.
     for name in ("md", "nxd"):
+        files = glob.glob(f"{d}/{name}-stream_bw.*.log")   # .N: fio's job index
         try:
-            n = sum(1 for _ in open(f"{d}/{name}-stream_bw.1.log"))
+            n = sum(1 for _ in open(files[0])) if len(files) == 1 else 0
         except OSError:
             n = 0
         check(n >= 2, f"{name}: {n} seconds in the streamer's bandwidth log")
