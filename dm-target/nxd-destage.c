@@ -670,7 +670,8 @@ static int nxd_destager_fn(void *data)
 		nxd_destage_events(nc);
 		if (nxd_pace_over(nc))
 			continue;
-		if (READ_ONCE(t->destage_rate)) {
+		/* Not on a full log (a stream_share may still pace it, below). */
+		if (READ_ONCE(t->destage_rate) && !READ_ONCE(nc->log_full)) {
 			u64 bytes = (u64)rd->nblk * NXD_BLOCK_SIZE;
 			u64 ms = div64_u64(bytes * 1000, (u64)READ_ONCE(t->destage_rate) << 20);
 			u64 spent = jiffies_to_msecs(jiffies - t0);
