@@ -698,9 +698,11 @@ void nxd_destager_stop(struct nxd_c *nc)
  * Destage everything logged before the call and wait; for detaching the
  * SSD or maintenance.  Newer writes may stay in the log, so that a drain
  * under a continuous write load still ends.  A drain that gets there
- * raises the drain_done event.
+ * raises the drain_done event.  The drain message (@for_message) runs
+ * inside dm's live-table SRCU, which a suspend waits for with the
+ * device's I/O held, so it gives up (-EBUSY) once a suspend begins.
  */
-int nxd_drain(struct nxd_c *nc)
+int nxd_drain(struct nxd_c *nc, bool for_message)
 {
 	u64 target;
 	int r = 0;
@@ -718,11 +720,13 @@ int nxd_drain(struct nxd_c *nc)
 		spin_unlock(&nc->lock);
 		if (done)
 			break;
-		if (!READ_ONCE(nc->running)) {
+		if (!READ_ONCE(nc->running) ||
+		    (for_message && READ_ONCE(nc->suspending))) {
 			r = -EBUSY;
 			break;
 		}
-		if (wait_event_interruptible_timeout(nc->drain_wait, false,
+		if (wait_event_interruptible_timeout(nc->drain_wait,
+						     for_message && READ_ONCE(nc->suspending),
 						     msecs_to_jiffies(50)) < 0) {
 			r = -EINTR;
 			break;
@@ -731,5 +735,8 @@ int nxd_drain(struct nxd_c *nc)
 	atomic_dec(&nc->drain_req);
 	if (!r)
 		nxd_event(nc, NXD_EV_DRAIN_DONE);
+	else if (for_message && READ_ONCE(nc->suspending))
+		DMINFO("%s: drain stopped: the device is being suspended",
+		       dm_table_device_name(nc->ti->table));
 	return r;
 }

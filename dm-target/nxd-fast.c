@@ -153,7 +153,7 @@ u64 nxd_owned_run_locked(struct nxd_c *nc, u64 first, u64 last, bool *owned)
 	u64 b;
 
 	*owned = false;
-	if ((!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1)) &&
+	if (!nxd_index_first(&nc->ix, first, last) &&
 	    !nxd_fast_range_busy(nc, first, last))
 		return last - first + 1;
 	*owned = nxd_log_holds_locked(nc, first);

@@ -56,14 +56,7 @@ void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx)
 /* Any logged copy of a block in [first, last]? */
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last)
 {
-	u64 b;
-
-	if (!nc->ix.count || !nxd_index_maybe(&nc->ix, first, last - first + 1))
-		return false;
-	for (b = first; b <= last; b++)
-		if (nxd_index_find(&nc->ix, b))
-			return true;
-	return false;
+	return nxd_index_first(&nc->ix, first, last);
 }
 
 /* The live block @old of its segment is gone. */
@@ -106,36 +99,15 @@ void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
 /* Drop every entry in [first, last]; returns how many. */
 u64 nxd_inval_range_locked(struct nxd_c *nc, u64 first, u64 last)
 {
-	struct nxd_index *ix = &nc->ix;
-	u64 total = 0, b, i;
+	struct nxd_ient *e, *tmp;
+	u64 total = 0;
 
 	if (first > last)
 		return 0;
-	if (last - first < 4 * ix->count + 64) {
-		/* Few blocks: look each up. */
-		for (b = first; b <= last; b++) {
-			if (nxd_index_find(ix, b)) {
-				nxd_drop_entry_locked(nc, b);
-				total++;
-			}
-		}
-		return total;
-	}
-	/*
-	 * Many blocks: walk the table once.  Deleting shifts the following
-	 * entries of its cluster back by one, so look at the same slot again;
-	 * a cluster wrapping round the end only pulls slot 0's entry (already
-	 * seen, so not in range) to the last slot.
-	 */
-	for (i = 0; i < ix->cap; i++) {
-		struct nxd_ient *e = &ix->tab[i];
-
-		if (e->block != NXD_IE_EMPTY && e->block >= first &&
-		    e->block <= last) {
-			nxd_drop_entry_locked(nc, e->block);
-			total++;
-			i--;
-		}
+	for (e = nxd_index_first(&nc->ix, first, last); e; e = tmp) {
+		tmp = nxd_index_next(e, last);
+		nxd_drop_entry_locked(nc, e->block);
+		total++;
 	}
 	return total;
 }

@@ -20,7 +20,6 @@
 #include <linux/random.h>
 #include <linux/ktime.h>
 #include <linux/dm-ioctl.h>
-#include <linux/sort.h>
 #include <linux/mm.h>
 
 #include "nxd.h"
@@ -295,13 +294,6 @@ int nxd_log_frozen_tail(struct nxd_c *nc, u64 tail_pos, u64 tail_seq)
 	return r;
 }
 
-static int nxd_cmp_block(const void *a, const void *b)
-{
-	u64 x = *(const u64 *)a, y = *(const u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Has an HDD write, not yet acknowledged (parked), already put newer data
  * over all of block @b?  Under nc->lock.
@@ -324,6 +316,7 @@ static bool nxd_block_rewritten_locked(struct nxd_c *nc, u64 b)
  */
 int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
 {
+	struct nxd_ient *e, *tmp;
 	u64 *blk, cap, n = 0, i;
 
 	spin_lock(&nc->lock);
@@ -333,10 +326,12 @@ int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
 	if (!blk)
 		return -ENOMEM;
 	spin_lock(&nc->lock);
-	for (i = 0; i < nc->ix.cap && n < cap; i++) {
-		const struct nxd_ient *e = &nc->ix.tab[i];
-
-		if (e->block == NXD_IE_EMPTY || (e->flags & NXD_IE_CLEAN))
+	/* In address order, so the ranges need no sort. */
+	for (e = nxd_index_first(&nc->ix, 0, NXD_IE_EMPTY - 1); e; e = tmp) {
+		tmp = nxd_index_next(e, NXD_IE_EMPTY - 1);
+		if (n >= cap)
+			break;
+		if (e->flags & NXD_IE_CLEAN)
 			continue;
 		if (!list_empty(&nc->invals) &&
 		    nxd_block_rewritten_locked(nc, e->block))
@@ -344,7 +339,6 @@ int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
 		blk[n++] = e->block;
 	}
 	spin_unlock(&nc->lock);
-	sort(blk, n, sizeof(*blk), nxd_cmp_block, NULL);
 	rk->blocks = n;
 	rk->ranges = 0;
 	for (i = 0; i < n; i++) {

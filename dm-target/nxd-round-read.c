@@ -125,22 +125,20 @@ static bool nxd_destage_data_ok(struct nxd_c *nc, const struct nxd_dblk *db,
 
 /*
  * A committed segment whose header no longer decodes: its live blocks are
- * the index entries pointing into it (a walk of the whole index, on this
- * rare path only); its data blocks were read with it.
+ * the index entries of its slots; its data blocks were read with it.
  */
 static bool nxd_collect_by_index(struct nxd_c *nc, struct nxd_round *rd,
 				 u32 si, void *hdr, bool is_void)
 {
 	const struct nxd_segd *sd = &rd->segs[si];
-	struct nxd_index *ix = &nc->ix;
 	u32 i, lo = sd->pos + 1, hi = sd->pos + 1 + sd->nr_data;
 
-	for (i = 0; i < ix->cap; i++) {
-		struct nxd_ient *e = &ix->tab[i];
+	for (i = lo; i < hi; i++) {
+		struct nxd_ient *e = nxd_index_at(&nc->ix, i);
 		struct nxd_dblk *db;
 		int dec;
 
-		if (e->block == NXD_IE_EMPTY || e->slot < lo || e->slot >= hi)
+		if (!e)
 			continue;
 		dec = nxd_op_decision(nc, e->block);
 		if (dec == NXD_D_CUT)
@@ -328,13 +326,17 @@ static int nxd_extra_read(struct nxd_c *nc, struct nxd_round *rd, u32 from)
 static u32 nxd_extend_stripe(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 			     u64 first, u64 span, void *base, u32 n, u32 room)
 {
-	u64 b;
+	u64 last = first + span - 1;
+	struct nxd_ient *e, *tmp;
 
-	for (b = first; b < first + span && n < room; b++) {
-		struct nxd_ient *e = nxd_index_find(&nc->ix, b);
+	for (e = nxd_index_first(&nc->ix, first, last); e; e = tmp) {
+		u64 b = e->block;
 		struct nxd_dblk *d;
 
-		if (!e || (e->flags & NXD_IE_CLEAN) ||
+		tmp = nxd_index_next(e, last);
+		if (n >= room)
+			break;
+		if ((e->flags & NXD_IE_CLEAN) ||
 		    nxd_round_has(rd, norig, b) ||
 		    nxd_inval_overlap_locked(nc, b, b))
 			continue;
@@ -378,19 +380,17 @@ static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 	/* One pass at most: the extras are not looked up again. */
 	most = min_t(u64, NXD_SWEEP_STRIPES, div_u64(end, span));
 	for (k = 0; k < most && n < room; k++, first += span) {
+		struct nxd_ient *e;
 		u32 want = 0;
-		u64 b;
 
 		if (first >= end)
 			first = 0;
-		if (!nxd_index_maybe(&nc->ix, first, span) ||
+		if (!nxd_index_first(&nc->ix, first, first + span - 1) ||
 		    nxd_round_has_range(rd, norig, first, span))
 			continue;
-		for (b = first; b < first + span; b++) {
-			struct nxd_ient *e = nxd_index_find(&nc->ix, b);
-
-			want += e && !(e->flags & NXD_IE_CLEAN);
-		}
+		for (e = nxd_index_first(&nc->ix, first, first + span - 1); e;
+		     e = nxd_index_next(e, first + span - 1))
+			want += !(e->flags & NXD_IE_CLEAN);
 		if (n + want > room)
 			break;
 		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
@@ -424,7 +424,7 @@ void nxd_destage_extend(struct nxd_c *nc, struct nxd_round *rd, u32 used)
 		if (first == last_stripe)
 			continue;
 		last_stripe = first;
-		if (!nxd_index_maybe(&nc->ix, first, span))
+		if (!nxd_index_first(&nc->ix, first, first + span - 1))
 			continue;
 		n = nxd_extend_stripe(nc, rd, norig, first, span, base, n, room);
 		/*

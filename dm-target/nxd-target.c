@@ -451,8 +451,7 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
 	spin_lock(&nc->lock);
-	maybe = (nc->ix.count &&
-		 nxd_index_maybe(&nc->ix, s >> 3, ((s + nr - 1) >> 3) - (s >> 3) + 1)) ||
+	maybe = nxd_index_first(&nc->ix, s >> 3, (s + nr - 1) >> 3) ||
 		nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
 	spin_unlock(&nc->lock);
 	if (!maybe) {
@@ -697,8 +696,19 @@ static void nxd_presuspend(struct dm_target *ti)
 {
 	struct nxd_c *nc = ti->private;
 
+	/* Before dm waits for the ioctls in the table: see nxd_drain(). */
+	WRITE_ONCE(nc->suspending, true);
+	wake_up_all(&nc->drain_wait);
 	if (nc->running && READ_ONCE(nc->vol->tun.drain_on_suspend))
-		nxd_drain(nc);
+		nxd_drain(nc, false);
+}
+
+/* The suspend failed after presuspend: drain messages work again. */
+static void nxd_presuspend_undo(struct dm_target *ti)
+{
+	struct nxd_c *nc = ti->private;
+
+	WRITE_ONCE(nc->suspending, false);
 }
 
 static void nxd_postsuspend(struct dm_target *ti)
@@ -716,7 +726,7 @@ static void nxd_postsuspend(struct dm_target *ti)
 	 * directly, so it can still empty the log before a switch to linear.
 	 */
 	if (READ_ONCE(nc->vol->tun.drain_on_suspend) && !atomic_read(&nc->degraded))
-		nxd_drain(nc);
+		nxd_drain(nc, false);
 	WRITE_ONCE(nc->running, false);
 	nxd_auto_stop(nc);
 	/* A round that saw running still set ends before we go on. */
@@ -785,6 +795,7 @@ static void nxd_resume(struct dm_target *ti)
 			/* Pairs with the acquire in nxd_sysfs_notify(). */
 			smp_store_release(&vol->kobj_added, true);
 	}
+	WRITE_ONCE(nc->suspending, false);
 	WRITE_ONCE(nc->running, true);
 	nxd_auto_start(nc);
 	nxd_writer_wake(nc);
@@ -900,7 +911,7 @@ static int nxd_message(struct dm_target *ti, unsigned int argc, char **argv,
 	if (argc == 1 && !strcasecmp(argv[0], "drain")) {
 		if (!nc->running)
 			return -EBUSY;
-		return nxd_drain(nc);
+		return nxd_drain(nc, true);
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "save_tunables")) {
 		if (!nc->running || READ_ONCE(nc->frozen) ||
@@ -953,6 +964,7 @@ static struct target_type nxd_target = {
 	.map = nxd_map,
 	.end_io = nxd_end_io,
 	.presuspend = nxd_presuspend,
+	.presuspend_undo = nxd_presuspend_undo,
 	.postsuspend = nxd_postsuspend,
 	.preresume = nxd_preresume,
 	.resume = nxd_resume,

@@ -124,6 +124,7 @@ enum {
 };
 
 #define NXD_MERGE_SLOTS	64
+#define NXD_REGION_SHIFT	8	/* the counters' regions: 256 blocks = 1 MiB */
 
 /* Space kept for INVAL-only segments and wrap waste. */
 #define NXD_LOG_RESERVE		(3 * NXD_SEG_MAX_BLOCKS)
@@ -217,6 +218,11 @@ struct nxd_c {
 	bool loaded;
 	bool resumed;			/* has been live once; under nxd_vols_lock */
 	bool running;			/* between resume and postsuspend */
+	/*
+	 * From presuspend to resume (or presuspend_undo): a drain message
+	 * gives up, since dm's suspend waits for every ioctl in the table.
+	 */
+	bool suspending;
 	atomic_t degraded;		/* SSD write failed: log frozen, bypassed */
 	/*
 	 * The destager found a logged copy the SSD lost (checksum, or no
@@ -495,7 +501,7 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last);
 int nxd_destager_start(struct nxd_c *nc);
 void nxd_destager_stop(struct nxd_c *nc);
-int nxd_drain(struct nxd_c *nc);
+int nxd_drain(struct nxd_c *nc, bool for_message);
 
 /* nxd-batch.c */
 int nxd_batch_init(struct nxd_batch *b);

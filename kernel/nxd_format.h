@@ -38,9 +38,9 @@
 #define NXD_MIN_RING_BLOCKS	(4 * NXD_SEG_MAX_BLOCKS)
 #define NXD_MIN_SSD_SECTORS	((NXD_RING_START + NXD_MIN_RING_BLOCKS) * NXD_SECTORS_PER_BLOCK)
 /*
- * Largest log a format makes: 128 GiB.  The index, its filter and the
- * ring FIFO are sized for a full log, 32 bytes a block (1 GiB here); the
- * rest of a larger SSD stays unused.
+ * Largest log a format makes: 128 GiB.  The index and the ring FIFO are
+ * sized for a full log, 53 bytes a block (1.66 GiB here); the rest of a
+ * larger SSD stays unused.
  */
 #define NXD_MAX_RING_BLOCKS	(32ULL << 20)
 

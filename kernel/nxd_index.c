@@ -2,61 +2,58 @@
 /*
  * dm-nxd extent index: logical 4 KiB block -> ring slot and sector mask.
  *
- * Open addressing with linear probing over a table of non-power-of-two
- * size, backward-shift deletion (no tombstones), and a counting filter
- * of entries per hashed 1 MiB region so that reads of ranges with no
- * logged blocks skip the table entirely.
+ * Entries are preallocated one per ring slot and kept in a red-black tree
+ * by logical block, so that range look-ups (reads, discards, the
+ * destager's stripes) cost a descent and a walk of what they find, never
+ * a probe per block or a scan of the table, and the destager can take
+ * blocks in address order.  Point look-ups, the most frequent, go through
+ * an open-addressing hash of block numbers to slots (linear probing,
+ * backward-shift deletion), which costs one or two cache misses where a
+ * descent of a tree of millions of entries costs twenty.
  */
 #include "nxd_index.h"
 
-#define NXD_IX_MIN	64
+/* A range up to this many blocks is looked up block by block in the hash. */
+#define NXD_IX_PROBE_MAX	16
 
-static inline u32 nxd_ix_hash(u64 x)
+static inline struct nxd_ient *nxd_ie(const struct rb_node *n)
 {
-	return (u32)((x * 0x9E3779B97F4A7C15ULL) >> 32);
+	return n ? rb_entry(n, struct nxd_ient, node) : NULL;
 }
 
 static inline u32 nxd_ix_home(const struct nxd_index *ix, u64 block)
 {
-	return (u32)(((u64)nxd_ix_hash(block) * ix->cap) >> 32);
-}
+	u32 h = (u32)((block * 0x9E3779B97F4A7C15ULL) >> 32);
 
-/* Filter counter of region @region (a block number >> NXD_REGION_SHIFT). */
-static inline u32 *nxd_ix_counter(const struct nxd_index *ix, u64 region)
-{
-	return &ix->filter[nxd_ix_hash(region) % ix->nfilter];
+	return (u32)(((u64)h * ix->hcap) >> 32);
 }
 
 static inline u32 nxd_ix_next(const struct nxd_index *ix, u32 i)
 {
-	return i + 1 == ix->cap ? 0 : i + 1;
+	return i + 1 == ix->hcap ? 0 : i + 1;
 }
 
-int nxd_index_init(struct nxd_index *ix, u64 max_entries)
+int nxd_index_init(struct nxd_index *ix, u64 slots)
 {
-	u64 cap, nfilter, tab_bytes, filter_bytes;
+	u64 hcap;
 
 	memset(ix, 0, sizeof(*ix));
-	if (max_entries > NXD_U32_MAX)
+	if (!slots || slots > NXD_U32_MAX)
 		return -EINVAL;
-	cap = max_t(u64, NXD_IX_MIN, max_entries * 5 / 4 + 1);
-	if (cap > NXD_U32_MAX)
+	hcap = slots * 5 / 4 + 1;
+	if (hcap > NXD_U32_MAX)
 		return -EINVAL;
-	nfilter = max_t(u64, NXD_IX_MIN, max_entries);
-	if (cap > SIZE_MAX / sizeof(*ix->tab) ||
-	    nfilter > SIZE_MAX / sizeof(*ix->filter))
+	if (slots > SIZE_MAX / sizeof(*ix->tab) ||
+	    hcap > SIZE_MAX / sizeof(*ix->hash))
 		return -ENOMEM;
-	tab_bytes = cap * sizeof(*ix->tab);
-	filter_bytes = nfilter * sizeof(*ix->filter);
-
-	ix->tab = nxd_zalloc_big((size_t)tab_bytes);
-	ix->filter = nxd_zalloc_big((size_t)filter_bytes);
-	if (!ix->tab || !ix->filter) {
+	ix->tab = nxd_zalloc_big((size_t)slots * sizeof(*ix->tab));
+	ix->hash = nxd_zalloc_big((size_t)hcap * sizeof(*ix->hash));
+	if (!ix->tab || !ix->hash) {
 		nxd_index_free(ix);
 		return -ENOMEM;
 	}
-	ix->cap = (u32)cap;
-	ix->nfilter = (u32)nfilter;
+	ix->cap = (u32)slots;
+	ix->hcap = (u32)hcap;
 	nxd_index_clear(ix);
 	return 0;
 }
@@ -65,124 +62,182 @@ void nxd_index_clear(struct nxd_index *ix)
 {
 	u32 i;
 
-	for (i = 0; i < ix->cap; i++)
+	for (i = 0; i < ix->cap; i++) {
+		memset(&ix->tab[i], 0, sizeof(ix->tab[i]));
 		ix->tab[i].block = NXD_IE_EMPTY;
-	memset(ix->filter, 0, (size_t)ix->nfilter * sizeof(*ix->filter));
+		ix->tab[i].slot = i;
+	}
+	memset(ix->hash, 0, (size_t)ix->hcap * sizeof(*ix->hash));
+	ix->root = RB_ROOT;
 	ix->count = 0;
 }
 
 void nxd_index_free(struct nxd_index *ix)
 {
 	nxd_free_big(ix->tab);
-	nxd_free_big(ix->filter);
+	nxd_free_big(ix->hash);
 	memset(ix, 0, sizeof(*ix));
+}
+
+/* The bucket holding @block, or the empty one that ends its probe. */
+static u32 nxd_ix_bucket(const struct nxd_index *ix, u64 block)
+{
+	u32 i;
+
+	/* At least one bucket is always empty, so the probe ends. */
+	for (i = nxd_ix_home(ix, block);; i = nxd_ix_next(ix, i))
+		if (!ix->hash[i] || ix->tab[ix->hash[i] - 1].block == block)
+			return i;
 }
 
 struct nxd_ient *nxd_index_find(const struct nxd_index *ix, u64 block)
 {
-	struct nxd_ient *e;
-	u32 i;
+	u32 v;
 
 	if (!ix->count || block == NXD_IE_EMPTY)
 		return NULL;
-	/* At least one slot is always empty, so the probe terminates. */
-	for (i = nxd_ix_home(ix, block);; i = nxd_ix_next(ix, i)) {
-		e = &ix->tab[i];
-		if (e->block == block)
-			return e;
-		if (e->block == NXD_IE_EMPTY)
-			return NULL;
+	v = ix->hash[nxd_ix_bucket(ix, block)];
+	return v ? &ix->tab[v - 1] : NULL;
+}
+
+struct nxd_ient *nxd_index_first(const struct nxd_index *ix, u64 first,
+				 u64 last)
+{
+	const struct rb_node *n = ix->root.rb_node;
+	struct nxd_ient *best = NULL;
+
+	if (!ix->count || first > last)
+		return NULL;
+	if (last - first < NXD_IX_PROBE_MAX) {
+		u64 b;
+
+		for (b = first;; b++) {
+			best = nxd_index_find(ix, b);
+			if (best || b == last)
+				return best;
+		}
 	}
+	while (n) {
+		struct nxd_ient *e = nxd_ie(n);
+
+		if (e->block >= first) {
+			best = e;
+			n = n->rb_left;
+		} else {
+			n = n->rb_right;
+		}
+	}
+	return best && best->block <= last ? best : NULL;
+}
+
+struct nxd_ient *nxd_index_next(const struct nxd_ient *e, u64 last)
+{
+	struct nxd_ient *n = nxd_ie(rb_next(&e->node));
+
+	return n && n->block <= last ? n : NULL;
+}
+
+struct nxd_ient *nxd_index_at(const struct nxd_index *ix, u64 slot)
+{
+	if (slot >= ix->cap || ix->tab[slot].block == NXD_IE_EMPTY)
+		return NULL;
+	return &ix->tab[slot];
+}
+
+static void nxd_ie_fill(struct nxd_ient *e, u64 block, u8 mask)
+{
+	e->block = block;
+	e->mask = mask;
+	e->flags = 0;
+	e->rsvd = 0;
+}
+
+/* Put @e, a free slot's entry, in the tree at its place. */
+static void nxd_ix_tree_insert(struct nxd_index *ix, struct nxd_ient *ne)
+{
+	struct rb_node **link = &ix->root.rb_node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		if (ne->block < nxd_ie(parent)->block)
+			link = &parent->rb_left;
+		else
+			link = &parent->rb_right;
+	}
+	rb_link_node(&ne->node, parent, link);
+	rb_insert_color(&ne->node, &ix->root);
 }
 
 int nxd_index_set(struct nxd_index *ix, u64 block, u32 slot, u8 mask,
 		  struct nxd_ient *old)
 {
-	struct nxd_ient *e;
+	struct nxd_ient *e, *ne;
 	u32 i;
 
-	if (block == NXD_IE_EMPTY)
+	if (block == NXD_IE_EMPTY || slot >= ix->cap)
 		return -EINVAL;
-	for (i = nxd_ix_home(ix, block);; i = nxd_ix_next(ix, i)) {
-		e = &ix->tab[i];
-		if (e->block == block) {
-			if (old)
-				*old = *e;
-			e->slot = slot;
-			e->mask = mask;
-			e->flags = 0;
-			return 1;
+	ne = &ix->tab[slot];
+	i = nxd_ix_bucket(ix, block);
+	if (ix->hash[i]) {
+		e = &ix->tab[ix->hash[i] - 1];
+		if (e != ne && ne->block != NXD_IE_EMPTY)
+			return -EEXIST;
+		if (old)
+			*old = *e;
+		if (e != ne) {
+			/* Same key: the new entry takes the old one's place. */
+			rb_replace_node(&e->node, &ne->node, &ix->root);
+			e->block = NXD_IE_EMPTY;
+			ix->hash[i] = slot + 1;
 		}
-		if (e->block == NXD_IE_EMPTY)
-			break;
+		nxd_ie_fill(ne, block, mask);
+		return 1;
 	}
-	if (ix->count >= ix->cap - 1)
-		return -ENOSPC;
-	e->block = block;
-	e->slot = slot;
-	e->mask = mask;
-	e->flags = 0;
-	e->rsvd = 0;
+	if (ne->block != NXD_IE_EMPTY)
+		return -EEXIST;
+	nxd_ie_fill(ne, block, mask);
+	nxd_ix_tree_insert(ix, ne);
+	ix->hash[i] = slot + 1;
 	ix->count++;
-	(*nxd_ix_counter(ix, block >> NXD_REGION_SHIFT))++;
 	return 0;
 }
 
 bool nxd_index_del(struct nxd_index *ix, u64 block, struct nxd_ient *old)
 {
-	struct nxd_ient *e = nxd_index_find(ix, block);
+	struct nxd_ient *e;
 	u32 i, j, k;
 
-	if (!e)
+	if (!ix->count || block == NXD_IE_EMPTY)
 		return false;
+	i = nxd_ix_bucket(ix, block);
+	if (!ix->hash[i])
+		return false;
+	e = &ix->tab[ix->hash[i] - 1];
 	if (old)
 		*old = *e;
-	(*nxd_ix_counter(ix, block >> NXD_REGION_SHIFT))--;
+	rb_erase(&e->node, &ix->root);
+	e->block = NXD_IE_EMPTY;
 	ix->count--;
 
 	/*
-	 * Backward shift: move later entries of the cluster into the hole
+	 * Backward shift: move later buckets of the cluster into the hole
 	 * unless their home lies cyclically in (hole, their position].
 	 */
-	i = (u32)(e - ix->tab);
 	for (j = nxd_ix_next(ix, i);; j = nxd_ix_next(ix, j)) {
-		if (ix->tab[j].block == NXD_IE_EMPTY)
+		if (!ix->hash[j])
 			break;
-		k = nxd_ix_home(ix, ix->tab[j].block);
+		k = nxd_ix_home(ix, ix->tab[ix->hash[j] - 1].block);
 		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
-		ix->tab[i] = ix->tab[j];
+		ix->hash[i] = ix->hash[j];
 		i = j;
 	}
-	ix->tab[i].block = NXD_IE_EMPTY;
-	ix->tab[i].slot = 0;
-	ix->tab[i].mask = 0;
-	ix->tab[i].flags = 0;
-	ix->tab[i].rsvd = 0;
+	ix->hash[i] = 0;
 	return true;
-}
-
-bool nxd_index_maybe(const struct nxd_index *ix, u64 first, u64 nr)
-{
-	u64 last, r, rl;
-
-	if (!ix->count || !nr)
-		return false;
-	last = nr - 1 > NXD_U64_MAX - first ? NXD_U64_MAX : first + nr - 1;
-	r = first >> NXD_REGION_SHIFT;
-	rl = last >> NXD_REGION_SHIFT;
-	if (rl - r >= ix->nfilter)
-		return true;
-	for (;; r++) {
-		if (*nxd_ix_counter(ix, r))
-			return true;
-		if (r == rl)
-			return false;
-	}
 }
 
 size_t nxd_index_mem(const struct nxd_index *ix)
 {
 	return (size_t)ix->cap * sizeof(*ix->tab) +
-	       (size_t)ix->nfilter * sizeof(*ix->filter);
+	       (size_t)ix->hcap * sizeof(*ix->hash);
 }

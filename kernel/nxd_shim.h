@@ -15,6 +15,7 @@
 #include <linux/mm.h>
 #include <linux/math64.h>
 #include <linux/crc32c.h>
+#include <linux/rbtree.h>
 #include <asm/byteorder.h>
 
 static inline u32 nxd_crc32c(u32 seed, const void *p, size_t len)

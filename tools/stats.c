@@ -73,7 +73,7 @@ const struct nxdctl_counter nxdctl_counters[] = {
 	CNT(index_entries, true,
 	    "Logical 4 KiB blocks with a logged copy not yet destaged."),
 	CNT(index_bytes, true,
-	    "Kernel memory of the index, its filter and the segment list."),
+	    "Kernel memory of the index and the segment list."),
 	CNT(writes_logged, false,
 	    "Write bios copied into the SSD log."),
 	CNT(writes_direct, false,

@@ -20,6 +20,8 @@
 #include <assert.h>
 #include <linux/types.h>
 
+#include "rbtree.h"
+
 typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;

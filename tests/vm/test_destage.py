@@ -605,6 +605,63 @@ def test_drain_ends_under_continuous_writes(devs, dm):
     v.remove()
 
 
+def in_kernel_at(pid, func):
+    """Is process @pid in the kernel, with @func on its stack?"""
+    for f in ("stack", "wchan"):
+        try:
+            with open(f"/proc/{pid}/{f}") as fh:
+                if func in fh.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+@pytest.mark.guarantee("G8")
+def test_suspend_does_not_wait_for_a_drain_message(dm, slow):
+    """A drain message runs inside device-mapper's live-table SRCU, which a
+    suspend waits for with the volume's I/O held.  6,000 scattered 4 KiB
+    blocks are logged (more than one destage round, which takes at most
+    4,096), the HDD's writes take 300 ms (dm-delay; 128 destage writes in
+    flight, so a round takes seconds), and a drain message is in the
+    kernel (nxd_drain on its stack) when the volume is suspended: the
+    message gives up with EBUSY, and the suspend, which waits for the
+    round in progress only, ends with the log not yet empty.  Had the
+    suspend waited for the drain, the log would be empty by then.  After
+    the resume a drain empties it, and every block reads back from the
+    volume and from the HDD alone."""
+    v = Volume(dm, "nxds", slow.base, slow.ssd.dev)
+    v.message("pause_destage")
+    rng = random.Random(44)
+    model = {b: os.urandom(4096) for b in rng.sample(range((96 << 20) // 4096), 6000)}
+    with rawio.Fd(v.dev) as f:
+        for b, d in model.items():
+            f.pwrite(b * 4096, d)
+        f.fsync()
+    assert v.status()["index_entries"] == len(model)
+    slow.set_delay(300)
+    p = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: p.poll() is not None or in_kernel_at(p.pid, "nxd_drain"), 60,
+                   "the drain message in the kernel")
+        assert p.poll() is None, p.communicate()
+        dm.suspend(v.name)
+        _, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0 and "busy" in err.lower(), (p.returncode, err)
+    st = v.status()
+    assert st["index_entries"] > 0, st
+    dm.resume(v.name)
+    slow.set_delay(0)
+    v.message("drain")
+    assert v.status()["index_entries"] == 0
+    check_blocks_then_hdd(v, slow.hdd.dev, model)
+
+
 @pytest.mark.guarantee("G8")
 @pytest.mark.parametrize("writer", [False, True], ids=["alone", "with-hdd-writes"])
 def test_stripe_fill(dm, writer):
