@@ -807,7 +807,8 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 				  &old);
 		if (r == 1)
 			nxd_seg_supersede_locked(nc, &old, si->seq);
-		e = r >= 0 ? nxd_index_find(&nc->ix, rec.block) : NULL;
+		/* A slot holds one block: another there is a bug of ours. */
+		e = !WARN_ON_ONCE(r < 0) ? nxd_index_find(&nc->ix, rec.block) : NULL;
 		if (e && (si->flags & NXD_SEG_ORDERED))
 			e->flags |= NXD_IE_NOCRC;
 		else if (e)
