@@ -316,7 +316,7 @@ static bool nxd_block_rewritten_locked(struct nxd_c *nc, u64 b)
  */
 int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
 {
-	struct nxd_ient *e, *tmp;
+	struct nxd_ient *e;
 	u64 *blk, cap, n = 0, i;
 
 	spin_lock(&nc->lock);
@@ -327,8 +327,8 @@ int nxd_log_at_risk(struct nxd_c *nc, struct nxd_risk *rk)
 		return -ENOMEM;
 	spin_lock(&nc->lock);
 	/* In address order, so the ranges need no sort. */
-	for (e = nxd_index_first(&nc->ix, 0, NXD_IE_EMPTY - 1); e; e = tmp) {
-		tmp = nxd_index_next(e, NXD_IE_EMPTY - 1);
+	for (e = nxd_index_first(&nc->ix, 0, NXD_IE_EMPTY - 1); e;
+	     e = nxd_index_next(e, NXD_IE_EMPTY - 1)) {
 		if (n >= cap)
 			break;
 		if (e->flags & NXD_IE_CLEAN)
