@@ -327,15 +327,13 @@ static u32 nxd_extend_stripe(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 			     u64 first, u64 span, void *base, u32 n, u32 room)
 {
 	u64 last = first + span - 1;
-	struct nxd_ient *e, *tmp;
+	struct nxd_ient *e;
 
-	for (e = nxd_index_first(&nc->ix, first, last); e; e = tmp) {
+	for (e = nxd_index_first(&nc->ix, first, last); e && n < room;
+	     e = nxd_index_next(e, last)) {
 		u64 b = e->block;
 		struct nxd_dblk *d;
 
-		tmp = nxd_index_next(e, last);
-		if (n >= room)
-			break;
 		if ((e->flags & NXD_IE_CLEAN) ||
 		    nxd_round_has(rd, norig, b) ||
 		    nxd_inval_overlap_locked(nc, b, b))
@@ -385,11 +383,10 @@ static u32 nxd_extend_sweep(struct nxd_c *nc, struct nxd_round *rd, u32 norig,
 
 		if (first >= end)
 			first = 0;
-		if (!nxd_index_first(&nc->ix, first, first + span - 1) ||
-		    nxd_round_has_range(rd, norig, first, span))
+		e = nxd_index_first(&nc->ix, first, first + span - 1);
+		if (!e || nxd_round_has_range(rd, norig, first, span))
 			continue;
-		for (e = nxd_index_first(&nc->ix, first, first + span - 1); e;
-		     e = nxd_index_next(e, first + span - 1))
+		for (; e; e = nxd_index_next(e, first + span - 1))
 			want += !(e->flags & NXD_IE_CLEAN);
 		if (n + want > room)
 			break;
