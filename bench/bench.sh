@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # dm-nxd benchmark.  The matrix is cut into chunks (bench/bench_guest.py
-# chunks: small, nytro, mixed, steady, drain, routing); each chunk runs in
-# ONE QEMU (TCG) guest boot with every system in it (md alone, the raw SSD,
-# bcache, dm-writecache, dm-cache, dm-nxd; the routing chunk: md, the raw
-# SSD and dm-nxd with fixed thresholds and with mode adaptive), so every
-# ratio comes from one boot.
+# chunks: small, nytro, mixed, steady, drain, routing, cpu); each chunk runs
+# in ONE QEMU (TCG) guest boot with every system in it (md alone, the raw
+# SSD, bcache, dm-writecache, dm-cache, dm-nxd; the routing chunk: md, the
+# raw SSD and dm-nxd with fixed thresholds and with mode adaptive; the cpu
+# chunk: the raw SSD, dm-linear over it and dm-nxd), so every ratio comes
+# from one boot.
 # Each boot builds an emulated HDD RAID6 (dm-hddsim drives, md raid6) and a
 # memory-backed SSD.  Then the report (bench/bench_report.py) merges the
 # chunks:

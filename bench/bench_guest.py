@@ -37,6 +37,8 @@ Systems:
               256 KiB, or mode adaptive: the routing chunk runs these, md,
               ssd and nxd (ROUTE_SYSTEMS), not the peers, and records
               dm-nxd's routing trace (bench/route_oracle.py)
+  linear      dm-linear over the raw SSD: the cpu chunk runs it, the raw
+              SSD and nxd (CPU_SYSTEMS), for the CPU per logged write
 
 A system that cannot be set up, or a job that fails, is recorded with the
 reason; the run goes on, and the host report (bench_report.py) exits 1.
@@ -66,6 +68,8 @@ from bench_systems import (ROUTE_SYSTEMS, SSD_MB, SYSTEM_CLASSES, base_setup, ra
                            ssd_up, teardown_all)
 
 SYSTEMS = ["md", "ssd", "bcache", "writecache", "dmcache", "nxd"]
+# The CPU chunk: dm-nxd against one remap (dm-linear) on the same SSD.
+CPU_SYSTEMS = ["ssd", "linear", "nxd"]
 
 
 # ---------------------------------------------------------------------- run
@@ -77,7 +81,7 @@ def cmd_run(args):
     only = [x for x in os.environ.get("BENCH_JOBS", "").split(",") if x]
     if only:
         jobs = [j for j in jobs if any(j["id"].startswith(x) for x in only)]
-    default = ROUTE_SYSTEMS if args.chunk == "routing" else SYSTEMS
+    default = {"routing": ROUTE_SYSTEMS, "cpu": CPU_SYSTEMS}.get(args.chunk, SYSTEMS)
     wanted = [s for s in args.systems.split(",") if s] if args.systems else default
     with open("/proc/cmdline") as f:
         cmdline = f.read().strip()

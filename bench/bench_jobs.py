@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from bench_common import JOBS, KiB, MiB, log, sectors
-from bench_measure import Blktrace, Meter, Occupancy, RouteTrace
+from bench_measure import Blktrace, CpuSampler, Meter, Occupancy, RouteTrace
 from bench_systems import member_drives
 
 # NytroXD transfer sizes -> nearest multiple of 512 (O_DIRECT).  160000 is
@@ -120,8 +120,20 @@ def chunks(smoke):
             return dict(j, systems=j.get("systems") or ["md", "nxd"])
         return dict(smoke=[small[1], core(nytro[1]), core(mixed[0]), core(mixed[3]),
                            core(mixed[5]), mixed[6], core(steady[0]), core(drain[0])])
+    # CPU per logged write (issue 44): the same number of 4 KiB writes on
+    # every system (BUDGET_PCT of the SSD, also for the raw SSD and
+    # dm-linear), dm-nxd's destage paused, and the guest's CPU counted only
+    # from the first write's submission to the last one's completion
+    # (cpu_window): fio's start and exit, and a destage after the job, are
+    # not the write path's.  Three rounds, the systems interleaved.
+    cpu = [dict(id="cpu-4k-qd8-r%d" % r, kind="fio", phase="burst", fio="rand.fio",
+                state="clean; dm-nxd's destage paused; the same writes on every system",
+                pause_destage=True, same_ios=True, cpu_window=True,
+                var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
+                         TIME_BASED=0, BUDGET=1, BUDGET_PCT=60))
+           for r in (1, 2, 3)]
     return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain,
-                routing=routing)
+                routing=routing, cpu=cpu)
 
 
 def region(name, vol_bytes, ssd_bytes):
@@ -143,13 +155,14 @@ def region(name, vol_bytes, ssd_bytes):
     raise ValueError(name)
 
 
-def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True):
+def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True, same_ios=False):
     """fio's environment for a job.  cache False (md, the raw SSD): no
     cache state to keep below a watermark, so a burst job runs its whole
     RUNTIME (after RAMP) instead of stopping at the budget, which a fast
-    device spends in a fraction of a second: a steadier reference."""
+    device spends in a fraction of a second: a steadier reference.
+    same_ios: the budget for every system (a per-I/O cost compared)."""
     env = dict(os.environ)
-    if var.get("BUDGET") and not cache:
+    if var.get("BUDGET") and not cache and not same_ios:
         var = dict(var, BUDGET=0, TIME_BASED=1)
     reg = var.get("REGION", "all")
     off, size = region(reg, vol_bytes, ssd_bytes)
@@ -157,11 +170,11 @@ def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True):
     # BUDGET n: n jobs share the burst budget.
     n = max(int(var.get("BUDGET") or 1), 1)
     al = 4096 if n == 1 else 65536
-    budget = args.burst_pct * ssd_bytes // 100 // n // al * al
+    budget = int(var.get("BUDGET_PCT", args.burst_pct)) * ssd_bytes // 100 // n // al * al
     env.update(TARGET=target, RUNTIME=str(args.runtime), RAMP=str(args.ramp), SIZE=str(size - mis),
                OFFSET=str(off + mis), IO_SIZE=str(budget if var.get("BUDGET") else size - mis))
     for k, v in var.items():
-        if k not in ("REGION", "BUDGET", "MISALIGN"):
+        if k not in ("REGION", "BUDGET", "BUDGET_PCT", "MISALIGN"):
             env[k] = str(v)
     if var.get("TIME_BASED") == 0:
         env["RAMP"] = "0"  # a budgeted burst is measured from its first I/O
@@ -288,6 +301,33 @@ def stream_window(rec, prefix):
     g["window_mbps"] = round(nbytes / (w1 - w0) / 1e6, 2)
 
 
+def cpu_window(sampler, prefix):
+    """Guest CPU over the I/O of a job (cpu_window): from the first
+    write's submission to the last one's completion, as fio's per-I/O
+    latency logs give them, out of the sampler's /proc/stat readings."""
+    t0, t1, ios = None, None, 0
+    for path in sorted(glob.glob(prefix + "_*lat.*.log")):
+        if os.path.basename(path).startswith(os.path.basename(prefix) + "_lat."):
+            with open(path) as f:
+                for line in f:
+                    w = line.split(",")
+                    if len(w) >= 4:
+                        end = int(w[0]) / 1000.0
+                        start = end - int(w[1]) / 1e9
+                        t0 = start if t0 is None else min(t0, start)
+                        t1 = end if t1 is None else max(t1, end)
+                        ios += 1
+        os.unlink(path)
+    if not ios or t1 <= t0:
+        return None
+    busy_s, vcpus = sampler.busy_seconds(t0, t1)
+    if busy_s is None:
+        return None
+    return dict(seconds=round(t1 - t0, 3), ios=ios, vcpus=vcpus, busy_cpu_s=round(busy_s, 4),
+                us_per_io=round(busy_s * 1e6 / ios, 1),
+                busy_pct=round(100.0 * busy_s / vcpus / (t1 - t0), 1))
+
+
 def iops_timeline(prefix):
     """fio's per-second IOPS log -> [[t_s, iops], ...]."""
     path = prefix + "_iops.1.log"
@@ -318,13 +358,13 @@ def run_job(sysobj, j, args, rec):
     vol = sectors(sysobj.dev) * 512
     ssd = sectors(sysobj.ssd) * 512
     rec["occupancy_before"] = sysobj.occupancy()
-    if j.get("pause_destage"):
+    if j.get("pause_destage") and name.startswith("nxd"):
         sysobj.message("pause_destage")
     if j.get("fill") and not (j["kind"] == "drain" and not sysobj.cache):
         rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
         rec["occupancy_before"] = rec["fill"]["occupancy"]
     fill_end = time.time()
-    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache)
+    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache, j.get("same_ios", False))
     c0 = sysobj.counters()
     meter = Meter()
 
@@ -333,12 +373,13 @@ def run_job(sysobj, j, args, rec):
         # writes of the region, straight, for the drain rate to compare.)
         meter.start()
         tr = Blktrace(sysobj.md, member_drives()) if j.get("trace") and name != "ssd" else None
+        cs = CpuSampler() if j.get("cpu_window") else None
         rt = RouteTrace(outbase + ".rtrace.csv.gz") if j.get("rtrace") and name.startswith("nxd") \
             else None
         extra = ["--write_lat_log=" + outbase, "--log_avg_msec=0",
-                 "--log_unix_epoch=1"] if j.get("latlog") else []
+                 "--log_unix_epoch=1"] if j.get("latlog") or cs else []
         with contextlib.ExitStack() as stack:
-            for t in (tr, rt):
+            for t in (tr, rt, cs):
                 if t:
                     stack.enter_context(t)
             data = run_fio(j["fio"], env, outbase + ".json", j.get("section"), extra)
@@ -350,6 +391,8 @@ def run_job(sysobj, j, args, rec):
         rec["groups"] = parse_fio(data)
         if j.get("latlog"):
             stream_window(rec, outbase)
+        if cs:
+            rec["cpu_window"] = cpu_window(cs, outbase)
     elif j["kind"] == "steady":
         secs = args.steady_s if sysobj.cache else args.steady_nocache_s
         env.update(RUNTIME=str(secs), RAMP="0")

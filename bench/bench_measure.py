@@ -75,6 +75,54 @@ class Meter:
                     drive_bios=bios, drive_batches=batches)
 
 
+class CpuSampler:
+    """/proc/stat's busy and total ticks of all CPUs, read every PERIOD
+    seconds in a thread while in the block; busy_seconds(t0, t1) is the
+    busy CPU time between two wall-clock instants, interpolated between
+    readings (USER_HZ ticks, 10 ms; a window of a second or more)."""
+
+    PERIOD = 0.02
+
+    def __enter__(self):
+        self.samples, self.stop_ev = [], threading.Event()
+        self.vcpus = max(len(cpu_ticks()) - 1, 1)
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self._sample()
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        busy, total = cpu_ticks()[0]
+        self.samples.append((time.time(), busy, total))
+
+    def _run(self):
+        while not self.stop_ev.wait(self.PERIOD):
+            self._sample()
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.thread.join()
+        self._sample()
+        return False
+
+    def _busy_at(self, t):
+        s = self.samples
+        if t <= s[0][0]:
+            return float(s[0][1])
+        for (ta, ba, _), (tb, bb, _) in zip(s, s[1:]):
+            if ta <= t <= tb:
+                return ba + (bb - ba) * ((t - ta) / (tb - ta) if tb > ta else 1.0)
+        return float(s[-1][1])
+
+    def busy_seconds(self, t0, t1):
+        """(busy CPU seconds of all vCPUs in [t0, t1], vCPUs), or (None, n)
+        if the window is not inside the readings."""
+        if len(self.samples) < 2 or t0 < self.samples[0][0] or t1 > self.samples[-1][0]:
+            return None, self.vcpus
+        return (self._busy_at(t1) - self._busy_at(t0)) / self.hz, self.vcpus
+
+
 class RouteTrace:
     """dm-nxd's nxd_io_done trace event (dm-target/nxd_trace.h) while in
     the block: every completed write of the volume with its route and

@@ -649,7 +649,8 @@ boot() {
 # lifetime or allocation bug would show: module load, the no-loss ordering
 # tests (suspend, concurrent table destruction, flush failures over
 # dm-pcut), SSD and HDD error handling, degradation, suspend/resume and
-# removal of a degraded or draining volume, drain on suspend, replay after
+# removal of a degraded or draining volume, drain on suspend, a suspend
+# beside a drain message (dm's table SRCU), replay after
 # reload, refused tables.  NXD_TESTS=... runs anything else (e.g. the CI
 # list, with VM_TIMEOUT raised accordingly).
 DEBUG_SUITE="tests/vm/test_harness.py::test_module_loaded
@@ -659,6 +660,7 @@ DEBUG_SUITE="tests/vm/test_harness.py::test_module_loaded
  tests/vm/test_faults.py::test_hdd_errors_reach_the_caller
  tests/vm/test_faults.py::test_remove_during_stuck_drain
  tests/vm/test_destage.py::test_drain_on_suspend_and_pause
+ tests/vm/test_destage.py::test_suspend_does_not_wait_for_a_drain_message
  tests/vm/test_datapath.py::test_recovery_after_remove_and_reload
  tests/vm/test_badinput.py::test_table_lines_refused"
 

@@ -144,12 +144,15 @@ def slow(dm):
     def set_delay(ms):
         dm.reload("nxdslow", delay_line(hdd.dev, 0, ms))
 
-    def finish(v, model, fg):
+    def finish(v, model, *fgs):
         """Once idle rounds have emptied the log of @v: no delay, and every
-        block of @model and of the writer @fg on the volume and the HDD."""
+        block of @model and of the writers @fgs on the volume and the HDD."""
         wait_until(lambda: v.status()["index_entries"] == 0, 120, "idle rounds to empty the log")
         set_delay(0)
-        check_blocks_then_hdd(v, hdd.dev, {**model, **fg.model})
+        want = dict(model)
+        for fg in fgs:
+            want.update(fg.model)
+        check_blocks_then_hdd(v, hdd.dev, want)
 
     yield SimpleNamespace(hdd=hdd, ssd=ssd, base=base, set_delay=set_delay, finish=finish)
     dm.remove("nxds", missing_ok=True)
@@ -165,10 +168,13 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
     low_watermark, so the destager runs only while the HDD is idle), then
     an HDD whose writes take 200 ms (dm-delay over a loop) and 4 destage
     writes in flight at most: the round takes about 13 s.  Once it has
-    begun, a foreground writer keeps an HDD write in flight.  With
+    begun, two foreground writers keep HDD writes in flight (two, so that
+    one is in flight while the other's thread is between writes).  With
     destage_idle_yield the round submits nothing more (and moves no tail:
-    every block stays logged); without it, it goes on.  Once the writer
-    stops, idle rounds empty the log, and the HDD holds every block."""
+    every block stays logged); without it, it goes on.  The window is
+    counted in foreground writes (5 to settle, then 15 of each writer, 3 s
+    at 200 ms), not in seconds.  Once the writers stop, idle rounds empty
+    the log, and the HDD holds every block."""
     n, depth = 256, 4
     v = Volume(dm, "nxds", slow.base, slow.ssd.dev)
     v.message("pause_destage")
@@ -179,33 +185,39 @@ def test_idle_round_yields_to_hdd_io(dm, slow, yld):
             f.pwrite(2 * i * 4096, model[2 * i])
         f.fsync()
     assert v.status()["index_entries"] == n
-    assert v.sset("write_threshold", 0) == 0      # the writer's go to the HDD
+    assert v.sset("write_threshold", 0) == 0      # the writers' go to the HDD
     slow.set_delay(200)
-    fg = BlockWriter(v.dev, 4 * n, 8192)
+    fgs = [BlockWriter(v.dev, 4 * n + k * 64, 64) for k in (0, 1)]
+
+    def writes_past(goal):
+        return lambda: all(w.writes >= goal for w in fgs)
+
     with module_param("destage_idle_yield", "Y" if yld else "N"), \
             module_param("destage_depth", depth), module_param("destage_fill_min", 0):
         v.message("resume_destage")
         wait_until(lambda: v.status()["destage_bios"] >= 2 * depth, 60,
                    "the idle round's first writes")
         s0 = v.status()
-        with fg:
-            time.sleep(1.0)
+        with fgs[0], fgs[1]:
+            wait_until(writes_past(5), 120, "5 foreground writes each")
             b0 = v.status()["destage_bios"]
-            time.sleep(3.0)
+            w0 = sum(w.writes for w in fgs)
+            wait_until(writes_past(20), 240, "15 more foreground writes each")
             st = v.status()
+            fg_writes = sum(w.writes for w in fgs) - w0
         more = st["destage_bios"] - b0
         moved = {k: st[k] - s0[k] for k in ("writes_direct", "writes_logged",
                                               "destage_bios", "destage_throttled_ms")}
         if yld:
             assert more == 0 and st["index_entries"] == n, \
-                f"the idle round wrote {more} more bios beside foreground HDD " \
-                f"writes ({st['index_entries']} of {n} blocks logged; {moved}, " \
-                f"{fg.writes} foreground writes)"
+                f"the idle round wrote {more} more bios beside {fg_writes} foreground HDD " \
+                f"writes ({st['index_entries']} of {n} blocks logged; {moved})"
         else:
-            assert more > 2 * depth, f"only {more} destage bios in 3 s without the yield"
-    slow.finish(v, model, fg)
+            assert more > 2 * depth, \
+                f"only {more} destage bios beside {fg_writes} foreground writes without the yield"
+    slow.finish(v, model, *fgs)
     summary("destage-summary.txt", f"idle yield {'on' if yld else 'off'}: {more} destage "
-            f"bios in 3 s beside a foreground HDD writer")
+            f"bios beside {fg_writes} foreground HDD writes")
 
 
 def check_pauses(moved, at_least):
