@@ -284,6 +284,13 @@ def headline(rr, names):
         x = ratio(sv, pv)
         add(44, "steady state (working set 4x the log): >= %dx %s" % (want, "md alone" if ref == "md" else ref),
             "%.2fx" % x if x else "not measured", None if x is None else x >= want)
+    if st and st.get("stall_seconds") is not None:
+        secs = len(st.get("iops_timeline") or []) + st["stall_seconds"]
+        add(44, "no second with zero completions in a 20-minute steady run",
+            "%d seconds of %d" % (st["stall_seconds"], secs),
+            st["stall_seconds"] == 0 if secs >= 1200 else None,
+            "steady-4k's per-second IOPS log; met only by a run of 1,200 s or more "
+            "(BENCH_STEADY_S)")
     d = rr.get("nxd", "drain-4k")
     mean = None
     if d:
