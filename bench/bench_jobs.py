@@ -271,14 +271,11 @@ def steady_stats(tl, secs, window):
     return out
 
 
-def stream_window(rec, prefix):
-    """The interference streamer's MB/s while the small writers ran (its
-    group gets window_mbps and the window's seconds), from fio's per-I/O
-    latency logs (<prefix>_lat.<n>.log: completion time in Unix ms,
-    latency in ns, direction, size): the window runs from the first small
-    write's submission to the last one's completion, and each 1 MiB write
-    counts with the part of its time in flight that lies in the window."""
-    small, stream = [], []
+def lat_log_ios(prefix):
+    """Every I/O of fio's per-I/O latency logs <prefix>_lat.<n>.log
+    (completion time in Unix ms, latency in ns, direction, size) as
+    (submission, completion, bytes), seconds; the logs are removed."""
+    ios = []
     for path in sorted(glob.glob(prefix + "_*lat.*.log")):
         if os.path.basename(path).startswith(os.path.basename(prefix) + "_lat."):
             with open(path) as f:
@@ -286,9 +283,20 @@ def stream_window(rec, prefix):
                     w = line.split(",")
                     if len(w) >= 4:
                         end = int(w[0]) / 1000.0
-                        io = (end - int(w[1]) / 1e9, end, int(w[3]))
-                        (stream if io[2] == MiB else small).append(io)
+                        ios.append((end - int(w[1]) / 1e9, end, int(w[3])))
         os.unlink(path)
+    return ios
+
+
+def stream_window(rec, prefix):
+    """The interference streamer's MB/s while the small writers ran (its
+    group gets window_mbps and the window's seconds), from fio's per-I/O
+    latency logs (lat_log_ios): the window runs from the first small
+    write's submission to the last one's completion, and each 1 MiB write
+    counts with the part of its time in flight that lies in the window."""
+    small, stream = [], []
+    for io in lat_log_ios(prefix):
+        (stream if io[2] == MiB else small).append(io)
     g = next((g for g in rec["groups"] if g["group"] == "stream"), None)
     if not g or not small or not stream:
         return
@@ -305,20 +313,11 @@ def cpu_window(sampler, prefix):
     """Guest CPU over the I/O of a job (cpu_window): from the first
     write's submission to the last one's completion, as fio's per-I/O
     latency logs give them, out of the sampler's /proc/stat readings."""
-    t0, t1, ios = None, None, 0
-    for path in sorted(glob.glob(prefix + "_*lat.*.log")):
-        if os.path.basename(path).startswith(os.path.basename(prefix) + "_lat."):
-            with open(path) as f:
-                for line in f:
-                    w = line.split(",")
-                    if len(w) >= 4:
-                        end = int(w[0]) / 1000.0
-                        start = end - int(w[1]) / 1e9
-                        t0 = start if t0 is None else min(t0, start)
-                        t1 = end if t1 is None else max(t1, end)
-                        ios += 1
-        os.unlink(path)
-    if not ios or t1 <= t0:
+    lat = lat_log_ios(prefix)
+    if not lat:
+        return None
+    t0, t1, ios = min(io[0] for io in lat), max(io[1] for io in lat), len(lat)
+    if t1 <= t0:
         return None
     busy_s, vcpus = sampler.busy_seconds(t0, t1)
     if busy_s is None:
