@@ -150,7 +150,8 @@ def failures(chunks, results, names):
     later run."""
     bad = []
     for s in chunks:
-        for n in names:
+        # The routing and cpu chunks run their own set of systems.
+        for n in names if s["chunk"] not in ("routing", "cpu") else []:
             if n not in s["systems"]:
                 bad.append("chunk %s: system %s did not run" % (s["chunk"], n))
         for j in s.get("jobs", []):
@@ -924,7 +925,7 @@ def main():
         update_doc(text)
         print("bench_report: updated %s" % os.path.relpath(DOC, REPO))
     missing = [n for n in ORDER if n not in names]
-    bad = failures(chunks, results, every)
+    bad = failures(chunks, results, names)
     if missing and not os.environ.get("BENCH_SYSTEMS"):
         bad.append("systems never reached: " + ", ".join(missing))
     for b in bad:
