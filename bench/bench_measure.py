@@ -76,7 +76,7 @@ class Meter:
 
 
 class CpuSampler:
-    """/proc/stat's busy and total ticks of all CPUs, read every PERIOD
+    """/proc/stat's busy ticks of all CPUs, read every PERIOD
     seconds in a thread while in the block; busy_seconds(t0, t1) is the
     busy CPU time between two wall-clock instants, interpolated between
     readings (USER_HZ ticks, 10 ms; a window of a second or more)."""
@@ -93,8 +93,7 @@ class CpuSampler:
         return self
 
     def _sample(self):
-        busy, total = cpu_ticks()[0]
-        self.samples.append((time.time(), busy, total))
+        self.samples.append((time.time(), cpu_ticks()[0][0]))
 
     def _run(self):
         while not self.stop_ev.wait(self.PERIOD):
@@ -110,7 +109,7 @@ class CpuSampler:
         s = self.samples
         if t <= s[0][0]:
             return float(s[0][1])
-        for (ta, ba, _), (tb, bb, _) in zip(s, s[1:]):
+        for (ta, ba), (tb, bb) in zip(s, s[1:]):
             if ta <= t <= tb:
                 return ba + (bb - ba) * ((t - ta) / (tb - ta) if tb > ta else 1.0)
         return float(s[-1][1])
