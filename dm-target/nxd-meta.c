@@ -747,8 +747,10 @@ static int nxd_grow(struct nxd_c *nc, const struct nxd_label_info *old)
 		goto out;
 	}
 	r = nxd_sb_write_locked(nc);
-	if (r)
+	if (r) {
+		DMERR("%s: grow: cannot write the SSD superblock: %d", name, r);
 		goto out;
+	}
 	/* Now data: a stale copy there would confuse label probes. */
 	memset(nc->sb_buf, 0, NXD_BLOCK_SIZE);
 	if (old_label != nc->sb.hdd_label_sector &&

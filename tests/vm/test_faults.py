@@ -25,6 +25,7 @@ from nxdt.host import run
 from nxdt.models import LoggedModel
 from nxdt.nxdvol import Volume
 from nxdt.rawio import EIO
+from nxdt.dmlib import delay_line
 from nxdt.destagerig import wait_until
 from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, timed
 
@@ -32,6 +33,9 @@ from nxdt.faultrig import failing_drain, reassemble_ok, repaired_and_drained, ti
 # --------------------------------------------------------- SSD faults ---
 
 # dm-flakey has error_reads from 6.6: make test runs these on such a kernel.
+# The HDD label's FROZEN flag (docs/on-disk-format.md, struct nxd_hdd_label).
+LABEL_FROZEN = 2
+
 ERROR_READS = pytest.mark.needs_kernel("6.6", reason="dm-flakey error_reads")
 
 
@@ -194,6 +198,180 @@ def test_reload_sees_a_log_frozen_after_its_constructor(rig):
     assert host.wait_kmsg(marker, r"recovered \d+ segments"), "B did not recover"
     m.verify()
     reassemble_ok(v, m, rig)
+
+
+@pytest.mark.guarantee("G11", "G3")
+def test_grow_of_a_frozen_volume_keeps_the_window_in_its_label(rig):
+    """Review finding 11.  A degraded volume destages its frozen log (the
+    HDD label's window moves, the SSD superblock cannot) and takes
+    whole-block writes over the once-logged blocks on the HDD.  The HDD
+    grows, and the longer table is loaded while the SSD still fails
+    writes: the grow writes the label, then its SSD superblock write
+    fails, as a crash between the two would leave it.  The label must
+    still say FROZEN; loaded again once the SSD works, the volume must
+    replay nothing older than the label's window (an unfrozen label sent
+    recovery back to the superblock's tail and its stale copies)."""
+    full = blkdev.dev_sectors(rig.hdd_base)
+    rig.hddi.sectors = full - 8192                # 4 MiB to grow into
+    rig.hddi.set("ok")
+    v, m = setup_vol(rig, "nxdgz", seed=11, nfull=32, npart=0)
+    old_len = v.length
+    logged = sorted(m.logged)
+    degrade(v, m, rig)
+    v.message("resume_destage")
+    host.wait_for(lambda: v.status()["index_entries"] == 0, timeout=120,
+                   what="the frozen log destaged")
+
+    def label_flags():
+        blk = rawio.pread_dev(rig.hdd, nxdvol.hdd_label_offset(rig.hdd), BLOCK)
+        return int.from_bytes(blk[56:60], "little")
+
+    assert label_flags() & LABEL_FROZEN, "degraded, but the HDD label is not FROZEN"
+    for b in logged:                               # degraded: to the HDD
+        m.write(b * BLOCK, BLOCK, False)
+    m.unlog(logged)
+    m.verify()
+    m.close()
+    v.remove()
+    rig.hddi.sectors = full
+    rig.hddi.set("ok")
+    v.length = nxdvol.data_sectors(full)
+    assert v.length > old_len, (v.length, old_len)
+    marker = host.kmsg_mark("grow with the SSD failing writes")
+    with pytest.raises(dmlib.DMError):
+        v.create()
+    rig.dm.remove(v.name, missing_ok=True)
+    assert host.wait_kmsg(marker, r"grow: cannot write the SSD superblock"), \
+        "no kernel message about the failed grow"
+    assert label_flags() & LABEL_FROZEN, \
+        "the grow rewrote the HDD label without its FROZEN window"
+    rig.ssdi.set("ok")
+    marker = host.kmsg_mark("grow with the SSD working")
+    v.create()
+    assert host.wait_kmsg(marker, r"grew volume"), "the volume did not grow"
+    assert host.wait_kmsg(marker, r"SSD log unfrozen after an SSD failure"), "label not unfrozen"
+    n = nxdvol.recovered_entries(marker)
+    assert n == 0, f"{n} logged copies replayed from before the label's window"
+    st = v.status()
+    assert st["state"] == "ok" and st["degraded"] == 0, st
+    assert blkdev.dev_sectors(v.dev) == v.length
+    m.reopen()
+    m.verify()
+    assert not label_flags() & LABEL_FROZEN, "the label stayed FROZEN"
+
+
+def _write_inflight(dev):
+    """Writes in flight in the block device @dev (its sysfs inflight)."""
+    with open(f"/sys/block/{blkdev.blk_name(dev)}/inflight") as f:
+        return int(f.read().split()[1])
+
+
+@pytest.mark.guarantee("G11", "G1")
+def test_failed_round_fails_only_writes_waiting_for_destage(dm, loopdev, nullb):
+    """Review finding 4.  Logged blocks B (the oldest segments) and A
+    (a later one), fsync'd.  A discard over A is in flight on a slow HDD
+    (dm-delay, 4 s writes); a 512 B write into A waits in the writer for
+    it (held, not for the destager).  Then the SSD fails every I/O to B's
+    segments only (dm-error in its table) and a drain starts a round,
+    which fails reading them.  The held write must not fail with that
+    round: once the discard lands it is logged and succeeds (a failed
+    round once failed every held bio with EIO).  After the SSD healed,
+    the drain ends and every block reads as written."""
+    host.modprobe("dm-delay")
+    hdd_base = loopdev(64)
+    hdd = dm.create("nxdh4-hdd", delay_line(hdd_base, 0, 0))
+    ssd_base = nullb(16)
+    n_ssd = blkdev.dev_sectors(ssd_base)
+    ssd = dm.create("nxdh4-ssd", f"0 {n_ssd} linear {ssd_base} 0")
+    v = Volume(dm, "nxdh4", hdd, ssd)
+    v.pause()
+    m = LoggedModel(v, 4 * MiB, 44)
+    m.base()
+    blocks = m.free_blocks(9)
+    a, bs = blocks[0], blocks[1:]
+    m.log_blocks(bs)
+    m.f.fsync()
+    m.log_blocks([a])
+    m.f.fsync()
+    sb = ondisk.newest_sb(ssd)[1]
+    segs = ondisk.walk_log(ssd, sb)
+    first_a = min(i for i, sg in enumerate(segs) if any(b == a for b, _ in ondisk.data_recs(sg)))
+    assert first_a > 0 and all(a not in [b for b, _ in ondisk.data_recs(sg)]
+                               for sg in segs[:first_a]), segs
+    # SSD sectors of B's segments: from the ring's start to A's first.
+    s0 = sb["ring_start"] * BLOCK // SECTOR
+    s1 = segs[first_a]["ssd_off"] // SECTOR
+    assert s0 < s1, (s0, s1)
+    dm.suspend("nxdh4-hdd")
+    dm.load("nxdh4-hdd", delay_line(hdd_base, 0, 4000))
+    dm.resume("nxdh4-hdd")
+    res = {}
+
+    def discard():
+        with rawio.Fd(v.dev) as f:
+            try:
+                rawio.discard(f.fd, a * BLOCK, BLOCK)
+                res["discard"] = 0
+            except OSError as e:
+                res["discard"] = e.errno
+
+    new = m.rng.randbytes(SECTOR)
+
+    def partial():
+        with rawio.Fd(v.dev) as f:
+            res["write"] = f.pwrite_try(a * BLOCK + 3 * SECTOR, new)
+
+    td = threading.Thread(target=discard)
+    td.start()
+    host.wait_for(lambda: _write_inflight(v.dev) >= 1, timeout=10, interval=0.01,
+                   what="the discard inside the volume")
+    with nxdvol.module_param("direct_partial", "N"):
+        tw = threading.Thread(target=partial)
+        tw.start()
+        host.wait_for(lambda: _write_inflight(v.dev) >= 2, timeout=10, interval=0.01,
+                       what="the partial write inside the volume")
+    dm.suspend("nxdh4-ssd")
+    dm.load("nxdh4-ssd", [f"0 {s0} linear {ssd_base} 0",
+                          f"{s0} {s1 - s0} error",
+                          f"{s1} {n_ssd - s1} linear {ssd_base} {s1}"])
+    dm.resume("nxdh4-ssd")
+    assert td.is_alive() and tw.is_alive(), ("the discard should still be on the slow HDD", res)
+    marker = host.kmsg_mark("round fails while a write is held")
+    drain = subprocess.Popen(["dmsetup", "message", v.name, "0", "drain"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert host.wait_kmsg(marker, r"destage failed", timeout=30), "no destage round failed"
+        td.join(60)
+        tw.join(60)
+        assert not td.is_alive() and not tw.is_alive(), ("the discard or the write hangs", res)
+        assert res == {"discard": 0, "write": 0}, \
+            f"errnos {res}: a failed round failed a write that waited only for a discard"
+        st = v.status()
+        assert st["state"] == "ok", st
+    except BaseException:
+        drain.send_signal(signal.SIGINT)      # the fixture's teardown can remove it
+        drain.communicate(timeout=60)
+        raise
+    dm.suspend("nxdh4-ssd")
+    dm.load("nxdh4-ssd", f"0 {n_ssd} linear {ssd_base} 0")
+    dm.resume("nxdh4-ssd")
+    dm.suspend("nxdh4-hdd")
+    dm.load("nxdh4-hdd", delay_line(hdd_base, 0, 0))
+    dm.resume("nxdh4-hdd")
+    out, err = drain.communicate(timeout=180)
+    assert drain.returncode == 0, f"the drain after the SSD healed: {err}"
+    got = rawio.pread_dev(v.dev, a * BLOCK, BLOCK)
+    old = bytes(m.data[a * BLOCK:(a + 1) * BLOCK])
+    assert got[3 * SECTOR:4 * SECTOR] == new, "the held write is not on the volume"
+    for i in (0, 1, 2, 4, 5, 6, 7):
+        sec = got[i * SECTOR:(i + 1) * SECTOR]
+        # Discarded: zeros, or the HDD's older content (design.md, Limitations).
+        assert sec in (bytes(SECTOR), old[i * SECTOR:(i + 1) * SECTOR]), f"sector {i} of A"
+    m.data[a * BLOCK:(a + 1) * BLOCK] = got
+    m.verify()
+    m.close()
+    v.remove()
+    m.verify(hdd)                      # drained: the HDD alone has it all
 
 
 @pytest.mark.guarantee("G11", "G8")
