@@ -158,9 +158,9 @@ def region(name, vol_bytes, ssd_bytes):
 def fio_env(target, var, vol_bytes, ssd_bytes, args, cache=True, same_ios=False):
     """fio's environment for a job.  cache False (md, the raw SSD): no
     cache state to keep below a watermark, so a burst job runs its whole
-    RUNTIME (after RAMP) instead of stopping at the budget, which a fast
-    device spends in a fraction of a second: a steadier reference.
-    same_ios: the budget for every system (a per-I/O cost compared)."""
+    RUNTIME (after RAMP) instead of stopping at the budget.
+    same_ios (the job's, or the raw SSD's): the budget all the same, so
+    that the caches are compared with it over the same writes."""
     env = dict(os.environ)
     if var.get("BUDGET") and not cache and not same_ios:
         var = dict(var, BUDGET=0, TIME_BASED=1)
@@ -363,7 +363,8 @@ def run_job(sysobj, j, args, rec):
         rec["fill"] = do_fill(sysobj, j["fill"], vol, ssd, args, outbase)
         rec["occupancy_before"] = rec["fill"]["occupancy"]
     fill_end = time.time()
-    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache, j.get("same_ios", False))
+    env = fio_env(sysobj.dev, j["var"], vol, ssd, args, sysobj.cache,
+                  j.get("same_ios", False) or sysobj.same_ios)
     c0 = sysobj.counters()
     meter = Meter()
 

@@ -214,8 +214,8 @@ def cpu_section(rr):
     L += table(["system"] + ["round %d" % r for r in (1, 2, 3)] + ["median (us)", "median IOPS"],
                rows)
     L.append("The IOPS column compares the systems over the same writes (each system ends at "
-             "the same count), unlike the burst table, where md and the raw SSD run their whole "
-             "runtime and a cache stops at the budget.")
+             "the same count), as in the burst tables, where a cache and the raw SSD stop at the "
+             "burst budget and md runs its whole runtime.")
     L.append("")
     return L
 
@@ -579,8 +579,9 @@ def markdown(chunks, rr, names, images):
     L.append("")
     L.append("Each job on a system set up from scratch; a cache's writes stop at the burst budget "
              "(%s %% of the SSD) or after the runtime, whichever comes first, so that it stays below "
-             "its watermarks; md and the raw SSD, which have no cache state, run the whole runtime "
-             "(a fast device spends the budget in a fraction of a second).  4 KiB aligned."
+             "its watermarks; the raw SSD writes the same budget (the caches are compared with it "
+             "over the same writes, start-up included); md, with no cache state, runs the whole "
+             "runtime.  4 KiB aligned."
              % s0.get("burst_pct"))
     L.append("")
     rows = []

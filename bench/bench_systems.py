@@ -79,6 +79,7 @@ class System:
     every dirty block back: the drain phase) and restart() (stop and
     activate again with whatever the cache holds: the cold start)."""
     name, desc, cache = "?", "", False
+    same_ios = False        # budgeted bursts: stop at the budget, as a cache
 
     def __init__(self, md, ssd):
         self.md, self.ssd = md, ssd
@@ -116,6 +117,9 @@ class MdOnly(System):
 
 class RawSsd(System):
     name, desc = "ssd", "the raw SSD (brd): ceiling"
+    # A budgeted burst writes the caches' budget here too: the ceiling
+    # they are held to is measured over the same writes, start-up included.
+    same_ios = True
 
     def up(self):
         self.dev = self.ssd
