@@ -82,15 +82,17 @@ bool nxd_batch_fits(struct nxd_batch *b, u32 data, u32 recs)
 
 void nxd_inval_ack(struct nxd_c *nc, struct nxd_inval *op)
 {
+	struct bio *bio = op->bio;
+
 	spin_lock(&nc->lock);
 	list_del(&op->node);
 	spin_unlock(&nc->lock);
 	if (op->error)
-		op->bio->bi_status = errno_to_blk_status(op->error);
-	bio_endio(op->bio);
-	kfree(op);
+		bio->bi_status = errno_to_blk_status(op->error);
 	atomic_set(&nc->kick, 1);
 	wake_up_all(&nc->ewq);
+	/* Last: @op lives in the bio's per-bio data. */
+	bio_endio(bio);
 }
 
 /*

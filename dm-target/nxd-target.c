@@ -321,7 +321,6 @@ static void nxd_pb_init(struct nxd_pb *pb, struct bio *bio, u8 dir)
 	pb->fg_hdd = false;
 	pb->hold = NXD_HOLD_NONE;
 	pb->error = 0;
-	pb->inval = NULL;
 	pb->fast = NXD_FAST_NONE;
 	pb->fseg = NULL;
 	pb->queued = false;

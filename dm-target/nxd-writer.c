@@ -299,7 +299,8 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 	/* Earlier logged writes first: they must be indexed to be invalidated. */
 	nxd_batch_commit(nc);
 
-	op = kzalloc(sizeof(*op), GFP_NOIO | __GFP_NOFAIL);
+	op = &pb->inval;
+	memset(op, 0, sizeof(*op));
 	op->nc = nc;
 	op->bio = bio;
 	op->first = s >> 3;
@@ -310,7 +311,6 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		op->full_first = 1;
 		op->full_last = 0;
 	}
-	pb->inval = op;
 
 	spin_lock(&nc->lock);
 	if (s & 7)
@@ -322,8 +322,6 @@ static void nxd_inval_start(struct nxd_c *nc, struct bio *bio)
 		/* Writes come here degraded only (nxd_degraded_bio). */
 		if (atomic_read(&nc->degraded) || !discard) {
 			/* No merge, no zeros can be logged: wait for the destager. */
-			kfree(op);
-			pb->inval = NULL;
 			nxd_hold(nc, bio, NXD_HOLD_DESTAGE);
 			return;
 		}

@@ -58,7 +58,6 @@ struct nxd_vol {
 	atomic_t ev_last;
 };
 
-/* An in-flight discard (or degraded HDD write) that must invalidate logged copies. */
 /* Two counters of I/O in flight and the current one (nxd-dev.c). */
 struct nxd_epoch {
 	atomic_t inflight[2];
@@ -66,6 +65,10 @@ struct nxd_epoch {
 	wait_queue_head_t wait;
 };
 
+/*
+ * An in-flight discard (or degraded HDD write) that must invalidate logged
+ * copies.  It lives in its bio's per-bio data: gone once the bio ends.
+ */
 struct nxd_inval {
 	struct list_head node;		/* nc->invals, under nc->lock */
 	struct list_head bnode;		/* nc->done_invals, then the batch */
@@ -103,7 +106,8 @@ struct nxd_pb {
 	u8 hold;		/* NXD_HOLD_*: why it is on nc->held */
 	atomic_t pending;	/* segments a logged write still waits for */
 	int error;		/* -errno, or NXD_PB_RETRY */
-	struct nxd_inval *inval;
+	/* a discard's or degraded write's inval op (nxd-writer.c), no allocation */
+	struct nxd_inval inval;
 	u8 fast;		/* NXD_FAST_* */
 	bool fua;		/* had REQ_FUA before it was remapped */
 	u8 fidx, fnr;		/* its slots in the segment: data index, count */
