@@ -17,6 +17,21 @@ sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
 
 KiB, MiB = 1024, 1 << 20
 
+
+def stall_seconds(tl, start, end):
+    """Whole seconds of (start, end] in which nothing completed, from fio's
+    IOPS log at log_avg_msec=1000 ([t, iops] pairs): an entry of 0, or a
+    gap between entries (or the run's ends) of 2 s or more, each second
+    beyond the first.  fio's entries drift by 0.1 s now and then (1.1 s
+    steps), which is no stall."""
+    n, prev = 0, start
+    for t, v in tl:
+        if t <= start or t > end:
+            continue
+        n += max(0, int(t - prev + 0.5) - 1) + (v == 0)
+        prev = t
+    return n + max(0, int(end - prev + 0.5) - 1)
+
 T0 = time.time()
 
 

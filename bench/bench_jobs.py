@@ -9,7 +9,7 @@ import os
 import subprocess
 import time
 
-from bench_common import JOBS, KiB, MiB, log, sectors
+from bench_common import JOBS, KiB, MiB, log, sectors, stall_seconds
 from bench_measure import Blktrace, CpuSampler, Meter, Occupancy, RouteTrace
 from bench_systems import member_drives
 
@@ -257,15 +257,16 @@ def steady_stats(tl, secs, window):
     nothing for a second in which no I/O completed, so the sum of the
     entries is divided by the window's length, not by their number (the
     mean of the logged seconds would hide stalls).  Also the change between
-    the window's halves and the seconds with nothing completed."""
+    the window's halves and the seconds with nothing completed
+    (bench_common.stall_seconds)."""
     w0 = secs - window
     mid = w0 + window / 2.0
     win = [(t, v) for t, v in tl if t > w0]
     a = [v for t, v in win if t <= mid]
     b = [v for t, v in win if t > mid]
     out = dict(steady_iops=round(sum(v for _, v in win) / float(window), 1) if window else None,
-               stall_seconds=max(0, int(secs) - len(tl)),
-               stall_seconds_window=max(0, int(window) - len(win)))
+               steady_seconds=secs, stall_seconds=stall_seconds(tl, 0, secs),
+               stall_seconds_window=stall_seconds(tl, w0, secs))
     ma, mb = sum(a) / (window / 2.0), sum(b) / (window / 2.0)
     out["settle_change_pct"] = round(100.0 * (mb - ma) / ma, 1) if ma else None
     return out
