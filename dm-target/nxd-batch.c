@@ -38,16 +38,6 @@ static void *nxd_batch_data(struct nxd_batch *b, u32 i)
 	return b->buf + (size_t)(i + 1) * NXD_BLOCK_SIZE;
 }
 
-static void nxd_unmerge_locked(struct nxd_c *nc, u64 block)
-{
-	u32 *c = nxd_region_ctr(nc->merging, block);
-
-	if (!WARN_ON_ONCE(!*c || !nc->nr_merging)) {
-		(*c)--;
-		nc->nr_merging--;
-	}
-}
-
 /* Indexed or given up: the batch's merged blocks no longer hold writes back. */
 static void nxd_batch_unmerge(struct nxd_c *nc, struct nxd_batch *b)
 {
@@ -57,7 +47,7 @@ static void nxd_batch_unmerge(struct nxd_c *nc, struct nxd_batch *b)
 		return;
 	spin_lock(&nc->lock);
 	for_each_set_bit(i, b->merged, NXD_SEG_MAX_DATA)
-		nxd_unmerge_locked(nc, b->blocks[i]);
+		nxd_merge_put_locked(nc, b->blocks[i]);
 	spin_unlock(&nc->lock);
 	bitmap_zero(b->merged, NXD_SEG_MAX_DATA);
 }
@@ -277,6 +267,7 @@ int nxd_batch_commit(struct nxd_c *nc)
 		return -EIO;
 	}
 	/* Same order as recovery: INVALs kill older copies, then new data. */
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	list_for_each_entry(op, &bt->invals, bnode)
 		dropped += nxd_inval_range_locked(nc, op->full_first, op->full_last);
 	sd = nxd_ring_at(&nc->ring, seq - nc->ring.first_seq);
@@ -291,6 +282,7 @@ int nxd_batch_commit(struct nxd_c *nc)
 			nxd_index_find(&nc->ix, bt->blocks[i])->rsvd =
 				nxd_crc16(bt->crcs[i]);
 	}
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_unlock(&nc->lock);
 
 	nxd_count(nc, NXD_CTR(segments_written), 1);
@@ -358,8 +350,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 			 * keep new ones out (map checks the merge counter),
 			 * commit those, then look the block up.
 			 */
-			(*nxd_region_ctr(nc->merging, blk))++;
-			nc->nr_merging++;
+			nxd_merge_get_locked(nc, blk);
 			counted = true;
 			spin_unlock(&nc->lock);
 			nxd_fast_sync(nc, U64_MAX);
@@ -377,8 +368,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 			 * other sectors back over it.
 			 */
 			if (!counted) {
-				(*nxd_region_ctr(nc->merging, blk))++;
-				nc->nr_merging++;
+				nxd_merge_get_locked(nc, blk);
 				counted = true;
 			}
 		}
@@ -391,8 +381,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 		 * sectors lost in a clean-clone pcut slice, 6.1, seed 103).
 		 */
 		if (mask != 0xff && !counted) {
-			(*nxd_region_ctr(nc->merging, blk))++;
-			nc->nr_merging++;
+			nxd_merge_get_locked(nc, blk);
 			counted = true;
 		}
 		spin_unlock(&nc->lock);
@@ -403,7 +392,7 @@ void *nxd_batch_block(struct nxd_c *nc, struct bio *bio, u64 blk, u8 mask)
 			nxd_epoch_put(&nc->rd_ep, epoch);
 			if (r) {
 				spin_lock(&nc->lock);
-				nxd_unmerge_locked(nc, blk);
+				nxd_merge_put_locked(nc, blk);
 				spin_unlock(&nc->lock);
 				/* Only this write fails; the log keeps its copy. */
 				nxd_count(nc, NXD_CTR(ssd_errors), 1);

@@ -171,8 +171,12 @@ static bool nxd_destage_wanted(struct nxd_c *nc)
 
 static void nxd_round_end_locked(struct nxd_c *nc, struct nxd_round *rd)
 {
-	if (nc->dround == rd)
+	if (nc->dround == rd) {
+		/* map's fill look-ups read it under their shards */
+		nxd_shards_lock(nc, NXD_SHARDS_ALL);
 		nc->dround = NULL;
+		nxd_shards_unlock(nc, NXD_SHARDS_ALL);
+	}
 	/*
 	 * The writes it fenced go now, and count as in flight.  They waited
 	 * for the round, so the HDD was busy for them all along: the idle
@@ -458,6 +462,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 	}
 
 	spin_lock(&nc->lock);
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	for (i = 0; i < rd->nblk; i++) {
 		struct nxd_dblk *d = &rd->blk[i];
 		struct nxd_ient *e = nxd_index_find(&nc->ix, d->block);
@@ -473,6 +478,7 @@ static int nxd_destage_round(struct nxd_c *nc, struct nxd_round *rd)
 		else if (d->copy && !nxd_inval_overlap_locked(nc, d->block, d->block))
 			nxd_mark_clean_locked(nc, e);	/* flushed above */
 	}
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
 	if (!kept) {

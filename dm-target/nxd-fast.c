@@ -190,7 +190,7 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	bool partial = (s | nr) & 7;
 	struct nxd_fseg *f;
 	bool opened = false;
-	u32 slot;
+	u32 slot, m;
 
 	if (k > NXD_SEG_MAX_DATA || READ_ONCE(nc->log_full))
 		return false;
@@ -209,7 +209,10 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		goto slow;
 	f = nc->fopen;
 	if (!f || f->nr + k > NXD_SEG_MAX_DATA) {
+		/* The segment set changes: every reader's look-up with it. */
+		nxd_shards_lock(nc, NXD_SHARDS_ALL);
 		f = nxd_fast_open_locked(nc);
+		nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 		if (!f)
 			goto slow;
 		opened = true;
@@ -217,12 +220,15 @@ bool nxd_fast_map(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	pb->fidx = f->nr;
 	pb->fnr = k;
 	slot = f->pos + 1 + f->nr;
+	m = nxd_shard_mask(first, last);
+	nxd_shards_lock(nc, m);
 	for (i = first; i <= last; i++) {
 		nxd_blk_hash_set(f->hkeys, f->hvals, i, f->nr);
 		f->masks[f->nr] = nxd_block_mask(i, s, e);
 		f->blocks[f->nr++] = i;
 		(*nxd_region_ctr(nc->fast_blocks, i))++;
 	}
+	nxd_shards_unlock(nc, m);
 	atomic_inc(&f->pending);
 	if (bio->bi_opf & REQ_FUA)
 		f->fua = true;
@@ -286,7 +292,7 @@ int nxd_fast_endio(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb,
 
 /*
  * The newest acknowledged copy of @block in an uncommitted direct segment:
- * newer than anything in the index.  Under nc->lock.
+ * newer than anything in the index.  Under nc->lock, or @block's shard.
  */
 bool nxd_fast_lookup_locked(struct nxd_c *nc, u64 block, u32 *slot, u8 *mask)
 {
@@ -388,6 +394,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 	frz = nxd_log_freeze(nc);
 
 	spin_lock(&nc->lock);
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	for (i = 0; i < nc->fs_count; i++) {
 		struct nxd_fseg *f = nxd_fseg_at(nc, i);
 		struct nxd_segd *sd = nxd_ring_at(&nc->ring, f->seq - nc->ring.first_seq);
@@ -409,6 +416,7 @@ void nxd_fast_fail(struct nxd_c *nc, int err)
 	nc->fs_count = 0;
 	nc->fs_first = 0;
 	memset(nc->fast_blocks, 0, sizeof(nc->fast_blocks));
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_unlock(&nc->lock);
 	wake_up_all(&nc->ewq);
 
@@ -478,6 +486,8 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f, bool flushed)
 	}
 	sd = nxd_ring_at(&nc->ring, f->seq - nc->ring.first_seq);
 	sd->live = f->nr;
+	/* From the segment to the index in one step for every reader. */
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	for (i = 0; i < f->nr; i++) {
 		u64 b = f->blocks[i];
 
@@ -491,6 +501,7 @@ static void nxd_fast_commit(struct nxd_c *nc, struct nxd_fseg *f, bool flushed)
 	nc->commit_seq = f->seq + 1;
 	nc->fs_first = (nc->fs_first + 1) % NXD_FSEG_MAX;
 	nc->fs_count--;
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_lock_irq(&nc->qlock);
 	bios = f->bios;
 	bio_list_init(&f->bios);

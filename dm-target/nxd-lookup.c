@@ -1,21 +1,69 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-nxd look-ups of what the log holds, for every layer above: index
- * entries and the ring's live counts, the per-region counters of blocks
- * being merged or written directly, HDD writes in flight over logged
- * blocks, and how full the log is.  All but nxd_log_used_pct() run under
- * nc->lock.  Calls only the kernel-neutral core.
+ * dm-nxd look-ups of what the log holds, for every layer above: the range
+ * locks, index entries and the ring's live counts, the per-region
+ * counters of blocks being merged or written directly, HDD writes in
+ * flight over logged blocks, and how full the log is.  The look-ups run
+ * under nc->lock, or under the shards of their range (section 14); the
+ * changes under both.  Calls only the kernel-neutral core.
  */
-#include <linux/hash.h>
-#include <linux/log2.h>
-
 #include "nxd.h"
+
+/* ---- range locks ---- */
+
+/* The shards of the blocks [first, last], as a mask. */
+u32 nxd_shard_mask(u64 first, u64 last)
+{
+	u64 r = first >> NXD_REGION_SHIFT, rl = last >> NXD_REGION_SHIFT;
+	u32 m = 0;
+
+	if (rl - r >= NXD_SHARDS - 1)
+		return NXD_SHARDS_ALL;
+	for (; r <= rl; r++)
+		m |= BIT(r % NXD_SHARDS);
+	return m;
+}
+
+/* In shard order, each its own lockdep subclass: any two masks nest alike. */
+void nxd_shards_lock(struct nxd_c *nc, u32 mask)
+{
+	unsigned long m = mask;
+	unsigned int i;
+
+	for_each_set_bit(i, &m, NXD_SHARDS) {
+		spin_lock_nested(&nc->shard[i].lock, i);
+		__release(&nc->shard[i].lock);	/* sparse: held past return */
+	}
+}
+
+void nxd_shards_unlock(struct nxd_c *nc, u32 mask)
+{
+	unsigned long m = mask;
+	unsigned int i;
+
+	for_each_set_bit(i, &m, NXD_SHARDS) {
+		__acquire(&nc->shard[i].lock);
+		spin_unlock(&nc->shard[i].lock);
+	}
+}
+
+/* A change to what readers of the shards in @mask see: all of them held. */
+void nxd_shards_assert(struct nxd_c *nc, u32 mask)
+{
+	unsigned long m = mask;
+	unsigned int i;
+
+	lockdep_assert_held(&nc->lock);
+	for_each_set_bit(i, &m, NXD_SHARDS)
+		lockdep_assert_held(&nc->shard[i].lock);
+}
 
 /* ---- hashes ---- */
 
+/* A region's counter slot: region % NXD_MERGE_SLOTS, in the region's shard. */
 static u32 nxd_region_slot(u64 block)
 {
-	return hash_64(block >> NXD_REGION_SHIFT, ilog2(NXD_MERGE_SLOTS));
+	return (block >> NXD_REGION_SHIFT) % NXD_MERGE_SLOTS;
 }
 
 u32 *nxd_region_ctr(u32 *ctrs, u64 block)
@@ -87,11 +135,12 @@ void nxd_seg_supersede_locked(struct nxd_c *nc, const struct nxd_ient *old,
 				   old->flags & NXD_IE_CLEAN));
 }
 
-/* Drop @block's index entry, if any. */
+/* Drop @block's index entry, if any.  One tree: every shard held. */
 void nxd_drop_entry_locked(struct nxd_c *nc, u64 block)
 {
 	struct nxd_ient old;
 
+	nxd_shards_assert(nc, NXD_SHARDS_ALL);
 	if (nxd_index_del(&nc->ix, block, &old))
 		nxd_seg_put_locked(nc, &old);
 }
@@ -134,7 +183,35 @@ static bool nxd_regions_busy(u32 *ctrs, u64 first, u64 last)
 /* Is a block of [first, last] being merged by the writer? */
 bool nxd_merging_locked(struct nxd_c *nc, u64 first, u64 last)
 {
-	return nc->nr_merging && nxd_regions_busy(nc->merging, first, last);
+	return atomic_read(&nc->nr_merging) &&
+	       nxd_regions_busy(nc->merging, first, last);
+}
+
+/*
+ * @block's region takes a merged or partial block of the writer's batch:
+ * map keeps the region's writes off the HDD and the direct path.
+ */
+void nxd_merge_get_locked(struct nxd_c *nc, u64 block)
+{
+	u32 m = nxd_shard_mask(block, block);
+
+	nxd_shards_lock(nc, m);
+	(*nxd_region_ctr(nc->merging, block))++;
+	atomic_inc(&nc->nr_merging);
+	nxd_shards_unlock(nc, m);
+}
+
+void nxd_merge_put_locked(struct nxd_c *nc, u64 block)
+{
+	u32 m = nxd_shard_mask(block, block);
+	u32 *c = nxd_region_ctr(nc->merging, block);
+
+	nxd_shards_lock(nc, m);
+	if (!WARN_ON_ONCE(!*c || !atomic_read(&nc->nr_merging))) {
+		(*c)--;
+		atomic_dec(&nc->nr_merging);
+	}
+	nxd_shards_unlock(nc, m);
 }
 
 /* Does an uncommitted direct segment hold a block of a region of the range? */

@@ -437,7 +437,9 @@ int nxd_log_abandon(struct nxd_c *nc, struct nxd_risk *rk)
 		goto out;
 	}
 	spin_lock(&nc->lock);
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	nxd_index_clear(&nc->ix);
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	nxd_ring_reset(&nc->ring, nc->ring.head, nc->ring.next_seq);
 	nc->commit_seq = nc->ring.next_seq;
 	WRITE_ONCE(nc->void_on_hdd, true);
@@ -788,7 +790,9 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 	u32 i, d = 0;
 	int r;
 
+	/* Before any map: the shards only keep the locking rule whole. */
 	spin_lock(&nc->lock);
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	for (i = 0; i < si->nr_recs; i++) {
 		struct nxd_rec rec;
 
@@ -817,6 +821,7 @@ static void nxd_seg_apply(struct nxd_c *nc, void *hdr, const struct nxd_seg_info
 			e->rsvd = nxd_crc16(rec.val);
 		d++;
 	}
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_unlock(&nc->lock);
 }
 
@@ -866,7 +871,9 @@ int nxd_meta_load(struct nxd_c *nc)
 
 	/* Start from scratch: a failed earlier attempt may have left entries. */
 	spin_lock(&nc->lock);
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	nxd_index_clear(&nc->ix);
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	nxd_ring_reset(&nc->ring, pos, seq);
 	nc->commit_seq = seq;
 	spin_unlock(&nc->lock);

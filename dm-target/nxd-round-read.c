@@ -238,7 +238,12 @@ int nxd_destage_collect(struct nxd_c *nc, struct nxd_round *rd, u64 first_seq)
 			}
 		}
 		spin_lock(&nc->lock);
-		nc->dround = rd;
+		if (nc->dround != rd) {
+			/* map's fill look-ups read it under their shards */
+			nxd_shards_lock(nc, NXD_SHARDS_ALL);
+			nc->dround = rd;
+			nxd_shards_unlock(nc, NXD_SHARDS_ALL);
+		}
 		kept = bad ? nxd_collect_by_index(nc, rd, i, hdr, is_void) :
 			     nxd_collect_by_recs(nc, rd, i, hdr, &si);
 		if (!kept)

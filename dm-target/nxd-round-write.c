@@ -353,8 +353,10 @@ static void nxd_fill(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	bitmap_zero(rd->fill_landed, n);
 	spin_lock(&nc->lock);
 	/* Only a published round is seen by the foreground's checks. */
+	nxd_shards_lock(nc, NXD_SHARDS_ALL);
 	if (nc->dround == rd)
 		rd->nfill = n;
+	nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 	spin_unlock(&nc->lock);
 	if (!rd->nfill)
 		return;
@@ -439,7 +441,9 @@ static int nxd_destage_write(struct nxd_c *nc, struct nxd_round *rd, u64 *bytes)
 	if (rd->nfill) {
 		/* Landed: the held foreground writes to those stripes may go. */
 		spin_lock(&nc->lock);
+		nxd_shards_lock(nc, NXD_SHARDS_ALL);
 		rd->nfill = 0;
+		nxd_shards_unlock(nc, NXD_SHARDS_ALL);
 		spin_unlock(&nc->lock);
 		atomic_set(&nc->kick, 1);
 		nxd_writer_wake(nc);
@@ -488,7 +492,7 @@ bool nxd_destage_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 
 /*
  * Does a round fill a stripe of [first, last] with HDD data, not yet
- * written?  Under nc->lock.
+ * written?  Under nc->lock, or the range's shards.
  */
 bool nxd_fill_busy_locked(struct nxd_c *nc, u64 first, u64 last)
 {

@@ -153,7 +153,7 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	struct nxd_c *nc;
 	const char *hdd_path, *ssd_path;
 	bool vol_active;
-	int r;
+	int r, i;
 
 	if (argc < 2) {
 		ti->error = "Usage: nxd <hdd_dev> <ssd_dev> [<#opt_args> <opt_args>...]";
@@ -176,6 +176,8 @@ static int nxd_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	INIT_LIST_HEAD(&nc->parked);
 	INIT_LIST_HEAD(&nc->fenced);
 	spin_lock_init(&nc->lock);
+	for (i = 0; i < NXD_SHARDS; i++)
+		spin_lock_init(&nc->shard[i].lock);
 	spin_lock_init(&nc->qlock);
 	INIT_LIST_HEAD(&nc->invals);
 	INIT_LIST_HEAD(&nc->done_invals);
@@ -411,7 +413,7 @@ static bool nxd_src_valid(const struct nxd_src *src, sector_t s)
 
 /*
  * Length of the run of sectors from @s (at most @max) that come from one
- * place: the log (contiguous slots) or the HDD.  Called under nc->lock.
+ * place: the log (contiguous slots) or the HDD.  Under the range's shards.
  */
 static sector_t nxd_read_piece(struct nxd_c *nc, sector_t s, sector_t max,
 			       bool *ssd, sector_t *target)
@@ -446,13 +448,16 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio), off = 0;
 	bool maybe;
+	u32 m;
 
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
-	spin_lock(&nc->lock);
+	/* Reads take only the shards of their range, never nc->lock. */
+	m = nxd_shard_mask(s >> 3, (s + nr - 1) >> 3);
+	nxd_shards_lock(nc, m);
 	maybe = nxd_index_first(&nc->ix, s >> 3, (s + nr - 1) >> 3) ||
 		nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3);
-	spin_unlock(&nc->lock);
+	nxd_shards_unlock(nc, m);
 	if (!maybe) {
 		nxd_count(nc, NXD_CTR(reads_hdd), 1);
 		return nxd_remap_hdd(nc, bio);
@@ -466,9 +471,10 @@ static int nxd_map_read(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		struct bio *clone;
 		bool ssd;
 
-		spin_lock(&nc->lock);
+		m = nxd_shard_mask((s + off) >> 3, (s + nr - 1) >> 3);
+		nxd_shards_lock(nc, m);
 		len = nxd_read_piece(nc, s + off, nr - off, &ssd, &target);
-		spin_unlock(&nc->lock);
+		nxd_shards_unlock(nc, m);
 		if (ssd)
 			pb->route = NXD_H_SSD;
 		bdev = ssd ? nc->ssd->bdev : nc->hdd->bdev;
@@ -500,6 +506,7 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 	enum nxd_mode mode = READ_ONCE(t->mode);
 	bool to_log, owned, busy = false;
 	u64 first, last, run, cut;
+	u32 m;
 
 	if (!nr)
 		return nxd_remap_hdd(nc, bio);
@@ -538,14 +545,15 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 		 */
 		first = s >> 3;
 		last = (s + nr - 1) >> 3;
-		spin_lock(&nc->lock);
+		m = nxd_shard_mask(first, last);
+		nxd_shards_lock(nc, m);
 		run = nxd_owned_run_locked(nc, first, last, &owned);
 		if (run <= last - first)
 			last = first + run - 1;
 		if (!owned)
 			busy = nxd_merging_locked(nc, first, last) ||
 			       nxd_fill_busy_locked(nc, first, last);
-		spin_unlock(&nc->lock);
+		nxd_shards_unlock(nc, m);
 		if ((last + 1) << 3 < s + nr) {
 			nxd_accept_partial(bio, pb, ((last + 1) << 3) - s);
 			nr = bio_sectors(bio);
@@ -575,18 +583,22 @@ static int nxd_map_write(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 static int nxd_map_discard(struct nxd_c *nc, struct bio *bio, struct nxd_pb *pb)
 {
 	sector_t s = bio->bi_iter.bi_sector, nr = bio_sectors(bio);
-	bool logged;
+	bool logged = false;
+	u32 m;
 	int ep;
 
 	pb->bytes = 0;		/* not a read or write: no histogram */
 	nxd_count(nc, NXD_CTR(discards), 1);
 	ep = nxd_epoch_get(&nc->hw_ep);
-	spin_lock(&nc->lock);
-	logged = nr && (nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
-			nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
-			nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3) ||
-			nxd_fill_busy_locked(nc, s >> 3, (s + nr - 1) >> 3));
-	spin_unlock(&nc->lock);
+	if (nr) {
+		m = nxd_shard_mask(s >> 3, (s + nr - 1) >> 3);
+		nxd_shards_lock(nc, m);
+		logged = nxd_range_logged(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_merging_locked(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_fast_range_busy(nc, s >> 3, (s + nr - 1) >> 3) ||
+			 nxd_fill_busy_locked(nc, s >> 3, (s + nr - 1) >> 3);
+		nxd_shards_unlock(nc, m);
+	}
 	if (!logged) {
 		if (!bdev_max_discard_sectors(nc->hdd->bdev)) {
 			nxd_epoch_put(&nc->hw_ep, ep);

@@ -130,6 +130,19 @@ enum {
 #define NXD_MERGE_SLOTS	64
 #define NXD_REGION_SHIFT	8	/* the counters' regions: 256 blocks = 1 MiB */
 
+/*
+ * Range locks: 1 MiB region r belongs to shard r % NXD_SHARDS, and so do
+ * its counters (slot r % NXD_MERGE_SLOTS).  Eight, so that taking them
+ * all nests within lockdep's eight subclasses.
+ */
+#define NXD_SHARDS	8
+
+struct nxd_shard {
+	spinlock_t lock;	/* the shard's part of what map looks up */
+} ____cacheline_aligned_in_smp;
+
+#define NXD_SHARDS_ALL	((1U << NXD_SHARDS) - 1)
+
 /* Space kept for INVAL-only segments and wrap waste. */
 #define NXD_LOG_RESERVE		(3 * NXD_SEG_MAX_BLOCKS)
 
@@ -254,8 +267,15 @@ struct nxd_c {
 	bool abandoned;
 	u64 abandoned_blocks;		/* what it gave up, for the gauge */
 
-	/* The in-memory log: map, the writer, the destager, recovery. */
+	/*
+	 * The in-memory log: map, the writer, the destager, recovery.  What
+	 * map's reads, HDD writes and discards look up (the index, the
+	 * direct segments' blocks, the region counters, the round's fill
+	 * list) changes only under @lock and the shards of the blocks
+	 * concerned, so those look-ups take the shards alone (section 14).
+	 */
 	spinlock_t lock;
+	struct nxd_shard shard[NXD_SHARDS];
 	struct nxd_index ix;
 	struct nxd_ring ring;
 	u64 commit_seq;			/* first seq not committed */
@@ -270,7 +290,7 @@ struct nxd_c {
 	 * go round the writer to the HDD (nxd_merging_locked).
 	 */
 	u32 merging[NXD_MERGE_SLOTS];
-	u32 nr_merging;
+	atomic_t nr_merging;		/* their sum: map skips the look-up at 0 */
 	/*
 	 * Direct log writes.  Segments are committed (header written, blocks
 	 * indexed) strictly in seq order; those from @commit_seq on are still
@@ -426,7 +446,13 @@ void nxd_writer_wake(struct nxd_c *nc);
 void nxd_destager_wake(struct nxd_c *nc);
 
 /* nxd-lookup.c */
+u32 nxd_shard_mask(u64 first, u64 last);
+void nxd_shards_lock(struct nxd_c *nc, u32 mask);
+void nxd_shards_unlock(struct nxd_c *nc, u32 mask);
+void nxd_shards_assert(struct nxd_c *nc, u32 mask);
 u32 *nxd_region_ctr(u32 *ctrs, u64 block);
+void nxd_merge_get_locked(struct nxd_c *nc, u64 block);
+void nxd_merge_put_locked(struct nxd_c *nc, u64 block);
 int nxd_blk_hash_lookup(const u64 *keys, const u8 *vals, u64 block);
 void nxd_blk_hash_set(u64 *keys, u8 *vals, u64 block, u8 idx);
 bool nxd_range_logged(struct nxd_c *nc, u64 first, u64 last);
