@@ -77,3 +77,9 @@ def wait_for(pred, timeout, step=0.5):
         if v or time.time() >= end:
             return v
         time.sleep(step)
+
+
+def base_id(jid):
+    """A round's job id without its -r<round>, else @jid."""
+    head, sep, tail = jid.rpartition("-r")
+    return head if sep and tail.isdigit() else jid

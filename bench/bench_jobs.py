@@ -19,11 +19,40 @@ NYTRO = [(5000, 5120), (10000, 10240), (20000, 19968), (40000, 39936),
          (80000, 79872), (160000, 159744)]
 
 
-def chunks(smoke):
+TARGET_SMALL = ["randwrite-%dk-qd%d" % (k, q) for k in (4, 8, 16) for q in (8, 32)]
+
+# Systems the small-write targets compare (issue 44): the jobs they use
+# run BENCH_ROUNDS times on these, and the report takes the medians.
+ROUND_SYSTEMS = ["ssd", "writecache", "nxd"]
+
+
+def rounds_of(jobs, n, wanted):
+    """@jobs in @n rounds, round-major so that a drift of the host spreads
+    over every job: round 1 as given (every system), the later ones only
+    the @wanted jobs on ROUND_SYSTEMS, each id with -r<round>."""
+    if n <= 1:
+        return jobs
+    out = []
+    for r in range(1, n + 1):
+        for j in jobs:
+            if r > 1 and not wanted(j):
+                continue
+            extra = dict(round=r, base=j["id"], trace=j.get("trace") and r == 1)
+            if r > 1:
+                extra["systems"] = ROUND_SYSTEMS
+            out.append(dict(j, id="%s-r%d" % (j["id"], r), **extra))
+    return out
+
+
+def chunks(smoke, rounds=None):
     """{chunk: [job spec]}.  A job spec: id, kind (fio|steady|drain), phase,
     state (the stated starting state), fio file and variables, an optional
-    not-measured fill step before it, trace (blktrace the members)."""
+    not-measured fill step before it, trace (blktrace the members).  The
+    small and nytro chunks run their target jobs in @rounds rounds
+    (BENCH_ROUNDS, default 3; 1 in the smoke run)."""
     burst = "clean: set up from scratch, writes capped at the burst budget"
+    if rounds is None:
+        rounds = 1 if smoke else int(os.environ.get("BENCH_ROUNDS", "3"))
 
     def rand(jid, rw, bs, qd, mis=0, **kw):
         j = dict(id=jid, kind="fio", phase="burst", state=burst, fio="rand.fio",
@@ -132,8 +161,9 @@ def chunks(smoke):
                 var=dict(RW="randwrite", BS=4 * KiB, IODEPTH=8, MISALIGN=0, RWMIXREAD=50,
                          TIME_BASED=0, BUDGET=1, BUDGET_PCT=60))
            for r in (1, 2, 3)]
-    return dict(small=small, nytro=nytro, mixed=mixed, steady=steady, drain=drain,
-                routing=routing, cpu=cpu)
+    target = lambda j: j["id"] in TARGET_SMALL or j["id"].startswith("nytro-")  # noqa: E731
+    return dict(small=rounds_of(small, rounds, target), nytro=rounds_of(nytro, rounds, target),
+                mixed=mixed, steady=steady, drain=drain, routing=routing, cpu=cpu)
 
 
 def region(name, vol_bytes, ssd_bytes):
