@@ -651,7 +651,8 @@ boot() {
 # dm-pcut), SSD and HDD error handling, degradation, suspend/resume and
 # removal of a degraded or draining volume, drain on suspend, a suspend
 # beside a drain message (dm's table SRCU), replay after
-# reload, refused tables.  NXD_TESTS=... runs anything else (e.g. the CI
+# reload, refused tables, and reads racing direct and large writes across
+# processes (the range locks).  NXD_TESTS=... runs anything else (e.g. the CI
 # list, with VM_TIMEOUT raised accordingly).
 DEBUG_SUITE="tests/vm/test_harness.py::test_module_loaded
  tests/vm/test_noloss.py
@@ -662,6 +663,7 @@ DEBUG_SUITE="tests/vm/test_harness.py::test_module_loaded
  tests/vm/test_destage.py::test_drain_on_suspend_and_pause
  tests/vm/test_destage.py::test_suspend_does_not_wait_for_a_drain_message
  tests/vm/test_datapath.py::test_recovery_after_remove_and_reload
+ tests/vm/test_datapath.py::test_reads_see_acknowledged_writes_across_processes
  tests/vm/test_badinput.py::test_table_lines_refused"
 
 if [ "$mode" = suite ] || [ "$mode" = all ]; then
