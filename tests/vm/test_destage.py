@@ -478,13 +478,15 @@ def test_round_leaves_room_for_neighbours(dm, oldest):
 @pytest.mark.guarantee("G8")
 def test_no_idle_round_beside_small_writes(dm):
     """Below low_watermark the destager waits until the whole volume is
-    idle, not only the HDD: 4 KiB writes every 5 ms for 3 s, all logged
+    idle, not only the HDD: 4 KiB writes every 5 ms for 2 s, all logged
     (the HDD sees none), start no round; once they stop, idle rounds empty
     the log and the HDD holds every block.  The status is read while the
     writes still go on (reading it takes long enough under TCG for an idle
     round to begin after them).  A window with a gap of 80 ms or more
     between two writes (a stalled guest: the volume was idle) is not
-    judged; the log is emptied and another window tried, 4 at most."""
+    judged; the log is emptied and another window tried, 8 at most (2 s
+    each: a loaded host stalls the guest often enough to spoil most 3 s
+    windows)."""
     hdd, ssd = Loop(64, "hddi"), NullBlk(32)
     rng = random.Random(27)
     model = {}
@@ -493,7 +495,7 @@ def test_no_idle_round_beside_small_writes(dm):
     try:
         v = Volume(dm, "nxds", hdd.dev, ssd.dev)
         fd = os.open(v.dev, os.O_RDWR | os.O_DIRECT)
-        for _ in range(4):
+        for _ in range(8):
             stop = threading.Event()
             times = []
 
@@ -510,7 +512,7 @@ def test_no_idle_round_beside_small_writes(dm):
             th = threading.Thread(target=writer)
             th.start()
             try:
-                time.sleep(3.0)
+                time.sleep(2.0)
                 st = v.status()
                 used = int(v.sget("log_used_pct"))
             finally:
@@ -525,7 +527,7 @@ def test_no_idle_round_beside_small_writes(dm):
             wait_until(lambda: v.status()["index_entries"] == 0,
                        what="idle rounds to empty the log after a stalled window")
         assert judged, "every window had a gap of 80 ms or more between two writes"
-        assert judged["writes_logged"] > 100 and judged["writes_direct"] == 0, judged
+        assert judged["writes_logged"] > 50 and judged["writes_direct"] == 0, judged
         assert judged["used_pct"] < 25, f"the log passed low_watermark: {judged}"
         assert judged["destage_bios"] == 0, \
             f"a round destaged beside writes every 5 ms, below low_watermark: {judged}"

@@ -65,7 +65,11 @@ class UdevPaused:
     def __enter__(self):
         self.on = run(["udevadm", "control", "--ping"], check=False).returncode == 0
         if self.on:
-            host.udev_settle()
+            # Every probe of the devices just made must be over: on a loaded
+            # host the usual 10 s were not enough and a blkid probe's reads
+            # landed in the histogram.
+            r = run(["udevadm", "settle", "--timeout=300"], check=False)
+            assert r.returncode == 0, "udev did not settle in 300 s"
             run(["udevadm", "control", "--stop-exec-queue"])
         return self
 
