@@ -77,8 +77,9 @@ def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
-def udev_settle():
-    run(["udevadm", "settle", "--timeout=10"], check=False)
+def udev_settle(timeout=10):
+    """True once udev's queue is empty, False after timeout seconds."""
+    return run(["udevadm", "settle", f"--timeout={timeout}"], check=False).returncode == 0
 
 
 UDEVD = "/lib/systemd/systemd-udevd"

@@ -68,8 +68,7 @@ class UdevPaused:
             # Every probe of the devices just made must be over: on a loaded
             # host the usual 10 s were not enough and a blkid probe's reads
             # landed in the histogram.
-            r = run(["udevadm", "settle", "--timeout=300"], check=False)
-            assert r.returncode == 0, "udev did not settle in 300 s"
+            assert host.udev_settle(300), "udev did not settle in 300 s"
             run(["udevadm", "control", "--stop-exec-queue"])
         return self
 
